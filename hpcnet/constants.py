@@ -1,0 +1,89 @@
+"""Named constants shared by the checks, the configuration and the tools.
+
+Loose strings in checks drift apart; everything that names a family, a mode,
+a feature or a unit lives here once.
+"""
+from pathlib import Path
+
+#: Repository root (the directory holding ``checks/``, ``config/``, ...).
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+#: Where runs keep what they create and nobody commits (git-ignored).
+STATE_DIR_ENV = 'HPCNET_STATE_DIR'
+DEFAULT_STATE_DIR = PROJECT_ROOT / '.state'
+
+CONFIG_DIR = PROJECT_ROOT / 'config'
+REFERENCE_DIR = PROJECT_ROOT / 'reference'
+SRC_DIR = PROJECT_ROOT / 'src'
+FABRICS_FILE = CONFIG_DIR / 'fabrics.yaml'
+
+
+class MpiFamily:
+    '''MPI implementation families, as used in environment names and features.'''
+    OPENMPI = 'openmpi'
+    MPICH = 'mpich'
+    IMPI = 'impi'
+    MVAPICH2 = 'mvapich2'
+    ALL = (OPENMPI, MPICH, IMPI, MVAPICH2)
+
+
+class CompilerFamily:
+    GCC = 'gcc'
+    CLANG = 'clang'
+    NVHPC = 'nvhpc'
+    ALL = (GCC, CLANG, NVHPC)
+
+
+#: The environment variable each MPI's compiler wrapper reads to use another C
+#: compiler than the one it was built with.
+WRAPPER_CC_VARIABLE = {
+    MpiFamily.OPENMPI: 'OMPI_CC',
+    MpiFamily.MPICH: 'MPICH_CC',
+    MpiFamily.IMPI: 'I_MPI_CC',
+    MpiFamily.MVAPICH2: 'MPICH_CC',
+}
+
+
+class Feature:
+    '''ReFrame environment features (used as ``+name`` in valid_prog_environs).'''
+    MPI = 'mpi'
+    IMB = 'imb'
+    IMB_NBC = 'imb-nbc'
+    OSU = 'osu'
+
+
+class Fabric:
+    '''Fabrics a partition can test; each partition declares exactly one.'''
+    SHM = 'shm'
+    TCP = 'tcp'
+    ROCE = 'roce'
+    IB = 'ib'
+    ALL = (SHM, TCP, ROCE, IB)
+
+
+class P2PMode:
+    '''Modes of the point-to-point kernel (src/p2p.c ``--mode``).'''
+    PINGPONG = 'pingpong'
+    PINGPING = 'pingping'
+    BW = 'bw'
+    BIBW = 'bibw'
+    ALL = (PINGPONG, PINGPING, BW, BIBW)
+    #: Modes whose figure of merit is latency; the others are bandwidth.
+    LATENCY = (PINGPONG, PINGPING)
+
+
+#: Message sizes (bytes) that get their own performance variables; the whole
+#: curve is kept in the report regardless.
+P2P_LATENCY_SIZES = (0, 8)
+P2P_BANDWIDTH_SIZES = (65536, 1048576, 4194304)
+
+
+class Unit:
+    US = 'us'
+    MBPS = 'MB/s'   # 10^6 bytes per second
+    RATIO = 'ratio'
+
+
+#: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
+#: a session (Debian MPICH 4.0.2 over UCX/TCP can hang there).
+DEFAULT_JOB_TIME_LIMIT = '3m'

@@ -1,0 +1,95 @@
+"""Small pure functions of a test, shared by the checks.
+
+Each takes what it needs (partition extras, environment extras, output) and
+returns a value or raises with a message a site engineer can act on; the
+ReFrame classes in :mod:`hpcnet.testlib` only wire them into the pipeline.
+"""
+from __future__ import annotations
+
+import math
+
+from reframe.core.exceptions import SanityError
+
+from hpcnet import fabrics, stacks
+
+
+def partition_fabric(partition_extras: dict, partition_name: str) -> str:
+    fabric = partition_extras.get('fabric')
+    valid = fabrics.fabrics()
+    if fabric not in valid:
+        raise fabrics.FabricTableError(
+            f'partition {partition_name!r}: extras.fabric is {fabric!r} '
+            f'(valid: {", ".join(valid)}); set it in hpcnet/sites.py')
+    return fabric
+
+
+def fabric_settings(partition_extras: dict, partition_name: str, environ_extras: dict,
+                    launcher: str) -> fabrics.FabricSettings:
+    return fabrics.settings_for(partition_fabric(partition_extras, partition_name),
+                                environ_extras['mpi_profile'], environ_extras['mpi_family'],
+                                launcher, partition_extras)
+
+
+def check_library(mpi_library: str, environ_extras: dict, environ_name: str) -> None:
+    '''The library the binary really loaded must be the environment's MPI.'''
+    found = stacks.library_family(mpi_library)
+    want = (environ_extras['mpi_family'], environ_extras['mpi_version'])
+    if found is None:
+        raise SanityError(f'kernel reports an unknown MPI library {mpi_library!r}; '
+                          f'environment {environ_name} is {want[0]} {want[1]}')
+    if found[0] != want[0] or found[1].split('.')[:2] != want[1].split('.')[:2]:
+        raise SanityError(f'kernel ran with {found[0]} {found[1]} ({mpi_library!r}) but '
+                          f'environment {environ_name} is {want[0]} {want[1]}: '
+                          'the binary is linked to the wrong MPI')
+
+
+def check_transport(settings: fabrics.FabricSettings, mpi_output: str) -> str:
+    ok, message = settings.verify(mpi_output)
+    if not ok:
+        raise SanityError(message)
+    return message
+
+
+def check_finite_positive(rows, columns, allow_zero_at_size0=(), what='value'):
+    '''Every value of ``columns`` in every row is finite and > 0 (or >= 0 for
+    the columns named in ``allow_zero_at_size0`` at size 0).'''
+    for row in rows:
+        for col in columns:
+            v = row[col]
+            if not math.isfinite(v):
+                raise SanityError(f'{what} {col} at {int(row["size_bytes"])} B is {v}')
+            zero_ok = col in allow_zero_at_size0 and row.get('size_bytes') == 0
+            if v < 0 or (v == 0 and not zero_ok):
+                raise SanityError(f'{what} {col} at {int(row["size_bytes"])} B is {v} (must be > 0)')
+
+
+def check_sizes(found: tuple, expected: tuple) -> None:
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        raise SanityError(f'sizes missing from the output: {missing} (found {list(found)})')
+
+
+def powers_of_two(min_size: int, max_size: int) -> tuple:
+    '''0 (when min_size is 0), then every power of two from max(1, min_size)
+    to max_size: the kernels' default size list.'''
+    sizes = [0] if min_size == 0 else []
+    s = 1
+    while s <= max_size:
+        if s >= max(1, min_size):
+            sizes.append(s)
+        s *= 2
+    return tuple(sizes)
+
+
+def size_label(nbytes: int) -> str:
+    '''8 -> '8B', 65536 -> '64KiB', 1048576 -> '1MiB' (perf variable names).'''
+    for unit, factor in (('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if nbytes >= factor and nbytes % factor == 0:
+            return f'{nbytes // factor}{unit}'
+    return f'{nbytes}B'
+
+
+def distinct_hosts(hosts: dict, num_nodes: int) -> None:
+    if num_nodes > 1 and len(set(hosts.values())) < num_nodes:
+        raise SanityError(f'ranks were meant to run on {num_nodes} nodes but ran on '
+                          f'{sorted(set(hosts.values()))}')

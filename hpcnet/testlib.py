@@ -1,0 +1,124 @@
+"""ReFrame building blocks of the hpcnet checks (the checks in checks/ stay
+declarative: parameters, fixtures, performance variables).
+
+- :class:`build_kernels`: compiles every MPI kernel of ``src/`` once per
+  environment (fixture scope ``environment``), warnings are errors.
+- :class:`MpiBenchmark`: a run-only test of an MPI program that is put on the
+  partition's fabric by the fabric table, proves it (the MPI's own transport
+  report and, when the partition names an interface, its byte counters), checks
+  that the binary ran with the environment's MPI, and takes its references
+  from ``reference/<system>.yaml``.
+"""
+from __future__ import annotations
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import (fixture, loggable, run_after, run_before, sanity_function,
+                                   variable)
+from reframe.core.exceptions import SanityError
+
+from hpcnet import hooks, references
+from hpcnet.constants import SRC_DIR, Feature
+from hpcnet.parsers.kernel import KernelOutputError, parse_kernel_output
+
+
+class build_kernels(rfm.CompileOnlyRegressionTest):
+    '''Build src/ (all MPI kernels) with the environment's MPI wrapper.'''
+
+    descr = 'Build the hpcnet MPI kernels'
+    valid_systems = ['*']
+    valid_prog_environs = [f'+{Feature.MPI}']
+    build_system = 'Make'
+    sourcesdir = str(SRC_DIR)
+    build_locally = True
+    #: Compiler flags; warnings are errors so a new compiler's complaint is seen.
+    cflags = variable(typ.List[str], value=['-O2', '-Wall', '-Wextra', '-Werror'])
+
+    @run_before('compile')
+    def set_make_options(self):
+        self.build_system.options = [f'MPICC={self.current_environ.cc}', 'BINDIR=bin',
+                                     f'CFLAGS={" ".join(self.cflags)}']
+        self.build_system.max_concurrency = 1
+
+    @sanity_function
+    def binaries_built(self):
+        return sn.all([sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'bin', k)),
+                                      msg=f'bin/{k} was not built')
+                       for k in ('p2p', 'collectives', 'pairs')])
+
+
+class MpiBenchmark(rfm.RunOnlyRegressionTest):
+    '''Base of every MPI benchmark run.'''
+
+    valid_systems = ['*']
+    valid_prog_environs = [f'+{Feature.MPI}']
+    exclusive_access = True
+    num_tasks = 2
+    #: Nodes the ranks must span (1: every rank on one node).
+    num_nodes = variable(int, value=1)
+    #: Fail unless the MPI's own report proves the partition's fabric was used.
+    verify_transport = variable(bool, value=True)
+    #: MPI library the binary reported (logged with every performance value).
+    mpi_library = variable(str, value='', loggable=True)
+    #: What the transport proof found.
+    transport = variable(str, value='', loggable=True)
+    #: MPI family of the environment (a reference $index level).
+    mpi_family = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def apply_fabric(self):
+        part = self.current_partition
+        self.mpi_family = self.current_environ.extras['mpi_family']
+        self.fabric_settings = hooks.fabric_settings(
+            part.extras, part.fullname, self.current_environ.extras, part.launcher_type.registered_name)
+        self.env_vars.update(self.fabric_settings.env)
+        self.num_tasks_per_node = max(1, self.num_tasks // self.num_nodes)
+        if self.current_environ.extras['mpi_family'] == 'openmpi' and os.geteuid() == 0:
+            # Open MPI refuses to start as root without these.
+            self.env_vars.update({'OMPI_ALLOW_RUN_AS_ROOT': '1',
+                                  'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'})
+
+    @run_before('run')
+    def set_launcher_options(self):
+        self.job.launcher.options += list(self.fabric_settings.launcher_options)
+
+    @run_after('setup')
+    def set_references(self):
+        # Validated first: a malformed file fails here with file, key and
+        # what is valid, never with a half-applied reference.
+        self.reference = references.reference_for_test(self.current_system.name)
+
+    def mpi_output(self) -> str:
+        '''Everything the job printed (MPI libraries report on either stream).'''
+        text = ''
+        for name in (self.stdout.evaluate(), self.stderr.evaluate()):
+            path = os.path.join(self.stagedir, name)
+            if os.path.exists(path):
+                with open(path, errors='replace') as fp:
+                    text += fp.read()
+        return text
+
+    def kernel_output(self, kernel: str):
+        '''The kernel's parsed stdout (parsed once).'''
+        cached = getattr(self, '_kernel_output', None)
+        if cached is None:
+            path = os.path.join(self.stagedir, self.stdout.evaluate())
+            try:
+                with open(path, errors='replace') as fp:
+                    cached = parse_kernel_output(fp.read(), source=path, expect_kernel=kernel)
+            except (OSError, KernelOutputError) as err:
+                raise SanityError(str(err)) from None
+            self._kernel_output = cached
+        return cached
+
+    def check_common(self, out) -> None:
+        '''Library, hosts and transport: the proofs every MPI run owes.'''
+        self.mpi_library = out.mpi_library
+        hooks.check_library(out.mpi_library, self.current_environ.extras,
+                            self.current_environ.name)
+        hooks.distinct_hosts(out.hosts, self.num_nodes)
+        if self.verify_transport:
+            self.transport = hooks.check_transport(self.fabric_settings, self.mpi_output())

@@ -1,0 +1,100 @@
+"""The fabric x MPI table and the transport proofs, on real recorded reports."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hpcnet import fabrics
+from hpcnet.constants import FABRICS_FILE
+
+DATA = Path(__file__).parent / 'data' / 'transport'
+# recording prefix -> (profile, family)
+RECORDED = {'openmpi4': ('openmpi', 'openmpi'), 'openmpi5': ('openmpi', 'openmpi'),
+            'mpich4': ('mpich-ucx', 'mpich'), 'mpich5': ('mpich-ofi', 'mpich'),
+            'impi2021': ('impi', 'impi')}
+LOCAL_TCP = {'fabric': 'tcp', 'iface': 'lo'}
+
+
+def settings(fabric, label, launcher='mpirun', extras=None):
+    profile, family = RECORDED[label]
+    return fabrics.settings_for(fabric, profile, family, launcher, extras or LOCAL_TCP)
+
+
+@pytest.mark.parametrize('label', RECORDED)
+@pytest.mark.parametrize('fabric', ['shm', 'tcp'])
+def test_recorded_run_proves_its_own_fabric(label, fabric):
+    text = (DATA / f'{label}-{fabric}.txt').read_text()
+    ok, message = settings(fabric, label).verify(text)
+    assert ok, message
+
+
+@pytest.mark.parametrize('label', RECORDED)
+@pytest.mark.parametrize('asked,used', [('tcp', 'shm'), ('shm', 'tcp')])
+def test_mismatch_fails_for_every_family(label, asked, used):
+    '''tcp asked for but shared memory used (and the reverse) must fail.'''
+    text = (DATA / f'{label}-{used}.txt').read_text()
+    ok, message = settings(asked, label).verify(text)
+    assert not ok
+    assert f"fabric '{asked}' asked for" in message
+
+
+@pytest.mark.parametrize('label', RECORDED)
+def test_no_report_fails(label):
+    ok, message = settings('tcp', label).verify('done\n')
+    assert not ok and 'printed no transport report' in message
+
+
+def test_tcp_settings_use_the_partition_interface():
+    s = settings('tcp', 'openmpi4', extras={'fabric': 'tcp', 'iface': 'eth7'})
+    assert s.env['OMPI_MCA_btl_tcp_if_include'] == 'eth7'
+    assert s.env['OMPI_MCA_btl_base_verbose'] == '1'
+    assert s.launcher_options == ('--bind-to', 'none')
+    assert settings('tcp', 'mpich4', launcher='srun').launcher_options == ('--mpi=pmi2',)
+    assert settings('tcp', 'openmpi4', launcher='srun').launcher_options == ('--mpi=pmix',)
+
+
+def test_roce_needs_the_rdma_device_from_the_partition():
+    with pytest.raises(fabrics.FabricTableError, match="needs the partition extra 'rdma_device'"):
+        fabrics.settings_for('roce', 'openmpi', 'openmpi', 'srun', {'iface': 'eth0'})
+    s = fabrics.settings_for('roce', 'openmpi', 'openmpi', 'srun',
+                             {'iface': 'eth0', 'rdma_device': 'mlx5_0', 'gid_index': 3})
+    assert s.env['UCX_NET_DEVICES'] == 'mlx5_0:1'
+    assert s.env['UCX_IB_GID_INDEX'] == '3'
+
+
+@pytest.mark.parametrize('profile', ['openmpi', 'mpich-ucx', 'mpich-ofi', 'impi', 'mvapich2'])
+@pytest.mark.parametrize('fabric', ['tcp', 'roce'])
+def test_table_covers_every_mpi_on_ethernet_and_roce(profile, fabric):
+    assert profile in fabrics.load_table()['fabrics'][fabric]
+
+
+def test_unknown_fabric_and_profile_name_what_is_valid():
+    with pytest.raises(fabrics.FabricTableError, match=r"no fabric 'myrinet' \(valid: shm, tcp, roce, ib\)"):
+        fabrics.settings_for('myrinet', 'openmpi', 'openmpi', 'mpirun', LOCAL_TCP)
+    with pytest.raises(fabrics.FabricTableError, match="no entry for MPI profile 'lam'"):
+        fabrics.settings_for('tcp', 'lam', 'lam', 'mpirun', LOCAL_TCP)
+
+
+def _broken(mutate):
+    data = yaml.safe_load(FABRICS_FILE.read_text())
+    mutate(data)
+    return data
+
+
+@pytest.mark.parametrize('mutate,match', [
+    (lambda d: d.update(schema=2), r'schema: unsupported schema 2 \(valid: 1\)'),
+    (lambda d: d['fabrics']['tcp']['impi'].pop('expect'), r'fabrics\.tcp\.impi\.expect: must be a non-empty list'),
+    (lambda d: d['fabrics']['tcp']['impi'].update(envs={}), r'fabrics\.tcp\.impi\.envs: unknown key \(valid: env, launcher_options, expect\)'),
+    (lambda d: d['fabrics']['tcp'].update(lam={'expect': ['tcp']}), r'fabrics\.tcp\.lam: unknown MPI profile'),
+    (lambda d: d['profiles']['impi']['report'].update(parser='grep'), r'profiles\.impi\.report\.parser: \'grep\' is not a transport parser'),
+])
+def test_malformed_table_names_file_key_and_valid(mutate, match):
+    with pytest.raises(fabrics.FabricTableError, match=match):
+        fabrics.validate_table(_broken(mutate), 'fabrics.yaml')
+
+
+def test_unreadable_table(tmp_path):
+    bad = tmp_path / 'fabrics.yaml'
+    bad.write_text('fabrics: [unclosed\n')
+    with pytest.raises(fabrics.FabricTableError, match=f'{bad}: not valid YAML'):
+        fabrics.load_table(bad)

@@ -1,0 +1,165 @@
+"""Stack detection with fake MPI prefixes: each is a real header, a real shared
+library and a real wrapper script, so the probe compiles and runs for real."""
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hpcnet import stacks
+from hpcnet.constants import MpiFamily
+
+CC = shutil.which('cc') or shutil.which('gcc')
+pytestmark = pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
+
+HEADERS = {
+    'openmpi': '#define OMPI_MAJOR_VERSION 9\n#define OMPI_MINOR_VERSION 8\n#define OMPI_RELEASE_VERSION 7\n',
+    'mpich': '#define MPICH_VERSION "9.1.2"\n',
+    'impi': '#define MPICH_VERSION "3.4a2"\n#define I_MPI_VERSION "2099.1.0"\n',
+}
+LIBRARIES = {
+    'openmpi': 'Open MPI v9.8.7, package: fake',
+    'mpich': 'MPICH Version:\\t9.1.2\\nMPICH Release date: never',
+    'impi': 'Intel(R) MPI Library 2099.1.0 for Linux* OS\\n',
+}
+
+
+def make_fake_mpi(root: Path, header_family: str, library_family: str,
+                  broken_wrapper: bool = False, tools=()) -> Path:
+    '''A prefix with include/mpi.h, lib/libmpi.so and bin/mpicc.'''
+    prefix = root / f'{header_family}-{library_family}'
+    for d in ('bin', 'include', 'lib'):
+        (prefix / d).mkdir(parents=True, exist_ok=True)
+    (prefix / 'include' / 'mpi.h').write_text(
+        '#pragma once\n#define MPI_MAX_LIBRARY_VERSION_STRING 256\n'
+        + HEADERS[header_family] + 'int MPI_Get_library_version(char *version, int *len);\n')
+    src = prefix / 'lib' / 'mpi.c'
+    src.write_text('#include <string.h>\n#include <mpi.h>\n'
+                   'int MPI_Get_library_version(char *v, int *len) {\n'
+                   f'  strcpy(v, "{LIBRARIES[library_family]}"); *len = (int)strlen(v); return 0; }}\n')
+    subprocess.run([CC, '-shared', '-fPIC', f'-I{prefix}/include', str(src), '-o',
+                    str(prefix / 'lib' / 'libmpi.so')], check=True)
+    body = ('echo "mpicc: cannot find the compiler" >&2; exit 1\n' if broken_wrapper else
+            f'exec "${{OMPI_CC:-${{MPICH_CC:-${{I_MPI_CC:-{CC}}}}}}}" -I{prefix}/include "$@" '
+            f'-L{prefix}/lib -Wl,-rpath,{prefix}/lib -lmpi\n')
+    wrapper = prefix / 'bin' / 'mpicc'
+    wrapper.write_text('#!/bin/sh\n' + body)
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    for tool in tools:
+        t = prefix / 'bin' / tool
+        t.write_text('#!/bin/sh\n')
+        t.chmod(0o755)
+    return prefix
+
+
+@pytest.fixture
+def compiler():
+    return stacks.Compiler('gcc', '99.1.0', CC)
+
+
+def discover(tmp_path, prefixes, compilers):
+    def source(state):
+        return [stacks.prefix_candidate(p, f'fake-{p.name}', 'test') for p in prefixes]
+    return stacks.discover(tmp_path / 'state', sources=[source], compilers=compilers)
+
+
+def test_working_prefixes_become_named_environments(tmp_path, compiler):
+    prefixes = [make_fake_mpi(tmp_path, 'openmpi', 'openmpi'),
+                make_fake_mpi(tmp_path, 'mpich', 'mpich'),
+                make_fake_mpi(tmp_path, 'impi', 'impi', tools=('IMB-MPI1', 'impi_info'))]
+    found = discover(tmp_path, prefixes, [compiler])
+    assert found.rejected == []
+    by_name = {e.name: e for e in found.environments}
+    assert set(by_name) == {'gcc99-openmpi9', 'gcc99-mpich9', 'gcc99-impi2099'}
+    impi = by_name['gcc99-impi2099']
+    assert impi.mpi.family == MpiFamily.IMPI and impi.mpi.version == '2099.1.0'
+    assert 'imb' in impi.features and 'impi' in impi.features
+    assert 'imb' not in by_name['gcc99-openmpi9'].features
+    cfg = impi.to_reframe(['local'])
+    assert cfg['cc'] == str(prefixes[2] / 'bin' / 'mpicc')
+    assert ['I_MPI_CC', CC] in cfg['env_vars']
+    assert ['I_MPI_ROOT', str(prefixes[2])] in cfg['env_vars']
+    assert cfg['extras']['tools']['IMB-MPI1'].endswith('bin/IMB-MPI1')
+
+
+def test_header_and_library_of_different_mpis_is_rejected(tmp_path, compiler):
+    # The Debian trap: MPICH's name, Open MPI's library.
+    found = discover(tmp_path, [make_fake_mpi(tmp_path, 'mpich', 'openmpi')], [compiler])
+    assert found.environments == []
+    (what, why), = found.rejected
+    assert 'headers are mpich but the library loaded at run time is openmpi' in why
+
+
+def test_source_claim_checked_against_library(tmp_path, compiler):
+    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+
+    def source(state):
+        return [stacks.prefix_candidate(prefix, 'claims-mpich', 'test', MpiFamily.MPICH)]
+    found = stacks.discover(tmp_path / 'state', sources=[source], compilers=[compiler])
+    assert found.environments == []
+    assert 'expected mpich but' in found.rejected[0][1]
+
+
+def test_broken_wrapper_is_left_out_with_its_message(tmp_path, compiler):
+    good = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+    bad = make_fake_mpi(tmp_path / 'b', 'mpich', 'mpich', broken_wrapper=True)
+    found = discover(tmp_path, [good, bad], [compiler])
+    assert [e.name for e in found.environments] == ['gcc99-openmpi9']
+    (what, why), = found.rejected
+    assert 'cannot compile an MPI program: mpicc: cannot find the compiler' in why
+
+
+def test_missing_library_at_run_time_is_rejected(tmp_path, compiler):
+    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+    found = discover(tmp_path, [prefix], [compiler])
+    assert found.environments
+    (prefix / 'lib' / 'libmpi.so').unlink()
+    # -lmpi now finds whatever other libmpi the system has (or none): either
+    # way the probe must not accept it.
+    found = stacks.discover(tmp_path / 'state2', sources=[lambda s: [
+        stacks.prefix_candidate(prefix, 'gone', 'test')]], compilers=[compiler])
+    assert found.environments == [] and found.rejected
+    assert any(w in found.rejected[0][1] for w in ('cannot compile', 'library loaded at run time'))
+
+
+def test_cache_is_reused_and_invalidated(tmp_path, compiler):
+    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+    first = discover(tmp_path, [prefix], [compiler])
+    cache = tmp_path / 'state' / 'stacks.json'
+    assert cache.exists()
+    again = discover(tmp_path, [prefix], [compiler])
+    assert [e.name for e in again.environments] == [e.name for e in first.environments]
+    assert again.environments[0] == first.environments[0]
+    # A changed wrapper invalidates the cache.
+    wrapper = prefix / 'bin' / 'mpicc'
+    wrapper.write_text('#!/bin/sh\nexit 1\n')
+    os.utime(wrapper, ns=(1, 1))
+    assert discover(tmp_path, [prefix], [compiler]).environments == []
+
+
+def test_compilers_are_deduplicated_by_family_and_major(tmp_path):
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    for name in ('gcc', 'gcc-42'):
+        (bindir / name).symlink_to(CC)
+    comps = stacks.detect_compilers(str(bindir))
+    labels = [c.label for c in comps]
+    assert len(labels) == len(set(labels)) == 1
+    # The versioned name is kept: it does not move when 'gcc' is switched.
+    assert comps[0].command.endswith('gcc-42')
+
+
+def test_library_family_patterns():
+    assert stacks.library_family('Open MPI v4.1.4, package: Debian') == ('openmpi', '4.1.4')
+    assert stacks.library_family('MPICH Version:\t4.0.2\nMPICH Release') == ('mpich', '4.0.2')
+    assert stacks.library_family('Intel(R) MPI Library 2021.19.0 for Linux* OS') == ('impi', '2021.19.0')
+    assert stacks.library_family('MVAPICH2 Version      :\t2.3.7') == ('mvapich2', '2.3.7')
+    assert stacks.library_family('SomeOtherMPI 1.0') is None
+
+
+def test_bad_prefix_variable_names_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv('HPCNET_MPI_PREFIXES', str(tmp_path / 'nothing'))
+    with pytest.raises(stacks.StackError, match='HPCNET_MPI_PREFIXES: .* has no bin/mpicc'):
+        stacks.extra_prefix_candidates(tmp_path)
