@@ -1,0 +1,692 @@
+"""Parser of Intel(R) MPI Benchmarks (IMB) outputs, and the IMB command-line builder.
+
+Covers the stdout of IMB-MPI1, IMB-NBC, IMB-RMA and IMB-P2P (checked against IMB 2021.7
+built with Open MPI 4.1.4 / MPICH 4.0.2, and IMB 2021.11 as shipped in Intel MPI 2021.19:
+see ``tests/data/imb/README.md``). An output looks like::
+
+    #----------------------------------------------------------------
+    #    Intel(R) MPI Benchmarks 2021.7, MPI-1 part
+    #----------------------------------------------------------------
+    # Date                  : Sat Nov 21 04:16:40 2026
+    # Machine               : x86_64
+    # MPI Version           : 3.1
+    ...
+    # Calling sequence was:
+
+    # /opt/imb/bin/IMB-MPI1 PingPong
+    ...
+    # List of Benchmarks to run:
+
+    # PingPong
+
+    #---------------------------------------------------
+    # Benchmarking PingPong
+    # #processes = 2
+    #---------------------------------------------------
+           #bytes #repetitions      t[usec]   Mbytes/sec
+                0         1000         0.10         0.00
+                1         1000         0.16         6.28
+    ...
+
+    # All processes entering MPI_Finalize
+
+A section may also carry ``# ( 1 additional process waiting in MPI_Barrier)`` (``-npmin``),
+``#    MODE: AGGREGATE`` / ``NON-AGGREGATE`` (IMB-RMA, IMB-EXT), or be a ``-multi`` section:
+``# Benchmarking Multi-Allreduce`` with ``# ( 2 groups of 1 processes each running
+simultaneous )`` and a ``Group`` column, its rows split by blank lines. A benchmark that
+cannot run prints ``# !! Benchmark Stencil2D is invalid for 2 processes !!`` instead.
+
+Rules (strict: anything else is a :class:`BenchmarkOutputError` naming source and line):
+
+* Lines starting with ``[<digits>]`` are the MPI library's (``[0] MPI startup(): ...`` with
+  ``I_MPI_DEBUG``): ignored everywhere, inside tables too.
+* Outside tables, other lines that are not IMB's (launcher or library chatter) are ignored
+  and kept in :attr:`ImbOutput.foreign_lines`; but a line that looks like table data (a
+  column header or a row of numbers) outside a benchmark section is an error.
+* Inside a table (from its column header to the next ``#`` line) every line is a row,
+  a blank line (``-multi`` separates sizes with them) or an ignored ``[N]`` line. Anything
+  else is an error: a foreign line there cannot be told from a damaged row. Every row has
+  exactly one field per column, each a plain number (integers for ``#bytes``,
+  ``#repetitions`` and ``Group``); ``#bytes`` strictly increases (per group).
+* A column name outside :data:`IMB_COLUMNS` is an error naming it and the known ones.
+* The output must end with ``# All processes entering MPI_Finalize``; a section with no
+  table, a table with no rows, a row cut short: errors. ``allow_incomplete=True`` accepts
+  a run without the final line (``complete=False``), dropping a last line that has no
+  line terminator (it was cut while being written).
+* ``Invalid benchmark name foo`` (IMB then runs its whole default list instead!) is kept in
+  :attr:`ImbOutput.invalid_names` rather than raised: the output itself is well formed.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .errors import INTEGER_RE, NUMBER_RE, BenchmarkOutputError
+
+__all__ = [
+    'BenchmarkOutputError', 'ImbTable', 'ImbOutput', 'parse_imb', 'imb_command',
+    'IMB_COLUMNS', 'IMB_SUITES', 'IMB_MPI1_BENCHMARKS', 'IMB_NBC_BENCHMARKS',
+    'IMB_RMA_BENCHMARKS', 'IMB_P2P_BENCHMARKS', 'IMB_ITER_POLICIES',
+]
+
+#: IMB column header -> normalized name (the keys of every row dict).
+IMB_COLUMNS: Mapping[str, str] = {
+    '#bytes': 'bytes',
+    '#repetitions': 'repetitions',
+    'Group': 'group',                    # -multi 1
+    't[usec]': 't_usec',                 # PingPong, PingPing, IMB-RMA, IMB-P2P
+    'Mbytes/sec': 'mbytes_per_sec',      # 10^6 bytes/s
+    'Msg/sec': 'msg_per_sec',            # Uniband, Biband, IMB-P2P
+    't_min[usec]': 't_min_usec',         # collectives, Sendrecv, Exchange, *_pure
+    't_max[usec]': 't_max_usec',
+    't_avg[usec]': 't_avg_usec',
+    't_ovrl[usec]': 't_ovrl_usec',       # IMB-NBC, IMB-RMA Truly_passive_put
+    't_pure[usec]': 't_pure_usec',
+    't_CPU[usec]': 't_cpu_usec',         # IMB-NBC
+    'overlap[%]': 'overlap_percent',     # IMB-NBC
+    'defects': 'defects',                # IMB built with -DCHECK
+}
+_INT_COLUMNS = frozenset({'bytes', 'repetitions', 'group'})
+
+# Benchmark names as printed by `IMB-<suite> -list` (IMB 2021.11, Intel MPI 2021.19);
+# "(non-default)" ones only run when named.
+IMB_MPI1_BENCHMARKS: Tuple[str, ...] = (
+    'PingPong', 'PingPing', 'Sendrecv', 'Exchange', 'Allreduce', 'Reduce', 'Reduce_local',
+    'Reduce_scatter', 'Reduce_scatter_block', 'Allgather', 'Allgatherv', 'Gather', 'Gatherv',
+    'Scatter', 'Scatterv', 'Alltoall', 'Alltoallv', 'Bcast', 'Barrier',
+    # non-default
+    'Uniband', 'Biband', 'PingPongAnySource', 'PingPongSpecificSource',
+    'PingPingAnySource', 'PingPingSpecificSource',
+)
+_NBC_OPS = ('Iallgather', 'Iallgatherv', 'Iallreduce', 'Ialltoall', 'Ialltoallv', 'Ibarrier',
+            'Ibcast', 'Igather', 'Igatherv', 'Ireduce', 'Ireduce_scatter', 'Iscatter',
+            'Iscatterv')
+IMB_NBC_BENCHMARKS: Tuple[str, ...] = _NBC_OPS + tuple(f'{b}_pure' for b in _NBC_OPS)
+IMB_RMA_BENCHMARKS: Tuple[str, ...] = (
+    'Accumulate', 'All_get_all', 'All_put_all', 'Bidir_get', 'Bidir_put', 'Compare_and_swap',
+    'Exchange_get', 'Exchange_put', 'Fetch_and_op', 'Get_accumulate', 'Get_all_local',
+    'Get_local', 'One_get_all', 'One_put_all', 'Put_all_local', 'Put_local',
+    'Truly_passive_put', 'Unidir_get', 'Unidir_put',
+)
+IMB_P2P_BENCHMARKS: Tuple[str, ...] = (
+    'PingPong', 'PingPing', 'Unirandom', 'Birandom', 'Corandom', 'Stencil2D', 'Stencil3D',
+    'SendRecv_Replace',
+)
+#: suite (executable name) -> its benchmark names; the order is the inference order of
+#: :func:`imb_command` when no suite is given.
+IMB_SUITES: Mapping[str, Tuple[str, ...]] = {
+    'IMB-MPI1': IMB_MPI1_BENCHMARKS,
+    'IMB-NBC': IMB_NBC_BENCHMARKS,
+    'IMB-RMA': IMB_RMA_BENCHMARKS,
+    'IMB-P2P': IMB_P2P_BENCHMARKS,
+}
+#: values of ``-iter_policy`` (``IMB-MPI1 -help iter_policy``)
+IMB_ITER_POLICIES: Tuple[str, ...] = ('dynamic', 'multiple_np', 'auto', 'off')
+
+
+@dataclass(frozen=True)
+class ImbTable:
+    """One benchmark section of an IMB output.
+
+    ``rows`` are dicts keyed by the normalized names of ``columns`` (see
+    :data:`IMB_COLUMNS`); ``bytes``, ``repetitions`` and ``group`` are ints, the rest
+    floats. ``processes`` is ``#processes`` (per group in a ``-multi`` section),
+    ``mode`` the IMB-RMA/EXT ``MODE:`` (``'AGGREGATE'``, ``'NON-AGGREGATE'``) or None,
+    ``groups`` the number of simultaneous groups of a ``-multi`` section (else 1),
+    ``waiting`` the "additional processes waiting in MPI_Barrier", ``line`` the line number
+    of the ``# Benchmarking`` line.
+    """
+    benchmark: str
+    processes: int
+    columns: Tuple[str, ...]
+    rows: Tuple[Dict[str, float], ...]
+    mode: Optional[str] = None
+    groups: int = 1
+    waiting: int = 0
+    line: int = 0
+    source: str = '<output>'
+
+    @property
+    def sizes(self) -> Tuple[int, ...]:
+        """The distinct message sizes (``#bytes``) in table order; () without a bytes column."""
+        if 'bytes' not in self.columns:
+            return ()
+        seen: List[int] = []
+        for row in self.rows:
+            if row['bytes'] not in seen:
+                seen.append(row['bytes'])
+        return tuple(seen)
+
+    def column(self, name: str) -> Tuple[float, ...]:
+        """All the values of one column (normalized name), in row order."""
+        if name not in self.columns:
+            raise BenchmarkOutputError(
+                self.source, self.line,
+                f'{self._describe()} has no column {name!r}; its columns are '
+                f'{", ".join(self.columns)}')
+        return tuple(row[name] for row in self.rows)
+
+    def row_for_size(self, nbytes: int, group: Optional[int] = None) -> Dict[str, float]:
+        """The row of message size ``nbytes`` (a copy). In a ``-multi 1`` table, which
+        has one row per group and size, ``group`` selects the group."""
+        if 'bytes' not in self.columns:
+            raise BenchmarkOutputError(
+                self.source, self.line,
+                f'{self._describe()} has no #bytes column (columns: '
+                f'{", ".join(self.columns)}), so it has no row for {nbytes} bytes')
+        rows = [r for r in self.rows if r['bytes'] == nbytes]
+        if group is not None:
+            if 'group' not in self.columns:
+                raise BenchmarkOutputError(
+                    self.source, self.line,
+                    f'{self._describe()} has no Group column; group={group} makes no sense')
+            rows = [r for r in rows if r['group'] == group]
+        if not rows:
+            what = f'{nbytes} bytes' + (f' in group {group}' if group is not None else '')
+            raise BenchmarkOutputError(
+                self.source, self.line,
+                f'{self._describe()} has no row for {what}; sizes present: '
+                f'{", ".join(str(s) for s in self.sizes)}')
+        if len(rows) > 1:
+            groups = ', '.join(str(r['group']) for r in rows)
+            raise BenchmarkOutputError(
+                self.source, self.line,
+                f'{self._describe()} has {len(rows)} rows for {nbytes} bytes (groups '
+                f'{groups}): pass group=')
+        return dict(rows[0])
+
+    def _describe(self) -> str:
+        extra = f', mode {self.mode}' if self.mode else ''
+        extra += f', {self.groups} groups' if self.groups > 1 else ''
+        return f'IMB table {self.benchmark} (#processes = {self.processes}{extra})'
+
+
+@dataclass(frozen=True)
+class ImbOutput:
+    """A whole IMB output.
+
+    ``version`` is IMB's (``'2021.7'``), ``part`` the suite part (``'MPI-1'``, ``'MPI-NBC'``,
+    ``'MPI-RMA'``, ``'IMB-P2P'``), ``complete`` whether ``# All processes entering
+    MPI_Finalize`` was seen. ``header`` holds every ``# Key : value`` line of the preamble
+    (``'Date'``, ``'Machine'``, ``'MPI Version'`` (the MPI standard version the library
+    reports, e.g. ``'3.1'``), ``'Minimum message length in bytes'``, ...). ``skipped`` lists
+    ``(benchmark, processes)`` IMB declared invalid ("!! Benchmark X is invalid for N
+    processes !!"), ``invalid_names`` the names IMB rejected, ``foreign_lines`` the
+    ``(line number, text)`` of ignored non-IMB lines outside tables (``[N]`` lines excluded).
+    """
+    version: str
+    tables: Tuple[ImbTable, ...]
+    complete: bool
+    part: str = ''
+    header: Mapping[str, str] = field(default_factory=dict)
+    calling_sequence: Optional[str] = None
+    benchmarks_listed: Tuple[str, ...] = ()
+    skipped: Tuple[Tuple[str, int], ...] = ()
+    invalid_names: Tuple[str, ...] = ()
+    foreign_lines: Tuple[Tuple[int, str], ...] = ()
+    source: str = '<output>'
+
+    @property
+    def mpi_version(self) -> Optional[str]:
+        return self.header.get('MPI Version')
+
+    @property
+    def date(self) -> Optional[str]:
+        return self.header.get('Date')
+
+    @property
+    def machine(self) -> Optional[str]:
+        return self.header.get('Machine')
+
+    @property
+    def min_message_bytes(self) -> Optional[int]:
+        value = self.header.get('Minimum message length in bytes')
+        return int(value) if value is not None and value.isdigit() else None
+
+    @property
+    def max_message_bytes(self) -> Optional[int]:
+        value = self.header.get('Maximum message length in bytes')
+        return int(value) if value is not None and value.isdigit() else None
+
+    @property
+    def benchmarks(self) -> Tuple[str, ...]:
+        """The benchmarks that have a table, in output order, without repetition."""
+        names: List[str] = []
+        for t in self.tables:
+            if t.benchmark not in names:
+                names.append(t.benchmark)
+        return tuple(names)
+
+    def table(self, benchmark: str, processes: Optional[int] = None,
+              mode: Optional[str] = None, groups: Optional[int] = None) -> ImbTable:
+        """The one table of ``benchmark`` (case-insensitive), narrowed by ``processes``,
+        ``mode`` and ``groups`` when several match; an error lists what is present."""
+        found = [t for t in self.tables
+                 if t.benchmark.lower() == benchmark.lower()
+                 and (processes is None or t.processes == processes)
+                 and (mode is None or (t.mode or '').lower() == mode.lower())
+                 and (groups is None or t.groups == groups)]
+        if len(found) == 1:
+            return found[0]
+        wanted = benchmark + ''.join(
+            f', {k}={v!r}' for k, v in (('processes', processes), ('mode', mode),
+                                         ('groups', groups)) if v is not None)
+        present = '; '.join(
+            f'{t.benchmark} (#processes = {t.processes}'
+            + (f', mode {t.mode}' if t.mode else '')
+            + (f', {t.groups} groups' if t.groups > 1 else '') + ')'
+            for t in self.tables) or 'none'
+        if not found:
+            skipped = [s for s in self.skipped if s[0].lower() == benchmark.lower()]
+            note = (f' (IMB declared {benchmark} invalid for '
+                    f'{", ".join(str(s[1]) for s in skipped)} processes)' if skipped else '')
+            raise BenchmarkOutputError(
+                self.source, None, f'no IMB table for {wanted}{note}; tables present: {present}')
+        raise BenchmarkOutputError(
+            self.source, None,
+            f'{len(found)} IMB tables match {wanted}: narrow with processes=, mode= or '
+            f'groups=; tables present: {present}')
+
+
+_LINE_FROM_LIBRARY = re.compile(r'^\[\d+\]')
+_IMB_TITLE = re.compile(
+    r'^#\s*Intel\s*\(R\)\s*MPI\s+Benchmarks\s+(?P<version>.+?)\s*,\s*(?P<part>.+?)\s+part\s*$')
+_BENCHMARKING = re.compile(r'^#\s*Benchmarking\s+(?P<name>\S+)\s*$')
+_PROCESSES = re.compile(r'^#\s*#processes\s*=\s*(?P<n>\d+)\s*$')
+_WAITING = re.compile(
+    r'^#\s*\(\s*(?P<n>\d+)\s+additional\s+process(?:es)?\s+waiting\s+in\s+MPI_Barrier\s*\)\s*$')
+_GROUPS = re.compile(
+    r'^#\s*\(\s*(?P<groups>\d+)\s+groups?\s+of\s+(?P<n>\d+)\s+process(?:es)?\s+each\s+'
+    r'running\s+simultaneous(?:ly)?\s*\)\s*$')
+_MODE = re.compile(r'^#\s*MODE\s*:\s*(?P<mode>\S+)\s*$')
+_FINALIZE = re.compile(r'^#\s*All processes entering MPI_Finalize\s*$')
+_INVALID_FOR = re.compile(
+    r'^#\s*!!\s*Benchmark\s+(?P<name>\S+)\s+is\s+invalid\s+for\s+(?P<n>\d+)\s+process(?:es)?\s*!!')
+_INVALID_NAME = re.compile(r'^Invalid benchmark name\s+(?P<name>\S+)\s*$')
+_KEY_VALUE = re.compile(r'^#\s*(?P<key>[A-Za-z][A-Za-z0-9_ ()/.-]*?)\s*:\s*(?P<value>.*?)\s*$')
+_LIST_ENTRY = re.compile(r'^# (?P<name>[A-Za-z][\w-]*)\s*$')
+_NUMBER = re.compile(rf'^{NUMBER_RE}$')
+_INTEGER = re.compile(rf'^{INTEGER_RE}$')
+_TABLE_START_TOKENS = frozenset({'#bytes', '#repetitions', 'Group'})
+
+
+class _Section:
+    def __init__(self, name: str, line: int):
+        self.multi = name.startswith('Multi-')
+        self.benchmark = name[len('Multi-'):] if self.multi else name
+        self.line = line
+        self.processes: Optional[int] = None
+        self.groups = 1
+        self.waiting = 0
+        self.mode: Optional[str] = None
+        self.columns: Tuple[str, ...] = ()
+        self.header_line = 0
+        self.rows: List[Dict[str, float]] = []
+
+
+def _looks_like_row(text: str) -> bool:
+    tokens = text.split()
+    return bool(tokens) and all(_NUMBER.match(t) for t in tokens)
+
+
+def parse_imb(text: str, source: str = '<output>', *, allow_incomplete: bool = False) -> ImbOutput:
+    """Parse a whole IMB-MPI1/NBC/RMA/P2P stdout; see the module docstring for the rules.
+
+    Raises :class:`BenchmarkOutputError` (with ``source`` and the line number) when the
+    output is truncated or malformed.
+    """
+    def fail(line: Optional[int], reason: str) -> BenchmarkOutputError:
+        return BenchmarkOutputError(source, line, reason)
+
+    lines = text.splitlines()
+    if allow_incomplete and lines and not text.endswith(('\n', '\r')):
+        lines = lines[:-1]          # cut while being written: not a line IMB finished
+
+    version: Optional[str] = None
+    part = ''
+    header: Dict[str, str] = {}
+    calling_sequence: Optional[str] = None
+    listed: List[str] = []
+    skipped: List[Tuple[str, int]] = []
+    invalid_names: List[str] = []
+    foreign: List[Tuple[int, str]] = []
+    tables: List[ImbTable] = []
+    complete_at: Optional[int] = None
+
+    section: Optional[_Section] = None
+    in_table = False
+    pending: Optional[str] = None      # 'calling' / 'list': a multi-line header item
+
+    def close_table(at: int) -> None:
+        nonlocal section, in_table
+        assert section is not None
+        if not section.rows:
+            raise fail(at, f'the {section.benchmark} table (columns at line '
+                           f'{section.header_line}) has no rows: output truncated or damaged')
+        tables.append(ImbTable(
+            benchmark=section.benchmark, processes=section.processes or 0,
+            columns=section.columns, rows=tuple(section.rows), mode=section.mode,
+            groups=section.groups, waiting=section.waiting, line=section.line, source=source))
+        section, in_table = None, False
+
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip('\r\n')
+        stripped = line.strip()
+        # IMB's comment lines start with '#' in column 0; column headers are indented
+        # ('       #bytes #repetitions ...', ' #repetitions  t_min[usec] ...').
+        comment = line.startswith('#')
+        if _LINE_FROM_LIBRARY.match(stripped):
+            continue                                    # [0] MPI startup(): ...
+
+        if in_table:
+            assert section is not None
+            if not stripped:
+                continue                                # -multi: blank line between sizes
+            if not comment:
+                section.rows.append(_parse_row(stripped, section, number, fail))
+                continue
+            close_table(number)                          # a '#' line ends the table
+
+        if section is not None:                          # between '# Benchmarking' and columns
+            if not stripped:
+                continue
+            if comment:
+                m = _PROCESSES.match(stripped)
+                if m:
+                    section.processes = int(m.group('n'))
+                    continue
+                m = _WAITING.match(stripped)
+                if m:
+                    section.waiting = int(m.group('n'))
+                    continue
+                m = _GROUPS.match(stripped)
+                if m:
+                    section.groups = int(m.group('groups'))
+                    section.processes = int(m.group('n'))
+                    continue
+                m = _MODE.match(stripped)
+                if m:
+                    section.mode = m.group('mode')
+                    continue
+                if _BENCHMARKING.match(stripped) or _FINALIZE.match(stripped) \
+                        or _INVALID_FOR.match(stripped):
+                    raise fail(number, f'the {section.benchmark} section (line {section.line})'
+                                       ' ended before its table: expected a column header '
+                                       f'({", ".join(IMB_COLUMNS)})')
+                continue                                 # '#----', '#', '# Group 0: 0', ...
+            # the column header
+            tokens = stripped.split()
+            unknown = [t for t in tokens if t not in IMB_COLUMNS]
+            if unknown:
+                raise fail(number, f'unexpected IMB column {unknown[0]!r} in the '
+                                   f'{section.benchmark} table header; known columns: '
+                                   f'{", ".join(IMB_COLUMNS)}')
+            names = tuple(IMB_COLUMNS[t] for t in tokens)
+            if len(set(names)) != len(names):
+                raise fail(number, f'repeated column in the {section.benchmark} table header '
+                                   f'{stripped!r}')
+            if section.processes is None:
+                raise fail(number, f'the {section.benchmark} section (line {section.line}) has '
+                                   'no "#processes = N" (or "N groups of M processes") line')
+            section.columns = names
+            section.header_line = number
+            in_table = True
+            continue
+
+        # ---- outside sections ----
+        if not stripped:
+            continue
+        if comment:
+            m = _IMB_TITLE.match(stripped)
+            if m:
+                if version is not None:
+                    raise fail(number, 'a second IMB header ("Intel(R) MPI Benchmarks ..."): '
+                                       'outputs of several runs are concatenated')
+                version, part = m.group('version'), m.group('part')
+                pending = None
+                continue
+            m = _BENCHMARKING.match(stripped)
+            if m:
+                if version is None:
+                    raise fail(number, 'benchmark section before the IMB header '
+                                       '("#    Intel(R) MPI Benchmarks <version>, ... part")')
+                if complete_at is not None:
+                    raise fail(number, 'benchmark section after "# All processes entering '
+                                       f'MPI_Finalize" (line {complete_at})')
+                section = _Section(m.group('name'), number)
+                pending = None
+                continue
+            if _FINALIZE.match(stripped):
+                if complete_at is None:
+                    complete_at = number
+                pending = None
+                continue
+            m = _INVALID_FOR.match(stripped)
+            if m:
+                skipped.append((m.group('name'), int(m.group('n'))))
+                continue
+            body = stripped[1:].strip()
+            if pending == 'calling' and body:
+                calling_sequence = body
+                pending = None
+                continue
+            if pending == 'list':
+                m = _LIST_ENTRY.match(stripped)
+                if m:
+                    listed.append(m.group('name'))
+                    continue
+                if not body or stripped.startswith('#  '):
+                    continue                            # '#' alone, indented description
+                pending = None
+            if version is not None and not tables and complete_at is None:
+                if body.startswith('Calling sequence was'):
+                    pending = 'calling'
+                    continue
+                if body.startswith('List of Benchmarks to run'):
+                    pending = 'list'
+                    continue
+                m = _KEY_VALUE.match(stripped)
+                if m and not stripped.startswith('#-'):
+                    header.setdefault(m.group('key'), m.group('value'))
+            continue
+        # a line that is not IMB's own, outside any table
+        m = _INVALID_NAME.match(stripped)
+        if m:
+            invalid_names.append(m.group('name'))
+            continue
+        first = stripped.split()[0]
+        if first in _TABLE_START_TOKENS or _looks_like_row(stripped):
+            raise fail(number, f'table data outside a benchmark section: {stripped!r} (expected '
+                               'it after "# Benchmarking <name>" and "# #processes = N")')
+        foreign.append((number, line))
+
+    end = len(lines)
+    if in_table:
+        close_table(end)
+    elif section is not None:
+        raise fail(end, f'output ends inside the {section.benchmark} section (line '
+                        f'{section.line}) before its table: truncated')
+    if version is None:
+        raise fail(None, 'not an IMB output: no "#    Intel(R) MPI Benchmarks <version>, '
+                         '<suite> part" header line')
+    if complete_at is None and not allow_incomplete:
+        last = (f'; last table {tables[-1].benchmark} (line {tables[-1].line}) ends at its '
+                f'size {tables[-1].rows[-1].get("bytes", "?")}' if tables else '')
+        raise fail(end, 'no "# All processes entering MPI_Finalize" line: the run did not '
+                        f'finish or its output is truncated{last}')
+    return ImbOutput(
+        version=version, tables=tuple(tables), complete=complete_at is not None, part=part,
+        header=header, calling_sequence=calling_sequence, benchmarks_listed=tuple(listed),
+        skipped=tuple(skipped), invalid_names=tuple(invalid_names),
+        foreign_lines=tuple(foreign), source=source)
+
+
+_ROW_HINT = ' (a truncated or damaged row, or a foreign line inside the table)'
+
+
+def _parse_row(stripped: str, section: _Section, number: int, fail) -> Dict[str, float]:
+    fields = stripped.split()
+    columns = section.columns
+    if len(fields) != len(columns):
+        raise fail(number, f'{section.benchmark} row has {len(fields)} fields, expected '
+                           f'{len(columns)} ({" ".join(columns)}): {stripped!r}{_ROW_HINT}')
+    row: Dict[str, float] = {}
+    for name, token in zip(columns, fields):
+        if name in _INT_COLUMNS:
+            if not _INTEGER.match(token):
+                raise fail(number, f'{section.benchmark} row: {name} is {token!r}, expected '
+                                   f'an integer: {stripped!r}{_ROW_HINT}')
+            row[name] = int(token)
+        else:
+            if not _NUMBER.match(token):
+                raise fail(number, f'{section.benchmark} row: {name} is {token!r}, expected '
+                                   f'a number: {stripped!r}{_ROW_HINT}')
+            row[name] = float(token)
+    if 'bytes' in row:
+        group = row.get('group')
+        previous = [r['bytes'] for r in section.rows if r.get('group') == group]
+        if previous and row['bytes'] <= previous[-1]:
+            raise fail(number, f'{section.benchmark} row: #bytes {row["bytes"]} after '
+                               f'{previous[-1]}: sizes must increase')
+    return row
+
+
+# --------------------------------------------------------------------------------------
+# Command lines
+
+
+def _canonical(names: Sequence[str], suite: str) -> Optional[List[str]]:
+    known = {b.lower(): b for b in IMB_SUITES[suite]}
+    out = [known.get(n.lower()) for n in names]
+    return None if any(o is None for o in out) else out  # type: ignore[return-value]
+
+
+def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
+                iter_policy: Optional[str] = None, *, suite: Optional[str] = None,
+                executable: Optional[str] = None, npmin: Optional[int] = None,
+                iterations=None, time_limit: Optional[float] = None,
+                mem_gb: Optional[float] = None, multi: Optional[int] = None,
+                sync: Optional[bool] = None, extra: Sequence[str] = ()) -> List[str]:
+    """The argument list running ``benchmarks`` with IMB, e.g.
+    ``['IMB-MPI1', 'PingPong', 'Allreduce', '-msglog', '0:10']``.
+
+    Names are checked (case-insensitively; emitted in IMB's spelling) against
+    :data:`IMB_SUITES`: an unknown one is an error listing the valid names. This matters:
+    given an unknown name, IMB-MPI1 prints "Invalid benchmark name" and runs its whole
+    default list. ``suite`` (``'IMB-MPI1'``, ``'IMB-NBC'``, ``'IMB-RMA'``, ``'IMB-P2P'``)
+    defaults to the first suite knowing every name; ``executable`` replaces argv[0] (a path
+    to the binary), default the suite name.
+
+    Options: ``msglog`` (``-msglog``: an int ``max`` or ``(min, max)`` / ``'min:max'``,
+    0 <= min < max <= 30), ``iter_policy`` (one of :data:`IMB_ITER_POLICIES`), ``npmin``,
+    ``iterations`` (``-iter``: an int or up to 3 ints), ``time_limit`` (``-time`` seconds
+    per size), ``mem_gb`` (``-mem``), ``multi`` (0 or 1), ``sync`` (``-sync on/off``),
+    ``extra`` (appended verbatim). IMB-P2P only takes ``msglog`` and ``iterations``.
+    """
+    names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    if not names:
+        raise ValueError('imb_command: no benchmark given (IMB would run its whole default '
+                         'list); name them, e.g. ["PingPong"]')
+    for n in names:
+        if not isinstance(n, str) or not n.strip() or n.strip() != n:
+            raise ValueError(f'imb_command: invalid benchmark name {n!r}')
+    if suite is not None:
+        if suite not in IMB_SUITES:
+            raise ValueError(f'imb_command: unknown IMB suite {suite!r}; valid suites: '
+                             f'{", ".join(IMB_SUITES)}')
+        canonical = _canonical(names, suite)
+        if canonical is None:
+            bad = [n for n in names if _canonical([n], suite) is None]
+            elsewhere = [s for s in IMB_SUITES if s != suite and _canonical(bad, s)]
+            hint = f' ({", ".join(bad)} belong(s) to {elsewhere[0]})' if elsewhere else ''
+            raise ValueError(f'imb_command: unknown {suite} benchmark name(s) '
+                             f'{", ".join(repr(b) for b in bad)}{hint}; valid {suite} names: '
+                             f'{", ".join(IMB_SUITES[suite])}')
+    else:
+        for candidate in IMB_SUITES:
+            canonical = _canonical(names, candidate)
+            if canonical is not None:
+                suite = candidate
+                break
+        else:
+            bad = [n for n in names if not any(_canonical([n], s) for s in IMB_SUITES)]
+            if not bad:
+                raise ValueError(f'imb_command: {", ".join(names)} are not all in one IMB '
+                                 f'suite; run them separately or pass suite=')
+            valid = '; '.join(f'{s}: {", ".join(b)}' for s, b in IMB_SUITES.items()
+                              if s in ('IMB-MPI1', 'IMB-NBC'))
+            raise ValueError(f'imb_command: unknown IMB benchmark name(s) '
+                             f'{", ".join(repr(b) for b in bad)}; valid names: {valid} '
+                             f'(also IMB-RMA and IMB-P2P: see IMB_SUITES)')
+    assert suite is not None and canonical is not None
+
+    args: List[str] = [executable or suite, *canonical]
+    p2p = suite == 'IMB-P2P'
+    if msglog is not None:
+        args += ['-msglog', _msglog(msglog)]
+    if iterations is not None:
+        values = [iterations] if isinstance(iterations, int) else list(iterations)
+        if not 1 <= len(values) <= 3 or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+            raise ValueError(f'imb_command: iterations must be a positive int or 1 to 3 '
+                             f'positive ints, not {iterations!r}')
+        if p2p and len(values) > 2:
+            raise ValueError('imb_command: IMB-P2P takes "-iter max[,numerator]" (2 values)')
+        args += ['-iter', ','.join(str(v) for v in values)]
+    others = {'iter_policy': iter_policy, 'npmin': npmin, 'time_limit': time_limit,
+              'mem_gb': mem_gb, 'multi': multi, 'sync': sync}
+    if p2p:
+        given = [k for k, v in others.items() if v is not None]
+        if given:
+            raise ValueError(f'imb_command: IMB-P2P does not take {", ".join(given)} (only '
+                             'msglog and iterations)')
+    if iter_policy is not None:
+        if iter_policy not in IMB_ITER_POLICIES:
+            raise ValueError(f'imb_command: unknown iter_policy {iter_policy!r}; valid: '
+                             f'{", ".join(IMB_ITER_POLICIES)}')
+        args += ['-iter_policy', iter_policy]
+    if npmin is not None:
+        if not isinstance(npmin, int) or isinstance(npmin, bool) or npmin < 1:
+            raise ValueError(f'imb_command: npmin must be an int >= 1, not {npmin!r}')
+        args += ['-npmin', str(npmin)]
+    for flag, value in (('-time', time_limit), ('-mem', mem_gb)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f'imb_command: {flag} must be a positive number, not {value!r}')
+            args += [flag, repr(float(value)) if isinstance(value, float) else str(value)]
+    if multi is not None:
+        if multi not in (0, 1) or isinstance(multi, bool):
+            raise ValueError(f'imb_command: multi must be 0 or 1, not {multi!r}')
+        args += ['-multi', str(multi)]
+    if sync is not None:
+        args += ['-sync', 'on' if sync else 'off']
+    args += [str(e) for e in extra]
+    return args
+
+
+def _msglog(msglog) -> str:
+    if isinstance(msglog, str):
+        parts = msglog.split(':')
+        try:
+            values = [int(p) for p in parts]
+        except ValueError:
+            raise ValueError(f'imb_command: msglog {msglog!r} is not "max" or "min:max"') from None
+    elif isinstance(msglog, int) and not isinstance(msglog, bool):
+        values = [msglog]
+    else:
+        values = list(msglog)
+    if len(values) == 1:
+        (hi,) = values
+        if not (isinstance(hi, int) and 0 <= hi <= 30):
+            raise ValueError(f'imb_command: msglog max must be an int in 0..30 (2^max bytes), '
+                             f'not {msglog!r}')
+        return str(hi)
+    if len(values) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                   for v in values):
+        raise ValueError(f'imb_command: msglog must be max or (min, max), not {msglog!r}')
+    lo, hi = values
+    if not 0 <= lo < hi <= 30:
+        raise ValueError(f'imb_command: msglog needs 0 <= min < max <= 30 (IMB: "min < max", '
+                         f'"max must be less than 31"), not {lo}:{hi}')
+    return f'{lo}:{hi}'
