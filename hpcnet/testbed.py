@@ -1,0 +1,1051 @@
+"""A Slurm virtual cluster on one host, for running the suite for real.
+
+``hpcnet testbed up`` builds, as root, a head node (``hn0``) and N compute
+nodes (``cn1`` ... ``cnN``). Every node is its own network namespace, UTS
+namespace (its own hostname) and mount namespace (its own SlurmdSpoolDir,
+TmpFS, sysfs and /etc/hosts); each node's ``eth0`` is one end of a veth pair
+whose other end is a port of a bridge living in a namespace of its own
+(``<name>-br``). Addresses (10.77.0.0/24 by default) exist only inside those
+namespaces; the root namespace gets none and no route. A private munged,
+slurmctld (head node) and one ``slurmd -N cnX`` per compute node run with
+configuration generated into the state directory, from the templates in
+``ci/testbed/``. Every link can be shaped with a ``tbf`` qdisc.
+
+Everything ``up`` creates is recorded, as it is created, in
+``<state-dir>/state.json``; ``down`` (and a failed ``up``) undo exactly that,
+in reverse: the recorded daemons (SIGTERM, bounded wait, SIGKILL), then any
+process left inside the namespaces, then mounts, namespaces, veths, bridge,
+files.
+
+API for the ReFrame integration (see ``Testbed``)::
+
+    tb = Testbed()                  # default state dir /run/hpcnet-testbed
+    tb.head_prefix()                # ['nsenter', '--net=...', ..., '--']
+    tb.slurm_conf                   # path to export as SLURM_CONF
+    tb.env()                        # {'SLURM_CONF': ..., 'PATH': <bin>:...}
+    tb.nodes(), tb.addresses()      # names and addresses
+    tb.iface, tb.rate               # 'eth0', '1gbit' (or None)
+
+CLI: ``hpcnet testbed up|down|exec|status|shape`` or
+``python -m hpcnet.testbed ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+DEFAULT_NAME = 'hpcnet'
+DEFAULT_NODES = 2
+DEFAULT_RATE = '1gbit'
+DEFAULT_BURST = '128kb'
+TBF_LATENCY = '50ms'
+IFACE = 'eth0'
+HEAD = 'hn0'
+SUBNET_PREFIX = '10.77.0'       # /24; head .10, cnI .(10+I)
+NETMASK_BITS = 24
+HOST_OFFSET = 10
+MAX_NODES = 200
+NETNS_DIR = Path('/run/netns')
+BRIDGE = 'br0'
+
+STOP_WAIT = 20.0        # seconds for daemons to exit on SIGTERM
+KILL_WAIT = 5.0         # seconds after SIGKILL
+CMD_TIMEOUT = 30.0      # default timeout of every helper command
+READY_TIMEOUT = 40.0    # slurm daemons up and nodes idle
+
+REQUIRED_TOOLS = ('ip', 'tc', 'nsenter', 'unshare', 'mount', 'umount',
+                  'munged', 'slurmctld', 'slurmd', 'scontrol', 'sinfo',
+                  'sacct')
+
+
+class TestbedError(Exception):
+    """Any failure of the testbed, with a message meant for a human."""
+
+    __test__ = False  # not a pytest class
+
+
+class StepError(TestbedError):
+    """A named step of ``up`` failed."""
+
+    def __init__(self, step: str, detail: str):
+        self.step = step
+        self.detail = detail
+        super().__init__(f"step '{step}' failed: {detail}")
+
+
+def default_state_dir(name: str = DEFAULT_NAME) -> Path:
+    env = os.environ.get('HPCNET_TESTBED_STATE_DIR')
+    if env and name == DEFAULT_NAME:
+        return Path(env)
+    return Path(f'/run/{name}-testbed')
+
+
+def default_template_dir() -> Path:
+    env = os.environ.get('HPCNET_TESTBED_TEMPLATES')
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / 'ci' / 'testbed'
+
+
+def _render(text: str, values: Dict[str, str]) -> str:
+    for key, val in values.items():
+        text = text.replace(f'@{key}@', str(val))
+    left = sorted(set(re.findall(r'@[A-Z][A-Z_]*@', text)))
+    if left:
+        raise TestbedError(f'template placeholders without a value: {left}')
+    return text
+
+
+def _fmt_cmd(argv: Sequence[str]) -> str:
+    return ' '.join(shlex.quote(str(a)) for a in argv)
+
+
+# --- processes -----------------------------------------------------------
+
+def _proc_stat(pid: int):
+    """(state, starttime) of a process, or None if it does not exist."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            data = f.read()
+    except OSError:
+        return None
+    rest = data[data.rindex(')') + 2:].split()
+    return rest[0], rest[19]
+
+
+def _alive(pid: int, start: Optional[str] = None) -> bool:
+    st = _proc_stat(pid)
+    if st is None or st[0] in ('Z', 'X'):
+        return False
+    return start is None or st[1] == start
+
+
+# Popen objects of the daemons this Python process started, so that they are
+# reaped (no zombies) when ``down`` runs in the same process as ``up``.
+_CHILDREN: Dict[int, subprocess.Popen] = {}
+
+
+def _reap():
+    for pid, proc in list(_CHILDREN.items()):
+        if proc.poll() is not None:
+            del _CHILDREN[pid]
+
+
+def _signal(pid: int, sig: int):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_gone(procs: Dict[int, Optional[str]], timeout: float) -> List[int]:
+    """Wait (bounded) until none of ``procs`` is alive; return the live ones."""
+    deadline = time.monotonic() + timeout
+    while True:
+        _reap()
+        live = [p for p, s in procs.items() if _alive(p, s)]
+        if not live or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.05)
+
+
+def _stop(procs: Dict[int, Optional[str]], term_wait: float) -> List[str]:
+    """SIGTERM, bounded wait, SIGKILL, bounded wait. Return problems."""
+    live = [p for p, s in procs.items() if _alive(p, s)]
+    if not live:
+        return []
+    for p in live:
+        _signal(p, signal.SIGTERM)
+    live = _wait_gone({p: procs[p] for p in live}, term_wait)
+    for p in live:
+        _signal(p, signal.SIGKILL)
+    live = _wait_gone({p: procs[p] for p in live}, KILL_WAIT)
+    return [f'process {p} survived SIGKILL' for p in live]
+
+
+def _ns_inode(path: Path) -> Optional[int]:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _procs_in_namespaces(inodes: Dict[str, set]) -> Dict[int, Optional[str]]:
+    """Processes whose net, uts or mnt namespace is one of ``inodes``."""
+    me = {os.getpid()}
+    p = os.getppid()
+    while p > 1 and p not in me:      # never sweep ourselves or our callers
+        me.add(p)
+        try:
+            with open(f'/proc/{p}/stat') as f:
+                d = f.read()
+            p = int(d[d.rindex(')') + 2:].split()[1])
+        except (OSError, ValueError):
+            break
+    found = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) in me:
+            continue
+        pid = int(entry)
+        for kind, inos in inodes.items():
+            if not inos:
+                continue
+            try:
+                link = os.readlink(f'/proc/{pid}/ns/{kind}')
+            except OSError:
+                continue
+            m = re.search(r'\[(\d+)\]', link)
+            if m and int(m.group(1)) in inos:
+                st = _proc_stat(pid)
+                if st and st[0] not in ('Z', 'X'):
+                    found[pid] = st[1]
+                break
+    return found
+
+
+def _mounts() -> List[str]:
+    with open('/proc/self/mounts') as f:
+        return [line.split()[1].replace('\\040', ' ') for line in f]
+
+
+# --- the testbed ---------------------------------------------------------
+
+class Testbed:
+    """One virtual cluster, identified by its name and state directory.
+
+    ``name`` prefixes the network namespaces (``<name>-hn0``, ``<name>-cn1``,
+    ``<name>-br``), so two testbeds of different names can coexist.
+    """
+
+    __test__ = False
+
+    def __init__(self, state_dir=None, name: str = DEFAULT_NAME,
+                 template_dir=None):
+        if not re.fullmatch(r'[a-z][a-z0-9]{0,9}', name):
+            raise TestbedError(f'bad testbed name {name!r}: '
+                               'use 1-10 lowercase letters/digits')
+        self.name = name
+        self.state_dir = Path(os.path.abspath(state_dir)) if state_dir \
+            else default_state_dir(name)
+        self.template_dir = Path(template_dir) if template_dir else \
+            default_template_dir()
+        self.state_file = self.state_dir / 'state.json'
+        self.ns_dir = self.state_dir / 'ns'
+        self.slurm_conf = self.state_dir / 'etc' / 'slurm.conf'
+        self.bin_dir = self.state_dir / 'bin'
+        self.iface = IFACE
+        self._state: Optional[dict] = None
+        self.log = lambda msg: None       # set to print for the CLI
+
+    # -- state ------------------------------------------------------------
+
+    def load(self) -> Optional[dict]:
+        try:
+            with open(self.state_file) as f:
+                self._state = json.load(f)
+        except FileNotFoundError:
+            self._state = None
+        except (OSError, ValueError) as e:
+            raise TestbedError(f'cannot read {self.state_file}: {e}')
+        return self._state
+
+    def _save(self):
+        tmp = self.state_file.with_suffix('.tmp')
+        with open(tmp, 'w') as f:
+            json.dump(self._state, f, indent=1)
+        os.replace(tmp, self.state_file)
+
+    def _record(self, kind: str, **kw):
+        self._state['resources'].append(dict(kind=kind, **kw))
+        self._save()
+
+    @property
+    def state(self) -> dict:
+        st = self._state if self._state is not None else self.load()
+        if st is None:
+            raise TestbedError(f'testbed not up (no {self.state_file})')
+        return st
+
+    def is_up(self) -> bool:
+        st = self.load()
+        return bool(st and st.get('complete'))
+
+    # -- names, paths, addresses -------------------------------------------
+
+    def netns(self, node: str) -> str:
+        return f'{self.name}-{node}'
+
+    @property
+    def bridge_netns(self) -> str:
+        return f'{self.name}-br'
+
+    @staticmethod
+    def address_of(index: int) -> str:
+        """Address of node ``index`` (0 = head, i = cn<i>)."""
+        return f'{SUBNET_PREFIX}.{HOST_OFFSET + index}'
+
+    def nodes(self) -> List[str]:
+        """All node names, head first."""
+        return [n['name'] for n in self.state['nodes']]
+
+    def compute_nodes(self) -> List[str]:
+        return [n['name'] for n in self.state['nodes']
+                if n['role'] == 'compute']
+
+    def addresses(self) -> Dict[str, str]:
+        return {n['name']: n['addr'] for n in self.state['nodes']}
+
+    @property
+    def head(self) -> str:
+        return HEAD
+
+    @property
+    def rate(self) -> Optional[str]:
+        """The tbf rate configured on every link (None: unshaped)."""
+        return self.state.get('rate')
+
+    @property
+    def burst(self) -> Optional[str]:
+        return self.state.get('burst')
+
+    def node_prefix(self, node: str, cwd=None) -> List[str]:
+        """Command prefix running a command inside ``node``'s namespaces.
+
+        The mount namespace resets the working directory, so it is given
+        explicitly (default: the current one; the filesystem is shared).
+        """
+        if node not in self.nodes():
+            raise TestbedError(f'unknown node {node!r} '
+                               f'(nodes: {", ".join(self.nodes())})')
+        return ['nsenter', f'--net={NETNS_DIR / self.netns(node)}',
+                f'--uts={self.ns_dir / (node + ".uts")}',
+                f'--mount={self.ns_dir / (node + ".mnt")}',
+                f'--wd={os.path.abspath(cwd or os.getcwd())}', '--']
+
+    def head_prefix(self, cwd=None) -> List[str]:
+        """Command prefix running a command on the head node (Slurm client)."""
+        return self.node_prefix(HEAD, cwd)
+
+    def env(self, base: Optional[dict] = None) -> Dict[str, str]:
+        """Environment for Slurm clients: SLURM_CONF, and the sacct wrapper
+        (``sacct --completion``) first on PATH."""
+        base = dict(os.environ if base is None else base)
+        base['SLURM_CONF'] = str(self.slurm_conf)
+        path = base.get('PATH', os.defpath)
+        if not path.startswith(str(self.bin_dir) + os.pathsep):
+            base['PATH'] = f'{self.bin_dir}{os.pathsep}{path}'
+        return base
+
+    def run(self, node: str, argv: Sequence[str], timeout=CMD_TIMEOUT,
+            check=False, capture=True, cwd=None, env=None,
+            **kw) -> subprocess.CompletedProcess:
+        """Run ``argv`` inside ``node`` (bounded by ``timeout``)."""
+        full = self.node_prefix(node, cwd) + list(argv)
+        if capture:
+            kw.setdefault('stdout', subprocess.PIPE)
+            kw.setdefault('stderr', subprocess.PIPE)
+        res = subprocess.run(full, timeout=timeout, text=True,
+                             env=self.env(env), stdin=subprocess.DEVNULL,
+                             **kw)
+        if check and res.returncode != 0:
+            raise TestbedError(f'{_fmt_cmd(argv)} on {node} exited with '
+                               f'{res.returncode}: {(res.stderr or "").strip()}')
+        return res
+
+    # -- up ---------------------------------------------------------------
+
+    STEPS = ('check prerequisites', 'probe namespaces', 'create state dir',
+             'private namespace dir', 'create network namespaces',
+             'create node namespaces', 'create bridge', 'connect nodes',
+             'shape links', 'write configuration', 'start munged',
+             'start slurmctld', 'start slurmd', 'wait for nodes')
+
+    def up(self, nodes: int = DEFAULT_NODES, rate: Optional[str] = DEFAULT_RATE,
+           burst: str = DEFAULT_BURST) -> dict:
+        """Build the testbed. Returns {'seconds': ..., 'steps': {...}}."""
+        if rate in ('none', ''):
+            rate = None
+        if not 1 <= nodes <= MAX_NODES:
+            raise TestbedError(f'--nodes must be in 1..{MAX_NODES}')
+        if os.geteuid() != 0:
+            raise TestbedError('hpcnet testbed needs root (network, UTS and '
+                               'mount namespaces, mounts, daemons)')
+        if self.state_file.exists():
+            raise TestbedError(f'testbed already up (state dir '
+                               f'{self.state_dir}): run down first')
+        leftovers = [p.name for p in NETNS_DIR.glob(f'{self.name}-*')] \
+            if NETNS_DIR.is_dir() else []
+        if leftovers:
+            raise TestbedError(
+                f'network namespaces {", ".join(sorted(leftovers))} already '
+                f'exist (another testbed named {self.name!r} with another '
+                'state dir, or leftovers): run down for it first')
+        if self.state_dir.exists() and (not self.state_dir.is_dir()
+                                        or any(self.state_dir.iterdir())):
+            raise TestbedError(f'state dir {self.state_dir} exists and is '
+                               'not an empty directory')
+
+        self._nodes_wanted = nodes
+        self._state = None
+        timings = {}
+        t0 = time.monotonic()
+        for step in self.STEPS:
+            method = getattr(self, '_step_' + step.replace(' ', '_'))
+            ts = time.monotonic()
+            self.log(f'[up] {step}')
+            try:
+                if step == 'shape links':
+                    method(rate, burst)
+                else:
+                    method()
+            except BaseException as e:
+                err = e if isinstance(e, StepError) else StepError(
+                    step, f'{type(e).__name__}: {e}')
+                problems = []
+                if self._state is not None:
+                    self.log(f'[up] step {step!r} failed: undoing')
+                    try:
+                        problems = self._teardown()
+                    except Exception as te:  # pragma: no cover
+                        problems = [f'teardown: {te}']
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                raise StepError(step, err.detail + (
+                    '\n(undone: nothing left)' if not problems else
+                    '\n(undo problems: ' + '; '.join(problems) + ')')) from e
+            timings[step] = round(time.monotonic() - ts, 3)
+        total = round(time.monotonic() - t0, 3)
+        self._state['complete'] = True
+        self._state['up_seconds'] = total
+        self._save()
+        return {'seconds': total, 'steps': timings}
+
+    def _cmd(self, step: str, argv: Sequence[str], timeout=CMD_TIMEOUT,
+             input=None, env=None) -> str:
+        try:
+            res = subprocess.run(list(argv), input=input, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 timeout=timeout, env=env,
+                                 stdin=None if input is not None
+                                 else subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise StepError(step, f'{_fmt_cmd(argv)}: timed out after '
+                                  f'{timeout} s')
+        except OSError as e:
+            raise StepError(step, f'{_fmt_cmd(argv)}: {e}')
+        if res.returncode != 0:
+            raise StepError(step, f'{_fmt_cmd(argv)} exited with '
+                                  f'{res.returncode}: {res.stderr.strip()}')
+        return res.stdout
+
+    def _in_node(self, node: str) -> List[str]:
+        """nsenter prefix usable while the node is being built."""
+        return ['nsenter', f'--net={NETNS_DIR / self.netns(node)}',
+                f'--uts={self.ns_dir / (node + ".uts")}',
+                f'--mount={self.ns_dir / (node + ".mnt")}', '--wd=/', '--']
+
+    def _in_net(self, netns: str) -> List[str]:
+        return ['nsenter', f'--net={NETNS_DIR / netns}', '--']
+
+    def _step_check_prerequisites(self):
+        missing = [t for t in REQUIRED_TOOLS if not shutil.which(t)]
+        if missing:
+            raise StepError('check prerequisites',
+                            f'not installed: {", ".join(missing)}')
+        if not self.template_dir.is_dir():
+            raise StepError('check prerequisites',
+                            f'template dir {self.template_dir} not found '
+                            '(set HPCNET_TESTBED_TEMPLATES)')
+        out = self._cmd('check prerequisites', ['slurmd', '-C'])
+        hw = dict(re.findall(r'(\w+)=(\S+)', out.splitlines()[0]))
+        self._hw = {k: hw[k] for k in ('CPUs', 'Boards', 'SocketsPerBoard',
+                                       'CoresPerSocket', 'ThreadsPerCore')
+                    if k in hw}
+        if 'CPUs' not in self._hw:
+            self._hw = {'CPUs': str(os.cpu_count() or 1)}
+
+    def _step_probe_namespaces(self):
+        self._cmd('probe namespaces',
+                  ['unshare', '--net', '--uts', '--mount', 'true'],
+                  timeout=10)
+
+    def _step_create_state_dir(self):
+        # munged refuses a socket whose every parent is not world-searchable.
+        for parent in self.state_dir.parents:
+            if parent.exists() and not os.stat(parent).st_mode & 0o001:
+                raise StepError('create state dir', f'{parent} is not '
+                                'world-searchable (o+x), which munged requires '
+                                'of its socket path: choose another --state-dir')
+        created = not self.state_dir.exists()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.state_dir, 0o755)
+        self._state = {
+            'name': self.name, 'state_dir': str(self.state_dir),
+            'state_dir_created': created, 'complete': False,
+            'netns_dir_created': False, 'nodes': [], 'rate': None,
+            'burst': None, 'iface': IFACE, 'resources': [],
+            'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
+        }
+        self._save()
+        n = self._nodes_wanted
+        self._state['nodes'] = [
+            {'name': HEAD, 'role': 'head', 'addr': self.address_of(0),
+             'netns': self.netns(HEAD)}] + [
+            {'name': f'cn{i}', 'role': 'compute', 'addr': self.address_of(i),
+             'netns': self.netns(f'cn{i}')} for i in range(1, n + 1)]
+        for sub, mode in (('ns', 0o755), ('etc', 0o755), ('bin', 0o755),
+                          ('log', 0o755), ('run', 0o755), ('slurmd', 0o755),
+                          ('tmpfs', 0o1777), ('slurmctld', 0o755),
+                          ('munge', 0o755), ('munge-key', 0o700)):
+            d = self.state_dir / sub
+            d.mkdir(mode=mode)
+            os.chmod(d, mode)
+        for node in self.nodes():
+            nd = self.state_dir / 'nodes' / node
+            for sub in ('spool', 'tmp', 'cgroup'):
+                (nd / sub).mkdir(parents=True)
+            os.chmod(nd / 'tmp', 0o1777)
+        self._save()
+
+    def _step_private_namespace_dir(self):
+        step = 'private namespace dir'
+        # unshare --mount=FILE refuses a FILE on a shared mount.
+        self._cmd(step, ['mount', '--bind', self.ns_dir, self.ns_dir])
+        self._record('mount', path=str(self.ns_dir))
+        self._cmd(step, ['mount', '--make-private', self.ns_dir])
+
+    def _step_create_network_namespaces(self):
+        step = 'create network namespaces'
+        if not NETNS_DIR.exists():
+            self._state['netns_dir_created'] = True
+            self._save()
+        for ns in [self.bridge_netns] + [self.netns(n) for n in self.nodes()]:
+            self._cmd(step, ['ip', 'netns', 'add', ns])
+            self._record('netns', name=ns)
+            # No IPv6 chatter (router solicitations, DAD) on the links.
+            self._cmd(step, self._in_net(ns) + [
+                'sh', '-c', 'for f in /proc/sys/net/ipv6/conf/all/disable_ipv6 '
+                '/proc/sys/net/ipv6/conf/default/disable_ipv6; do '
+                '[ -e $f ] && echo 1 > $f; done; true'])
+            self._cmd(step, ['ip', '-n', ns, 'link', 'set', 'lo', 'up'])
+
+    def _step_create_node_namespaces(self):
+        step = 'create node namespaces'
+        script_t = (self.template_dir / 'node-setup.sh.in').read_text()
+        hosts = Path('/etc/hosts').read_text() if Path('/etc/hosts').exists() \
+            else '127.0.0.1 localhost\n'
+        hosts += f'\n# hpcnet testbed {self.name}\n' + ''.join(
+            f'{n["addr"]} {n["name"]}\n' for n in self.state['nodes'])
+        (self.state_dir / 'etc' / 'hosts').write_text(hosts)
+        for node in self.nodes():
+            uts = self.ns_dir / f'{node}.uts'
+            mnt = self.ns_dir / f'{node}.mnt'
+            uts.touch()
+            mnt.touch()
+            script = _render(script_t, {
+                'NODE': node, 'NS_DIR': self.ns_dir,
+                'NODE_DIR': self.state_dir / 'nodes' / node,
+                'STATE_DIR': self.state_dir})
+            # Record first: unshare may have persisted one of them before a
+            # failure of the script; teardown tolerates unmounted files.
+            self._record('nsfile', path=str(uts))
+            self._record('nsfile', path=str(mnt))
+            self._cmd(step, self._in_net(self.netns(node)) + [
+                'unshare', f'--uts={uts}', f'--mount={mnt}',
+                '--propagation', 'private', '--', 'sh', '-ec', script])
+
+    def _step_create_bridge(self):
+        step = 'create bridge'
+        br = self.bridge_netns
+        self._cmd(step, ['ip', '-n', br, 'link', 'add', BRIDGE, 'type',
+                         'bridge', 'stp_state', '0', 'forward_delay', '0'])
+        self._cmd(step, ['ip', '-n', br, 'link', 'set', BRIDGE, 'up'])
+
+    def _step_connect_nodes(self):
+        step = 'connect nodes'
+        br = self.bridge_netns
+        for n in self.state['nodes']:
+            node, ns = n['name'], n['netns']
+            port = f'v-{node}'
+            # Created inside the bridge namespace, peer straight into the
+            # node's: no interface named eth0 ever appears in the root one.
+            self._cmd(step, ['ip', '-n', br, 'link', 'add', port, 'type',
+                             'veth', 'peer', 'name', IFACE, 'netns', ns])
+            self._record('veth', netns=br, dev=port)
+            self._cmd(step, ['ip', '-n', br, 'link', 'set', port, 'master',
+                             BRIDGE, 'up'])
+            self._cmd(step, ['ip', '-n', ns, 'addr', 'add',
+                             f'{n["addr"]}/{NETMASK_BITS}', 'dev', IFACE])
+            self._cmd(step, ['ip', '-n', ns, 'link', 'set', IFACE, 'up'])
+
+    def _tc(self, step, node, rate, burst, verb='add'):
+        ns = self.netns(node)
+        if rate:
+            self._cmd(step, ['tc', '-n', ns, 'qdisc', verb, 'dev', IFACE,
+                             'root', 'tbf', 'rate', rate, 'burst', burst,
+                             'latency', TBF_LATENCY])
+        else:
+            subprocess.run(['tc', '-n', ns, 'qdisc', 'del', 'dev', IFACE,
+                            'root'], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=CMD_TIMEOUT)
+
+    def _step_shape_links(self, rate, burst):
+        for node in self.nodes():
+            if rate:
+                self._tc('shape links', node, rate, burst)
+        self._state['rate'] = rate
+        self._state['burst'] = burst if rate else None
+        self._save()
+
+    def _step_write_configuration(self):
+        step = 'write configuration'
+        sd = self.state_dir
+        st = self.state
+        hw = ' '.join(f'{k}={v}' for k, v in self._hw.items())
+        lines = ''.join(
+            f'NodeName={n["name"]} NodeAddr={n["addr"]} '
+            f'NodeHostname={n["name"]} {hw} State=UNKNOWN\n'
+            for n in st['nodes'] if n['role'] == 'compute')
+        computes = self.compute_nodes()
+        values = {'NAME': self.name, 'HEAD': HEAD,
+                  'HEAD_ADDR': st['nodes'][0]['addr'],
+                  'STATE_DIR': sd, 'MUNGE_SOCKET': sd / 'munge' / 'munge.socket',
+                  'NODE_LINES': lines.rstrip('\n'),
+                  'COMPUTE_NODES': ','.join(computes)}
+        try:
+            text = _render((self.template_dir / 'slurm.conf.in').read_text(),
+                           values)
+            self.slurm_conf.write_text(text)
+            (sd / 'etc' / 'plugstack.conf').write_text('')
+            sacct = shutil.which('sacct')
+            wrapper = self.bin_dir / 'sacct'
+            wrapper.write_text(_render(
+                (self.template_dir / 'sacct.in').read_text(),
+                {'SACCT': sacct, 'SLURM_CONF': self.slurm_conf}))
+            os.chmod(wrapper, 0o755)
+            key = sd / 'munge-key' / 'munge.key'
+            fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, 'wb') as f:
+                f.write(os.urandom(1024))
+        except OSError as e:
+            raise StepError(step, str(e))
+
+    def _log_tail(self, path: Path, lines: int = 15) -> str:
+        try:
+            text = path.read_text(errors='replace').splitlines()
+        except OSError:
+            return ''
+        return '\n'.join(text[-lines:])
+
+    def _spawn(self, step: str, node: str, label: str, argv: List[str]) -> int:
+        out = self.state_dir / 'log' / f'{label}.out'
+        with open(out, 'ab') as f:
+            try:
+                proc = subprocess.Popen(
+                    self._in_node(node) + argv, stdin=subprocess.DEVNULL,
+                    stdout=f, stderr=subprocess.STDOUT,
+                    start_new_session=True, env=self.env())
+            except OSError as e:
+                raise StepError(step, f'{_fmt_cmd(argv)}: {e}')
+        _CHILDREN[proc.pid] = proc
+        st = _proc_stat(proc.pid)
+        self._record('proc', pid=proc.pid, start=st[1] if st else None,
+                     label=label, node=node, argv=argv)
+        return proc.pid
+
+    def _wait_for(self, step, what, pred, pid, label, log, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            if pred():
+                return
+            if not _alive(pid):
+                raise StepError(step, f'{label} (pid {pid}) exited; '
+                                      f'log {log}:\n{self._log_tail(log)}')
+            if time.monotonic() > deadline:
+                raise StepError(step, f'{what}: not after {timeout} s; '
+                                      f'log {log}:\n{self._log_tail(log)}')
+            time.sleep(0.1)
+
+    def _step_start_munged(self):
+        step = 'start munged'
+        sd = self.state_dir
+        sock = sd / 'munge' / 'munge.socket'
+        pid = self._spawn(step, HEAD, 'munged', [
+            'munged', '--foreground', '--force', f'--socket={sock}',
+            f'--key-file={sd / "munge-key" / "munge.key"}',
+            f'--pid-file={sd / "run" / "munged.pid"}',
+            f'--seed-file={sd / "munge-key" / "munged.seed"}',
+            f'--log-file={sd / "log" / "munged.log"}'])
+        self._wait_for(step, f'munge socket {sock}', sock.exists, pid,
+                       'munged', sd / 'log' / 'munged.log', 10)
+
+    def _slurm_ok(self, argv, node=HEAD) -> Optional[str]:
+        try:
+            res = subprocess.run(self._in_node(node) + argv, text=True,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL,
+                                 stdin=subprocess.DEVNULL,
+                                 timeout=10, env=self.env())
+        except subprocess.TimeoutExpired:
+            return None
+        return res.stdout if res.returncode == 0 else None
+
+    def _step_start_slurmctld(self):
+        step = 'start slurmctld'
+        pid = self._spawn(step, HEAD, 'slurmctld', ['slurmctld', '-D', '-i'])
+        self._wait_for(step, 'scontrol ping',
+                       lambda: 'UP' in (self._slurm_ok(['scontrol', 'ping'])
+                                        or ''),
+                       pid, 'slurmctld', self.state_dir / 'log' /
+                       'slurmctld.log', READY_TIMEOUT)
+
+    def _step_start_slurmd(self):
+        self._slurmd_pids = {}
+        for node in self.compute_nodes():
+            self._slurmd_pids[node] = self._spawn(
+                'start slurmd', node, f'slurmd-{node}',
+                ['slurmd', '-D', '-N', node])
+
+    def _step_wait_for_nodes(self):
+        step = 'wait for nodes'
+        want = set(self.compute_nodes())
+        deadline = time.monotonic() + READY_TIMEOUT
+        last = ''
+        while True:
+            out = self._slurm_ok(['sinfo', '-h', '-N', '-o', '%N %T']) or ''
+            last = out.strip()
+            states = dict(l.split(None, 1) for l in out.splitlines()
+                          if len(l.split(None, 1)) == 2)
+            if want <= set(states) and all(
+                    states[n].rstrip('*') == 'idle' for n in want):
+                return
+            for node, pid in self._slurmd_pids.items():
+                if not _alive(pid):
+                    log = self.state_dir / 'log' / f'slurmd-{node}.log'
+                    raise StepError(step, f'slurmd of {node} (pid {pid}) '
+                                    f'exited; log {log}:\n{self._log_tail(log)}')
+            if time.monotonic() > deadline:
+                raise StepError(step, f'nodes not idle after {READY_TIMEOUT} '
+                                      f's; sinfo: {last!r}')
+            time.sleep(0.2)
+
+    # -- down -------------------------------------------------------------
+
+    def down(self) -> dict:
+        """Stop and remove everything. Returns {'was_up', 'seconds', ...}."""
+        if os.geteuid() != 0:
+            raise TestbedError('hpcnet testbed needs root')
+        t0 = time.monotonic()
+        st = self.load()
+        leftovers = sorted(p.name for p in NETNS_DIR.glob(f'{self.name}-*')) \
+            if NETNS_DIR.is_dir() else []
+        if st is None and not leftovers:
+            return {'was_up': False, 'seconds': 0.0, 'problems': []}
+        if st is None:
+            # No state but namespaces of ours: clean what the names tell.
+            sd = str(self.state_dir)
+            self._state = {'name': self.name, 'state_dir_created': False,
+                           'netns_dir_created': False, 'resources': [
+                               {'kind': 'mount', 'path': m} for m in _mounts()
+                               if m.startswith(sd + '/')]}
+        known = {r.get('name') for r in self._state['resources']
+                 if r['kind'] == 'netns'}
+        # Created but not yet recorded (up killed at that instant).
+        self._state['resources'][:0] = [{'kind': 'netns', 'name': n}
+                                        for n in leftovers if n not in known]
+        problems = self._teardown()
+        if problems:
+            raise TestbedError('down left things behind: ' +
+                               '; '.join(problems))
+        return {'was_up': True, 'seconds': round(time.monotonic() - t0, 3),
+                'problems': problems}
+
+    def _teardown(self) -> List[str]:
+        st = self._state
+        res = st.get('resources', [])
+        problems: List[str] = []
+
+        def quiet(argv):
+            try:
+                r = subprocess.run(argv, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True,
+                                   timeout=CMD_TIMEOUT,
+                                   stdin=subprocess.DEVNULL)
+                return r.returncode, r.stderr.strip()
+            except (OSError, subprocess.TimeoutExpired) as e:
+                return -1, str(e)
+
+        # 1. The daemons we started: slurmds, then slurmctld, then munged.
+        procs = [r for r in res if r['kind'] == 'proc']
+        slurmds = {r['pid']: r['start'] for r in procs
+                   if r['label'].startswith('slurmd')}
+        others = {r['pid']: r['start'] for r in procs
+                  if not r['label'].startswith('slurmd')}
+        self.log('[down] stopping daemons')
+        problems += _stop(slurmds, STOP_WAIT)
+        problems += _stop(others, STOP_WAIT)
+
+        # 2. Anything else still inside our namespaces (job steps, exec).
+        inodes = {'net': set(), 'uts': set(), 'mnt': set()}
+        for r in res:
+            if r['kind'] == 'netns':
+                ino = _ns_inode(NETNS_DIR / r['name'])
+                if ino:
+                    inodes['net'].add(ino)
+            elif r['kind'] == 'nsfile':
+                ino = _ns_inode(r['path'])
+                kind = 'uts' if r['path'].endswith('.uts') else 'mnt'
+                # An unmounted placeholder file is not a namespace.
+                if ino and r['path'] in _mounts():
+                    inodes[kind].add(ino)
+        stray = _procs_in_namespaces(inodes)
+        if stray:
+            self.log(f'[down] stopping {len(stray)} process(es) left in the '
+                     'namespaces')
+            problems += _stop(stray, 3.0)
+
+        # 3. Links, namespace files, namespaces, mounts: reverse order.
+        self.log('[down] removing links, namespaces, mounts')
+        for r in reversed(res):
+            kind = r['kind']
+            if kind == 'veth':
+                if (NETNS_DIR / r['netns']).exists():
+                    quiet(['ip', '-n', r['netns'], 'link', 'del', r['dev']])
+            elif kind == 'nsfile':
+                p = r['path']
+                if p in _mounts():
+                    rc, err = quiet(['umount', p])
+                    if rc and p in _mounts():
+                        quiet(['umount', '-l', p])
+            elif kind == 'netns':
+                p = NETNS_DIR / r['name']
+                if p.exists():
+                    rc, err = quiet(['ip', 'netns', 'del', r['name']])
+                    if rc and p.exists():
+                        problems.append(f'ip netns del {r["name"]}: {err}')
+            elif kind == 'mount':
+                p = r['path']
+                for _ in range(3):
+                    if p not in _mounts():
+                        break
+                    rc, err = quiet(['umount', p])
+                    if rc:
+                        quiet(['umount', '-l', p])
+
+        if st.get('netns_dir_created') and NETNS_DIR.is_dir():
+            try:
+                empty = not any(NETNS_DIR.iterdir())
+            except OSError:
+                empty = False
+            if empty:
+                for _ in range(3):
+                    if str(NETNS_DIR) not in _mounts():
+                        break
+                    quiet(['umount', str(NETNS_DIR)])
+                try:
+                    NETNS_DIR.rmdir()
+                except OSError as e:
+                    problems.append(f'rmdir {NETNS_DIR}: {e}')
+
+        # 4. Files, only if no mount is left under the state dir.
+        sd = str(self.state_dir)
+        left = [m for m in _mounts() if m == sd or m.startswith(sd + '/')]
+        if left:
+            problems.append(f'mounts left under {sd}: {left}')
+        elif self.state_dir.is_dir() and 'resources' in st and \
+                'state_dir' in st:
+            for child in self.state_dir.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+            if st.get('state_dir_created'):
+                try:
+                    self.state_dir.rmdir()
+                except OSError as e:
+                    problems.append(f'rmdir {self.state_dir}: {e}')
+        for pid in list(_CHILDREN):
+            if not any(r.get('pid') == pid for r in procs):
+                continue
+            _CHILDREN.pop(pid).poll()
+        if not problems:
+            self._state = None
+        return problems
+
+    # -- status, shape ----------------------------------------------------
+
+    def status(self) -> dict:
+        st = self.state
+        nodes = []
+        for n in st['nodes']:
+            procs = [dict(pid=r['pid'], label=r['label'],
+                          alive=_alive(r['pid'], r['start']))
+                     for r in st['resources']
+                     if r['kind'] == 'proc' and r['node'] == n['name']]
+            qd = subprocess.run(['tc', '-n', n['netns'], 'qdisc', 'show',
+                                 'dev', IFACE], text=True,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, timeout=10)
+            nodes.append(dict(n, daemons=procs,
+                              qdisc=qd.stdout.strip().splitlines()[0]
+                              if qd.stdout.strip() else ''))
+        sinfo = ''
+        if st.get('complete'):
+            r = self.run(HEAD, ['sinfo', '-N', '-o', '%N %P %T %C'],
+                         timeout=15, cwd='/')
+            sinfo = (r.stdout + r.stderr).strip()
+        return {'name': st['name'], 'state_dir': str(self.state_dir),
+                'complete': st.get('complete', False),
+                'slurm_conf': str(self.slurm_conf), 'iface': IFACE,
+                'rate': st.get('rate'), 'burst': st.get('burst'),
+                'nodes': nodes, 'sinfo': sinfo}
+
+    def shape(self, rate: Optional[str], burst: Optional[str] = None):
+        """Change (tc qdisc replace) or remove (rate None) the shaping."""
+        if rate in ('none', ''):
+            rate = None
+        burst = burst or self.state.get('burst') or DEFAULT_BURST
+        for node in self.nodes():
+            self._tc('shape', node, rate, burst, verb='replace')
+        self._state['rate'] = rate
+        self._state['burst'] = burst if rate else None
+        self._save()
+
+
+# --- convenience functions for the ReFrame integration -------------------
+
+def head_command_prefix(state_dir=None, name=DEFAULT_NAME, cwd=None):
+    """``nsenter ... --`` prefix to run a command on the head node."""
+    return Testbed(state_dir, name).head_prefix(cwd)
+
+
+def slurm_conf_path(state_dir=None, name=DEFAULT_NAME) -> str:
+    return str(Testbed(state_dir, name).slurm_conf)
+
+
+def node_addresses(state_dir=None, name=DEFAULT_NAME) -> Dict[str, str]:
+    return Testbed(state_dir, name).addresses()
+
+
+def interface() -> str:
+    return IFACE
+
+
+def configured_rate(state_dir=None, name=DEFAULT_NAME) -> Optional[str]:
+    return Testbed(state_dir, name).rate
+
+
+# --- CLI -----------------------------------------------------------------
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument('--state-dir', default=None,
+                        help='state directory (default /run/<name>-testbed, '
+                             'or $HPCNET_TESTBED_STATE_DIR)')
+    common.add_argument('--name', default=DEFAULT_NAME,
+                        help='testbed name, prefix of its network namespaces '
+                             f'(default {DEFAULT_NAME})')
+    p = argparse.ArgumentParser(
+        prog='hpcnet testbed',
+        description='Slurm virtual cluster in network namespaces.')
+    sub = p.add_subparsers(dest='cmd', required=True)
+    up = sub.add_parser('up', parents=[common], help='build the testbed')
+    up.add_argument('--nodes', type=int, default=DEFAULT_NODES,
+                    help=f'compute nodes (default {DEFAULT_NODES})')
+    up.add_argument('--rate', default=DEFAULT_RATE,
+                    help=f'tbf rate of every link, or "none" '
+                         f'(default {DEFAULT_RATE})')
+    up.add_argument('--burst', default=DEFAULT_BURST,
+                    help=f'tbf burst (default {DEFAULT_BURST})')
+    sub.add_parser('down', parents=[common], help='remove everything')
+    ex = sub.add_parser('exec', parents=[common],
+                        help='run a command on a node: exec NODE -- CMD...')
+    ex.add_argument('node')
+    ex.add_argument('argv', nargs=argparse.REMAINDER)
+    stp = sub.add_parser('status', parents=[common], help='show the testbed')
+    stp.add_argument('--json', action='store_true')
+    sh = sub.add_parser('shape', parents=[common],
+                        help='change the tbf rate of every link')
+    sh.add_argument('--rate', required=True, help='e.g. 500mbit, or "none"')
+    sh.add_argument('--burst', default=None)
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        tb = Testbed(args.state_dir, args.name)
+        if args.cmd == 'up':
+            tb.log = lambda m: print(m, file=sys.stderr, flush=True)
+            r = tb.up(args.nodes, args.rate, args.burst)
+            addrs = tb.addresses()
+            print(f'testbed {tb.name} up in {r["seconds"]:.2f} s: ' +
+                  ', '.join(f'{n} {a}' for n, a in addrs.items()) +
+                  f'; rate {tb.rate or "unshaped"}')
+            print(f'SLURM_CONF={tb.slurm_conf}')
+            print(f'run Slurm commands with: hpcnet testbed exec {HEAD} -- '
+                  'sinfo')
+            return 0
+        if args.cmd == 'down':
+            tb.log = lambda m: print(m, file=sys.stderr, flush=True)
+            r = tb.down()
+            if not r['was_up']:
+                print(f'testbed {tb.name} not up (no {tb.state_file}): '
+                      'nothing to do')
+            else:
+                print(f'testbed {tb.name} down in {r["seconds"]:.2f} s')
+            return 0
+        if args.cmd == 'exec':
+            argv = args.argv[1:] if args.argv[:1] == ['--'] else args.argv
+            if not argv:
+                print('usage: hpcnet testbed exec NODE -- CMD...',
+                      file=sys.stderr)
+                return 2
+            prefix = tb.node_prefix(args.node)
+            try:
+                return subprocess.run(prefix + argv, env=tb.env()).returncode
+            except KeyboardInterrupt:
+                return 130
+        if args.cmd == 'status':
+            s = tb.status()
+            if args.json:
+                print(json.dumps(s, indent=1))
+                return 0
+            print(f'testbed {s["name"]}: state dir {s["state_dir"]}'
+                  f'{"" if s["complete"] else " (INCOMPLETE: run down)"}')
+            print(f'SLURM_CONF={s["slurm_conf"]}  interface {s["iface"]}  '
+                  f'rate {s["rate"] or "unshaped"}'
+                  f'{" burst " + s["burst"] if s["burst"] else ""}')
+            for n in s['nodes']:
+                d = ', '.join(f'{p["label"]} {p["pid"]} '
+                              f'{"running" if p["alive"] else "DEAD"}'
+                              for p in n['daemons'])
+                print(f'  {n["name"]:5} {n["addr"]:12} netns {n["netns"]:12} '
+                      f'{n["qdisc"] or "no qdisc"}' + (f'  [{d}]' if d else ''))
+            print(s['sinfo'])
+            return 0
+        if args.cmd == 'shape':
+            tb.shape(args.rate, args.burst)
+            print(f'every link of testbed {tb.name}: '
+                  f'{tb.rate or "unshaped"}'
+                  f'{" burst " + tb.burst if tb.burst else ""}')
+            return 0
+    except TestbedError as e:
+        print(f'hpcnet testbed {args.cmd}: {e}', file=sys.stderr)
+        return 1
+    return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The Slurm virtual cluster (hpcnet.testbed), built for real.
+
+Needs root, network/UTS/mount namespaces, munge and Slurm (slurmctld, slurmd);
+skipped with the reason otherwise. One testbed (named ``hpcnett``, so it never
+touches a developer's ``hpcnet`` one) serves the module; a second one is built
+and broken half-way to check that a failed ``up`` leaves nothing behind.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hpcnet import testbed as tbm
+from hpcnet.testbed import StepError, Testbed, TestbedError
+
+NAME = 'hpcnett'            # our testbed's namespaces: hpcnett-hn0, ...
+FAIL_NAME = 'hpcnetf'       # the one broken half-way
+OMPI_ENV = {
+    'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+    'OMPI_MCA_pml': 'ob1', 'OMPI_MCA_btl': 'tcp,self',
+    'OMPI_MCA_btl_tcp_if_include': 'eth0',
+    'OMPI_MCA_oob_tcp_if_include': 'eth0',
+}
+MPICH_ENV = {'UCX_TLS': 'tcp,self', 'UCX_NET_DEVICES': 'eth0'}
+# ReFrame 4.10's slurm backend: its sacct command and the regex it applies.
+RFM_SACCT = 'sacct -S {day} -P -j {ids} -o jobid,state,exitcode,end,nodelist'
+RFM_STATE_RE = (r'^(?P<jobid>\d+(?:\+\d+|_\d+|_\[\d+-\d+\])?)\|(?P<state>\S+)'
+                r'([^\|]*)\|(?P<exitcode>\d+)\:(?P<signal>\d+)\|(?P<end>\S+)\|'
+                r'(?P<nodespec>.*)')
+
+PINGPONG_C = r'''
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int rank, size, len; char host[256], lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    size_t n = strtoul(argv[1], 0, 10); int iters = atoi(argv[2]);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank); MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gethostname(host, sizeof host); MPI_Get_library_version(lib, &len);
+    char *buf = calloc(n, 1), *nl = strchr(lib, '\n'); if (nl) *nl = 0;
+    for (int i = 0; i < iters && size > 1; i++) {
+        if (rank == 0) {
+            MPI_Send(buf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(buf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(buf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    printf("rank %d host %s lib %s\n", rank, host, lib); fflush(stdout);
+    MPI_Finalize(); return 0;
+}
+'''
+
+
+def _skip_reason():
+    if os.geteuid() != 0:
+        return 'needs root'
+    missing = [t for t in tbm.REQUIRED_TOOLS if not shutil.which(t)]
+    if missing:
+        return 'not installed: ' + ', '.join(missing)
+    try:
+        r = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f'cannot probe namespaces: {e}'
+    if r.returncode != 0:
+        return f'namespaces not permitted: {r.stderr.strip()}'
+    return None
+
+
+SKIP = _skip_reason()
+pytestmark = [pytest.mark.testbed,
+              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+
+
+def _leftovers(name, state_dir, pids=()):
+    """Everything of testbed ``name`` still present (empty: nothing)."""
+    left = []
+    out = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
+                         text=True, timeout=10).stdout
+    left += [f'netns {l.split()[0]}' for l in out.splitlines()
+             if l.startswith(name + '-')]
+    if Path(state_dir).exists():
+        left.append(f'state dir {state_dir}')
+    with open('/proc/mounts') as f:
+        left += [f'mount {l.split()[1]}' for l in f
+                 if str(state_dir) in l or f'/run/netns/{name}-' in l]
+    left += [f'pid {p}' for p in pids if tbm._alive(p)]
+    for d in os.listdir('/proc'):
+        if d.isdigit() and int(d) != os.getpid() and tbm._alive(int(d)):
+            try:
+                cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(
+                    errors='replace')
+            except OSError:
+                continue
+            if str(state_dir) in cmd:
+                left.append(f'process {d}: {cmd.replace(chr(0), " ")}')
+    return left
+
+
+@pytest.fixture(scope='module')
+def tb():
+    t = Testbed(name=NAME)
+    t.down()      # leftovers of an interrupted earlier run, if any
+    t.up(nodes=2, rate='1gbit', burst='128kb')
+    try:
+        yield t
+    finally:
+        t.down()
+
+
+@pytest.fixture(scope='module')
+def mpi_bins(tmp_path_factory):
+    d = tmp_path_factory.mktemp('mpi')
+    (d / 'pp.c').write_text(PINGPONG_C)
+    bins = {}
+    for mpi, cc in (('openmpi', 'mpicc.openmpi'), ('mpich', 'mpicc.mpich')):
+        if shutil.which(cc):
+            subprocess.run([cc, '-O2', '-o', str(d / f'pp_{mpi}'),
+                            str(d / 'pp.c')], check=True, timeout=120)
+            bins[mpi] = d / f'pp_{mpi}'
+    return bins
+
+
+def _tx(t, node):
+    r = t.run(node, ['cat', f'/sys/class/net/{t.iface}/statistics/tx_bytes'],
+              check=True, cwd='/')
+    return int(r.stdout)
+
+
+def _srun(t, argv, env=None, cwd='/', timeout=60):
+    return t.run(t.head, argv, env=dict(os.environ, **(env or {})), cwd=cwd,
+                 timeout=timeout)
+
+
+def test_up_status_and_refusals(tb, capsys):
+    st = tb.status()
+    assert st['complete'] and st['rate'] == '1gbit'
+    assert tb.nodes() == ['hn0', 'cn1', 'cn2']
+    assert tb.addresses() == {'hn0': '10.77.0.10', 'cn1': '10.77.0.11',
+                              'cn2': '10.77.0.12'}
+    for n in st['nodes']:
+        assert 'tbf' in n['qdisc'] and '1Gbit' in n['qdisc'], n
+        assert all(d['alive'] for d in n['daemons']), n
+    assert re.search(r'cn1 eth\* idle', st['sinfo']), st['sinfo']
+    assert re.search(r'cn2 eth\* idle', st['sinfo']), st['sinfo']
+    # Each node: its own hostname, only lo and eth0, its own address.
+    for node, addr in tb.addresses().items():
+        r = tb.run(node, ['sh', '-c', 'hostname; ls /sys/class/net; '
+                          'ip -4 -o addr show dev eth0'], check=True, cwd='/')
+        lines = r.stdout.split()
+        assert lines[0] == node and 'eth0' in lines and 'lo' in lines
+        assert f'{addr}/24' in r.stdout
+    # No address of ours in the root namespace.
+    root = subprocess.run(['ip', '-4', '-o', 'addr'], capture_output=True,
+                          text=True, timeout=10).stdout
+    assert '10.77.0.' not in root
+    # The API for the ReFrame integration.
+    pre = tb.head_prefix(cwd='/')
+    assert pre[0] == 'nsenter' and pre[-1] == '--'
+    assert tbm.slurm_conf_path(name=NAME) == str(tb.slurm_conf)
+    assert tbm.configured_rate(name=NAME) == '1gbit'
+    assert tbm.interface() == 'eth0'
+    # up twice refuses; so does another state dir with the same name.
+    with pytest.raises(TestbedError, match='testbed already up .*run down first'):
+        tb.up()
+    with pytest.raises(TestbedError, match='already exist'):
+        Testbed('/run/hpcnett-other', name=NAME).up()
+    assert not Path('/run/hpcnett-other').exists()
+    # CLI
+    assert tbm.main(['status', '--name', NAME]) == 0
+    assert 'cn2' in capsys.readouterr().out
+
+
+def test_srun_two_hostnames(tb):
+    r = _srun(tb, ['srun', '-N2', '-n2', '-t', '1', 'hostname'])
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == ['cn1', 'cn2']
+
+
+def _mpi_moves_bytes(tb, binary, mpi_opt, env, lib):
+    size, iters = 4 << 20, 5
+    before = {n: _tx(tb, n) for n in tb.compute_nodes()}
+    try:
+        r = _srun(tb, ['srun', '-N2', '-n2', '-t', '1', f'--mpi={mpi_opt}',
+                       str(binary), str(size), str(iters)], env=env,
+                  cwd=str(binary.parent), timeout=45)
+    except subprocess.TimeoutExpired:
+        tb.run(tb.head, ['scancel', '--partition=eth'], cwd='/')
+        raise
+    after = {n: _tx(tb, n) for n in tb.compute_nodes()}
+    assert r.returncode == 0, r.stdout + r.stderr
+    hosts = dict(re.findall(r'rank (\d) host (\S+)', r.stdout))
+    assert sorted(hosts.values()) == ['cn1', 'cn2'], r.stdout
+    assert r.stdout.count(lib) == 2, r.stdout
+    for n in tb.compute_nodes():
+        assert after[n] - before[n] >= size * iters, (n, before, after)
+
+
+def test_openmpi_pmix_across_nodes_moves_bytes(tb, mpi_bins):
+    if 'openmpi' not in mpi_bins:
+        pytest.skip('mpicc.openmpi not installed')
+    _mpi_moves_bytes(tb, mpi_bins['openmpi'], 'pmix', OMPI_ENV, 'Open MPI')
+
+
+def test_mpich_pmi2_across_nodes_moves_bytes(tb, mpi_bins):
+    if 'mpich' not in mpi_bins:
+        pytest.skip('mpicc.mpich not installed')
+    _mpi_moves_bytes(tb, mpi_bins['mpich'], 'pmi2', MPICH_ENV, 'MPICH')
+
+
+def test_sbatch_exit_codes_via_sacct_completion(tb, tmp_path):
+    ids = {}
+    for name, code in (('ok', 0), ('fail', 3)):
+        r = tb.run(tb.head, ['sbatch', '--parsable', '-N1', '-t', '1',
+                             '-o', str(tmp_path / f'{name}.out'),
+                             '--wrap', f'hostname; exit {code}'],
+                   check=True, cwd=str(tmp_path))
+        ids[name] = r.stdout.strip().split(';')[0]
+    # Exactly the command ReFrame's slurm backend runs (sacct is the
+    # testbed's wrapper, which adds --completion).
+    cmd = RFM_SACCT.format(day=time.strftime('%F'), ids=','.join(ids.values()))
+    deadline = time.monotonic() + 30
+    while True:
+        r = tb.run(tb.head, cmd.split(), cwd='/',
+                   env=dict(os.environ, SLURM_TIME_FORMAT='%s'))
+        assert r.returncode == 0, r.stderr
+        found = {m['jobid']: m for m in re.finditer(RFM_STATE_RE, r.stdout,
+                                                    re.MULTILINE)}
+        if set(ids.values()) <= set(found) or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert found[ids['ok']]['state'] == 'COMPLETED', r.stdout
+    assert found[ids['ok']]['exitcode'] == '0'
+    assert found[ids['fail']]['state'] == 'FAILED', r.stdout
+    assert found[ids['fail']]['exitcode'] == '3'
+    assert float(found[ids['fail']]['end']) > 0
+    # Without the wrapper: what ReFrame would get with no slurmdbd.
+    plain = tb.run(tb.head, [shutil.which('sacct'), '-j', ids['ok']], cwd='/')
+    assert plain.returncode != 0
+    assert 'accounting storage is disabled' in plain.stderr
+
+
+def _iperf(tb):
+    a1, a2 = tb.addresses()['cn1'], tb.addresses()['cn2']
+    server = subprocess.Popen(
+        tb.node_prefix('cn1', '/') + ['iperf3', '-s', '-1', '-B', a1],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=tb.env())
+    try:
+        deadline = time.monotonic() + 10
+        while True:         # until the server listens (bounded)
+            ss = tb.run('cn1', ['ss', '-Hltn', f'src {a1}:5201'], cwd='/')
+            if ss.stdout.strip() or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        r = tb.run('cn2', ['iperf3', '-c', a1, '-B', a2, '-t', '2', '-J'],
+                   cwd='/', timeout=20)
+        assert r.returncode == 0, r.stdout[-500:] + r.stderr
+        end = json.loads(r.stdout)['end']
+        assert 'sum_received' in end, r.stdout[-1500:]
+        return end['sum_received']['bits_per_second'] / 1e6
+    finally:
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=5)
+
+
+@pytest.mark.skipif(not shutil.which('iperf3'), reason='iperf3 not installed')
+def test_shaping_iperf3(tb):
+    at_1g = _iperf(tb)
+    tb.shape('500mbit')
+    try:
+        r = tb.run('cn2', ['tc', 'qdisc', 'show', 'dev', 'eth0'], cwd='/')
+        assert '500Mbit' in r.stdout
+        at_500m = _iperf(tb)
+    finally:
+        tb.shape('1gbit')
+    print(f'iperf3 cn2->cn1: 1gbit {at_1g:.0f} Mbit/s, 500mbit {at_500m:.0f} '
+          'Mbit/s')
+    assert 850 <= at_1g <= 1050, at_1g
+    assert 420 <= at_500m <= 530, at_500m
+    assert tb.rate == '1gbit'
+
+
+def test_cli_exec_and_down_when_not_up(tb, capfd):
+    assert tbm.main(['exec', '--name', NAME, 'cn2', '--', 'hostname']) == 0
+    assert capfd.readouterr().out.strip() == 'cn2'
+    assert tbm.main(['exec', '--name', NAME, 'hn0', '--', 'sh', '-c',
+                     'exit 7']) == 7
+    assert tbm.main(['down', '--name', 'hpcnetz']) == 0
+    assert 'not up' in capfd.readouterr().out
+
+
+def test_down_leaves_nothing(tb):
+    pids = [r['pid'] for r in tb.state['resources'] if r['kind'] == 'proc']
+    assert len(pids) == 4       # munged, slurmctld, 2 slurmd
+    # A process left inside a node (as a job or `exec` would) is swept too.
+    stray = subprocess.Popen(tb.node_prefix('cn1', '/') + ['sleep', '300'])
+    r = tb.down()
+    assert r['was_up'] and not r['problems']
+    assert stray.wait(timeout=10) != 0
+    assert _leftovers(NAME, tb.state_dir, pids) == []
+    assert tb.down()['was_up'] is False
+
+
+def test_refusals_before_anything_is_created(monkeypatch):
+    t = Testbed(name=FAIL_NAME)
+    monkeypatch.setattr(os, 'geteuid', lambda: 1000)
+    with pytest.raises(TestbedError, match='needs root'):
+        t.up()
+    monkeypatch.undo()
+
+    def no_namespaces(self):
+        self._cmd('probe namespaces', ['sh', '-c', 'echo "unshare: unshare '
+                  'failed: Operation not permitted" >&2; exit 1'])
+    monkeypatch.setattr(Testbed, '_step_probe_namespaces', no_namespaces)
+    with pytest.raises(StepError) as e:
+        t.up()
+    assert e.value.step == 'probe namespaces'
+    assert 'Operation not permitted' in str(e.value)
+    assert _leftovers(FAIL_NAME, t.state_dir) == []
+
+
+def test_failure_half_way_leaves_nothing(monkeypatch):
+    """Break ``up`` after every daemon has started: all of it is undone."""
+    t = Testbed(name=FAIL_NAME)
+    t.down()
+    pids = []
+    spawn, start_slurmd = Testbed._spawn, Testbed._step_start_slurmd
+
+    def spy(self, *a, **kw):
+        pids.append(spawn(self, *a, **kw))
+        return pids[-1]
+
+    def broken(self):
+        start_slurmd(self)
+        raise RuntimeError('injected failure')
+
+    monkeypatch.setattr(Testbed, '_spawn', spy)
+    monkeypatch.setattr(Testbed, '_step_start_slurmd', broken)
+    with pytest.raises(StepError) as e:
+        t.up(nodes=2, rate='1gbit')
+    assert e.value.step == 'start slurmd'
+    assert 'injected failure' in str(e.value)
+    assert 'nothing left' in str(e.value)
+    assert len(pids) == 4       # munged, slurmctld and both slurmds ran
+    assert _leftovers(FAIL_NAME, t.state_dir, pids) == []
