@@ -13,7 +13,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet import hooks
-from hpcnet.constants import P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, P2PMode, Unit
+from hpcnet.constants import (P2P_BANDWIDTH_SIZES, P2P_DIRECTIONS, P2P_LATENCY_SIZES,
+                              PartitionFeature, P2PMode, Unit)
 from hpcnet.testlib import MpiBenchmark, build_kernels
 
 
@@ -49,14 +50,29 @@ class P2PBase(MpiBenchmark):
             if size in sizes:
                 self.perf_variables[f'latency_{hooks.size_label(size)}'] = \
                     sn.make_performance_function(self._stat(size, 'median_us'), Unit.US)
+        rate_bps = self.current_partition.extras.get('link_rate_bps')
         for size in P2P_BANDWIDTH_SIZES:
             if size in sizes:
-                self.perf_variables[f'bandwidth_{hooks.size_label(size)}'] = \
+                label = hooks.size_label(size)
+                self.perf_variables[f'bandwidth_{label}'] = \
                     sn.make_performance_function(self._stat(size, 'bw_MBps'), Unit.MBPS)
+                if rate_bps:
+                    # Payload rate over what the link carries in the
+                    # directions this mode uses.
+                    self.perf_variables[f'efficiency_{label}'] = sn.make_performance_function(
+                        self._efficiency(size, rate_bps), Unit.RATIO)
+
+    def _value(self, size, column):
+        return self.kernel_output('p2p').row_for_size(size)[column]
 
     @sn.deferrable
     def _stat(self, size, column):
-        return self.kernel_output('p2p').row_for_size(size)[column]
+        return self._value(size, column)
+
+    @sn.deferrable
+    def _efficiency(self, size, rate_bps):
+        return hooks.link_efficiency(self._value(size, 'bw_MBps'), rate_bps,
+                                     directions=P2P_DIRECTIONS[self.mode])
 
     @sanity_function
     def assert_valid(self):
@@ -72,6 +88,7 @@ class P2PBase(MpiBenchmark):
         if not validation.startswith('passed'):
             raise SanityError(f'payload validation did not pass: {validation or "(no result)"}')
         self.check_common(out)
+        self.check_link(hooks.bytes_sent_by_host(out))
         self.first_exchange_us = float(out.header['first-exchange-us'])
         self.curve = [dict(r) for r in out.rows]
         return True
@@ -82,3 +99,11 @@ class hpcnet_p2p(P2PBase):
     '''Two ranks on one node of the partition.'''
     num_nodes = 1
     tags = {'p2p', 'mpi'}
+
+
+@rfm.simple_test
+class hpcnet_p2p_multinode(P2PBase):
+    '''One rank on each of two nodes: the bytes must cross the link.'''
+    valid_systems = [f'+{PartitionFeature.MULTINODE}']
+    num_nodes = 2
+    tags = {'p2p', 'mpi', 'multinode'}

@@ -9,14 +9,15 @@ settings.
 import os
 
 from hpcnet import sites
-from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR
+from hpcnet.constants import PROJECT_ROOT
+
+# The debug log and the reports are written here; ReFrame does not create it.
+os.makedirs(os.path.join(str(PROJECT_ROOT), 'reports'), exist_ok=True)
 
 site_configuration = {
     'systems': sites.systems(),
     'environments': sites.environments(),
     'general': [{
-        # reference/<system>.yaml are found relative to this directory.
-        'reference_prefix': str(REFERENCE_DIR),
         'report_file': os.path.join(str(PROJECT_ROOT), 'reports', 'run-report-{sessionid}.json'),
         'check_search_path': [os.path.join(str(PROJECT_ROOT), 'checks')],
     }],

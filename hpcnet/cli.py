@@ -83,18 +83,23 @@ def cmd_stacks(args) -> int:
     return 0
 
 
-def cmd_run(args) -> int:
+def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None = None) -> int:
+    '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
+    JSON report as reports/<name>-latest.json, print where things are.'''
     reports = PROJECT_ROOT / 'reports'
     reports.mkdir(exist_ok=True)
     stamp = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
-    report = reports / f'{args.name}-{stamp}.json'
+    report = reports / f'{name}-{stamp}.json'
     cmd = [str(Path(sys.executable).with_name('reframe')), '-C', str(CONFIG_DIR / 'settings.py'),
            '-c', str(PROJECT_ROOT / 'checks'), '-R',
-           '--prefix', str(PROJECT_ROOT / 'output' / args.name),
-           '--report-file', str(report), *args.reframe_args]
+           '--prefix', str(PROJECT_ROOT / 'output' / name),
+           '--report-file', str(report), *reframe_args]
     if not any(a in ('-r', '--run', '-l', '-L', '--list', '--list-detailed', '--dry-run')
-               for a in args.reframe_args):
+               for a in reframe_args):
         cmd.append('-r')
+    if not any(a.startswith('--exec-policy') for a in reframe_args):
+        # Timed runs must never share cores with each other.
+        cmd.append('--exec-policy=serial')
     found = stacks.discover()
     for what, why in found.rejected:
         _say(f'left out: {what}: {why}')
@@ -102,15 +107,47 @@ def cmd_run(args) -> int:
          f'{", ".join(e.name for e in found.environments)}')
     _say('running: ' + ' '.join(cmd))
     start = time.monotonic()
-    rc = subprocess.run(cmd, cwd=PROJECT_ROOT).returncode
+    rc = subprocess.run([*prefix, *cmd], cwd=PROJECT_ROOT, env=env).returncode
     wall = time.monotonic() - start
     if report.exists():
-        latest = reports / f'{args.name}-latest.json' if args.name != 'run' else reports / 'latest.json'
+        latest = reports / ('latest.json' if name == 'run' else f'{name}-latest.json')
         shutil.copyfile(report, latest)
         _say(f'report: {latest} (copy of {report})')
+    else:
+        _say(f'no report was written ({report})')
     _say(f'perflogs: {PROJECT_ROOT / "perflogs"}')
     _say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min); reframe exit code {rc}')
     return rc
+
+
+def cmd_run(args) -> int:
+    return run_suite(args.name, args.reframe_args)
+
+
+def cmd_testbed(args) -> int:
+    from hpcnet import testbed
+    if args.testbed_args[:1] != ['run']:
+        return testbed.main(args.testbed_args)
+    p = argparse.ArgumentParser(prog='hpcnet testbed run',
+                                description='testbed up, the suite on it, testbed down')
+    p.add_argument('--nodes', type=int, default=2)
+    p.add_argument('--rate', default='1gbit', help="tbf rate of every link ('none': unshaped)")
+    p.add_argument('--burst', default='128kb')
+    p.add_argument('reframe_args', nargs=argparse.REMAINDER)
+    opts = p.parse_args(args.testbed_args[1:])
+    tb = testbed.Testbed()
+    tb.log = lambda m: print(m, file=sys.stderr, flush=True)
+    try:
+        tb.up(opts.nodes, None if opts.rate == 'none' else opts.rate, opts.burst)
+    except testbed.TestbedError as err:
+        _say(f'testbed did not come up: {err}')
+        return 1
+    try:
+        return run_suite('testbed', ['--system', 'testbed', *opts.reframe_args],
+                         prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env(dict(os.environ)))
+    finally:
+        tb.down()
+        _say('testbed down')
 
 
 def cmd_refs(args) -> int:
@@ -169,9 +206,10 @@ def main(argv=None) -> int:
     g.add_argument('-o', '--output')
     p.set_defaults(func=cmd_refs)
 
-    p = sub.add_parser('testbed', help='the Slurm virtual cluster', add_help=False)
+    p = sub.add_parser('testbed', help='the Slurm virtual cluster: up|down|exec|status|shape|run',
+                       add_help=False)
     p.add_argument('testbed_args', nargs=argparse.REMAINDER)
-    p.set_defaults(func=lambda a: __import__('hpcnet.testbed', fromlist=['main']).main(a.testbed_args))
+    p.set_defaults(func=cmd_testbed)
 
     args = parser.parse_args(argv)
     return args.func(args)

@@ -14,6 +14,8 @@ DEFAULT_STATE_DIR = PROJECT_ROOT / '.state'
 
 CONFIG_DIR = PROJECT_ROOT / 'config'
 REFERENCE_DIR = PROJECT_ROOT / 'reference'
+#: Overrides REFERENCE_DIR (a site's own reference repository, or tests).
+REFERENCE_DIR_ENV = 'HPCNET_REFERENCE_DIR'
 SRC_DIR = PROJECT_ROOT / 'src'
 FABRICS_FILE = CONFIG_DIR / 'fabrics.yaml'
 
@@ -50,6 +52,9 @@ class Feature:
     IMB = 'imb'
     IMB_NBC = 'imb-nbc'
     OSU = 'osu'
+    #: The first working compiler of each MPI: where compiler-independent
+    #: checks (prebuilt IMB/OSU, collectives, pair matrix) run.
+    PRIMARY = 'primary'
 
 
 class Fabric:
@@ -76,6 +81,14 @@ class P2PMode:
 #: curve is kept in the report regardless.
 P2P_LATENCY_SIZES = (0, 8)
 P2P_BANDWIDTH_SIZES = (65536, 1048576, 4194304)
+#: Link directions each p2p mode loads at once (bidirectional bandwidth is
+#: the aggregate of both directions of a full-duplex link).
+P2P_DIRECTIONS = {P2PMode.PINGPONG: 1, P2PMode.PINGPING: 1, P2PMode.BW: 1, P2PMode.BIBW: 2}
+
+
+class PartitionFeature:
+    '''ReFrame partition features (``+name`` in valid_systems).'''
+    MULTINODE = 'multinode'
 
 
 class Unit:

@@ -7,6 +7,7 @@ ReFrame classes in :mod:`hpcnet.testlib` only wire them into the pipeline.
 from __future__ import annotations
 
 import math
+import os
 
 from reframe.core.exceptions import SanityError
 
@@ -93,3 +94,54 @@ def distinct_hosts(hosts: dict, num_nodes: int) -> None:
     if num_nodes > 1 and len(set(hosts.values())) < num_nodes:
         raise SanityError(f'ranks were meant to run on {num_nodes} nodes but ran on '
                           f'{sorted(set(hosts.values()))}')
+
+
+def check_link_bytes(deltas, bytes_sent_by_host: dict, iface: str) -> None:
+    '''Every host's interface sent at least the payload its ranks sent.'''
+    by_host = {d.host: d for d in deltas}
+    for host, payload in sorted(bytes_sent_by_host.items()):
+        if host not in by_host:
+            raise SanityError(f'no {iface} counters from {host} (have: {sorted(by_host)})')
+        sent = by_host[host].delta['tx_bytes']
+        if sent < payload:
+            raise SanityError(f'{host}: {iface} sent {sent} bytes during the run but the ranks '
+                              f'there sent {payload} bytes of payload: the traffic took '
+                              f'another path than {iface}')
+
+
+def link_efficiency(payload_MBps: float, rate_bps: float, directions: int = 1) -> float:
+    '''Achieved payload rate over the link's wire rate (1.0 = every bit on
+    the wire is payload, unreachable: framing and headers cost ~4-6 %).'''
+    return payload_MBps * 8e6 / (float(rate_bps) * directions)
+
+
+def bytes_sent_by_host(out) -> dict:
+    '''Payload bytes each host's ranks sent, from the kernel's
+    ``bytes-sent:`` line (one value per rank, in rank order).'''
+    values = out.header.get('bytes-sent', '').split()
+    if len(values) != len(out.hosts):
+        raise SanityError(f'kernel printed bytes-sent {values} for {len(out.hosts)} ranks')
+    totals = {}
+    for rank, value in enumerate(values):
+        host = out.hosts[rank]
+        totals[host] = totals.get(host, 0) + int(value)
+    return totals
+
+
+#: Where the kernel lists RDMA devices (rdma-core's tools read the same).
+RDMA_SYSFS = '/sys/class/infiniband'
+
+
+def rdma_missing_reason(fabric: str, partition_extras: dict, partition_name: str):
+    '''Why an RDMA fabric cannot run here, or None when it can.'''
+    if fabric not in ('roce', 'ib'):
+        return None
+    dev = partition_extras.get('rdma_device')
+    if not dev:
+        return (f'partition {partition_name} declares fabric {fabric} but no extras.rdma_device')
+    if not os.path.isdir(os.path.join(RDMA_SYSFS, dev)):
+        present = sorted(os.listdir(RDMA_SYSFS)) if os.path.isdir(RDMA_SYSFS) else []
+        return (f'partition {partition_name} declares fabric {fabric} on RDMA device {dev}, '
+                f'but {RDMA_SYSFS}/{dev} does not exist (RDMA devices here: '
+                f'{", ".join(present) or "none; the kernel has no RDMA device or driver"})')
+    return None

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
 import yaml
 
-from hpcnet.constants import REFERENCE_DIR
+from hpcnet.constants import REFERENCE_DIR, REFERENCE_DIR_ENV
 
 #: Special keys ReFrame accepts in an $index, besides test attribute names.
 INDEX_SPECIALS = ('$system', '$partition', '$environ')
@@ -129,9 +130,8 @@ def validate(data, path='<references>', perfvars_by_test: dict | None = None) ->
                 _fail(path, f'{test}.$index', f'{entry!r} is not a test attribute or special key '
                                               f'(valid specials: {", ".join(INDEX_SPECIALS)}, '
                                               '$processor.<attr>, $dev.<type>.<attr>)')
-        for k, node in refs.items():
-            if k != '$index':
-                _check_levels(path, f'{test}.{k}', node, len(index) - 1, perfvars)
+        _check_levels(path, test, {k: v for k, v in refs.items() if k != '$index'},
+                      len(index), perfvars)
     return data
 
 
@@ -148,14 +148,20 @@ def load(path: Path, perfvars_by_test: dict | None = None) -> dict:
     return validate(data, path, perfvars_by_test)
 
 
-def reference_for_test(system: str, refdir: Path = REFERENCE_DIR) -> dict:
+def reference_dir() -> Path:
+    return Path(os.environ.get(REFERENCE_DIR_ENV, REFERENCE_DIR))
+
+
+def reference_for_test(system: str, refdir: Path | None = None) -> dict:
     '''The ``reference`` value for a test on ``system``: an external reference
-    when ``reference/<system>.yaml`` exists (validated first), else none.'''
-    path = reference_file(system, refdir)
+    when ``<reference dir>/<system>.yaml`` exists (validated first), else none.'''
+    path = reference_file(system, refdir or reference_dir())
     if not path.exists():
         return {}
     load(path)
-    return {'$ref': path.name if Path(refdir) == REFERENCE_DIR else str(path)}
+    # Absolute: ReFrame joins it to its reference prefix, which then has no
+    # effect (4.10.4's config schema lacks general/reference_prefix).
+    return {'$ref': str(path.resolve())}
 
 
 # --------------------------------------------------------------------------
@@ -176,9 +182,8 @@ def generate(report: dict, index_attrs: dict, tolerance: tuple = (-0.1, 0.1),
         for tc in run.get('testcases', []):
             if tc.get('result') not in ('pass', 'xfail') or not tc.get('perfvalues'):
                 continue
-            cls = tc.get('unique_name', tc.get('name', '')).split('%')[0].split('_')[0]
-            cls = tc.get('name', '').split(' ')[0].split('%')[0]
-            cls = cls if '~' not in cls else cls.split('~')[0]
+            # 'hpcnet_p2p %mode=pingpong /1a2b3c4d' -> 'hpcnet_p2p'
+            cls = tc.get('name', '').split()[0]
             if tests is not None and cls not in tests:
                 continue
             attrs = index_attrs.get(cls, ())

@@ -7,11 +7,10 @@ environments are shared by all systems (see :func:`environments`).
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from hpcnet import stacks
-from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric
+from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric, PartitionFeature
 
 #: Environment available on every partition even when no MPI is found, so that
 #: ReFrame always loads; MPI checks select ``+mpi`` and skip it.
@@ -75,7 +74,9 @@ def _testbed() -> dict:
             'max_jobs': 1,
             'time_limit': DEFAULT_JOB_TIME_LIMIT,
             'extras': {'fabric': Fabric.TCP, 'iface': 'eth0',
-                       'link_rate_bps': int(os.environ.get('HPCNET_TESTBED_RATE_BPS', 10**9))},
+                       # Gigabit Ethernet: what the testbed shapes its links to.
+                       'link_rate_bps': 10**9},
+            'features': [PartitionFeature.MULTINODE],
         }, {
             'name': 'roce',
             'descr': 'Soft-RoCE (rdma_rxe) on the veth links, where the kernel has it',
@@ -86,8 +87,8 @@ def _testbed() -> dict:
             'max_jobs': 1,
             'time_limit': DEFAULT_JOB_TIME_LIMIT,
             'extras': {'fabric': Fabric.ROCE, 'iface': 'eth0', 'rdma_device': 'rxe0',
-                       'rdma_port': 1, 'gid_index': 1,
-                       'link_rate_bps': int(os.environ.get('HPCNET_TESTBED_RATE_BPS', 10**9))},
+                       'rdma_port': 1, 'gid_index': 1, 'link_rate_bps': 10**9},
+            'features': [PartitionFeature.MULTINODE],
         }],
     }
 
@@ -97,7 +98,7 @@ def _example_site() -> dict:
     Copy it, set hostnames, access and the device names of your nodes.'''
     envs = environment_names()
     common = {'scheduler': 'slurm', 'launcher': 'srun', 'environs': envs,
-              'time_limit': DEFAULT_JOB_TIME_LIMIT}
+              'time_limit': DEFAULT_JOB_TIME_LIMIT, 'features': [PartitionFeature.MULTINODE]}
     return {
         'name': 'example',
         'descr': 'Example site: 25 GbE and 100 GbE RoCE v2 partitions',

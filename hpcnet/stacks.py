@@ -90,6 +90,9 @@ class MpiCandidate:
     expected_family: str | None = None   #: what the source claims, if anything
     modules: tuple = ()          #: modules to load (module-based sources)
     transport_layer: str | None = None   #: 'ucx', 'ofi' or None (MPI's own)
+    #: Further prefixes holding benchmarks built against this MPI (Spack
+    #: installs OSU and IMB as packages of their own).
+    tool_prefixes: tuple = ()
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -131,6 +134,9 @@ class MpiStack:
 class Environment:
     compiler: Compiler
     mpi: MpiStack
+    #: The first working compiler of this MPI (gcc first): checks whose result
+    #: does not depend on the compiler (IMB, OSU, collectives) run only here.
+    primary: bool = False
 
     @property
     def name(self) -> str:
@@ -139,6 +145,8 @@ class Environment:
     @property
     def features(self) -> list:
         features = [Feature.MPI, self.mpi.family, self.mpi.profile]
+        if self.primary:
+            features.append(Feature.PRIMARY)
         tools = dict(self.mpi.tools)
         features += sorted({feat for tool, feat in TOOL_FEATURES.items() if tool in tools})
         return sorted(set(features))
@@ -239,7 +247,9 @@ def detect_compilers(search_path: str | None = None) -> list:
         prev = by_label.get(comp.label)
         if prev is None or (re.search(r'-\d+$', path) and not re.search(r'-\d+$', prev.command)):
             by_label[comp.label] = comp
-    return sorted(by_label.values(), key=lambda c: (c.family, -int(c.major)))
+    # gcc first (the reference compiler of most sites), newest first.
+    return sorted(by_label.values(),
+                  key=lambda c: (c.family != CompilerFamily.GCC, c.family, -int(c.major)))
 
 
 # --------------------------------------------------------------------------
@@ -255,17 +265,21 @@ DEBIAN_MPIS = {
 
 
 def _shim_dir(state: Path, label: str, links: dict) -> str:
-    '''A bin directory where the unsuffixed names (mpicc, mpirun, ...) point to
-    one specific MPI, so that the launcher and tools resolve to it via PATH.'''
+    '''A bin directory where the unsuffixed names (mpicc, mpirun, ...) run one
+    specific MPI, so that the launcher and tools resolve to it via PATH.
+
+    Scripts that exec the real program, not symlinks: MPICH's hydra looks for
+    hydra_pmi_proxy next to the path it was started through.'''
     d = state / 'shims' / label / 'bin'
     d.mkdir(parents=True, exist_ok=True)
     for name, target in links.items():
-        link = d / name
-        if link.is_symlink() or link.exists():
-            if os.readlink(link) == target:
-                continue
-            link.unlink()
-        link.symlink_to(target)
+        shim = d / name
+        text = f'#!/bin/sh\nexec {target} "$@"\n'
+        if shim.is_symlink():
+            shim.unlink()
+        if not shim.exists() or shim.read_text() != text:
+            shim.write_text(text)
+            shim.chmod(0o755)
     return str(d)
 
 
@@ -356,9 +370,56 @@ def extra_prefix_candidates(state: Path) -> list:
     return out
 
 
+#: Spack package names that provide MPI, and the benchmark packages whose
+#: programs become tools of the MPI they were built against.
+SPACK_MPI_PACKAGES = {'openmpi': MpiFamily.OPENMPI, 'mpich': MpiFamily.MPICH,
+                      'mvapich2': MpiFamily.MVAPICH2, 'mvapich': MpiFamily.MVAPICH2,
+                      'intel-oneapi-mpi': MpiFamily.IMPI, 'intel-mpi': MpiFamily.IMPI}
+SPACK_BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
+SPACK_ENV_VAR = 'HPCNET_SPACK_ENV'
+#: One line per installed spec: name, version, prefix, prefix of its MPI.
+SPACK_FORMAT = '{name}|{version}|{prefix}|{^mpi.prefix}'
+
+
+def spack_candidates(state: Path) -> list:
+    '''MPIs installed by the Spack environment named in HPCNET_SPACK_ENV
+    (see spack-env/spack.yaml), with the IMB/OSU builds against each.'''
+    env_dir = os.environ.get(SPACK_ENV_VAR)
+    if not env_dir:
+        return []
+    spack = shutil.which('spack')
+    if spack is None:
+        raise StackError(f'{SPACK_ENV_VAR}={env_dir}: the spack command is not on PATH '
+                         '(source share/spack/setup-env.sh first)')
+    res = _run([spack, '-e', env_dir, 'find', '--format', SPACK_FORMAT], timeout=300)
+    if res.returncode != 0:
+        raise StackError(f'{SPACK_ENV_VAR}={env_dir}: `spack find` failed: '
+                         f'{res.stdout.strip()[:300]}')
+    mpis, tools_of = [], {}
+    for line in res.stdout.splitlines():
+        parts = line.strip().split('|')
+        if len(parts) != 4:
+            continue      # spack's own headers and notes
+        name, version, prefix, mpi_prefix = parts
+        if name in SPACK_MPI_PACKAGES:
+            mpis.append((name, version, prefix))
+        elif name in SPACK_BENCHMARK_PACKAGES and mpi_prefix:
+            tools_of.setdefault(mpi_prefix, []).append(prefix)
+    out = []
+    for name, version, prefix in mpis:
+        family = SPACK_MPI_PACKAGES[name]
+        cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{Path(prefix).name[-7:]}',
+                                'spack', family)
+        if cand is None:
+            raise StackError(f'{SPACK_ENV_VAR}={env_dir}: {name}@{version} at {prefix} has no '
+                             'bin/mpicc')
+        out.append(dataclasses.replace(cand, tool_prefixes=tuple(tools_of.get(prefix, ()))))
+    return out
+
+
 #: Every source of candidates, in order.  A source is a function of the state
 #: directory returning a list of MpiCandidate.
-SOURCES: list = [debian_candidates, pypi_candidates, extra_prefix_candidates]
+SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, extra_prefix_candidates]
 
 
 # --------------------------------------------------------------------------
@@ -469,7 +530,9 @@ def probe(candidate: MpiCandidate, compiler: Compiler | None, workdir: Path) -> 
 
 def find_tools(candidate: MpiCandidate) -> tuple:
     tools = {}
-    for sub in (candidate.bindir,) + tuple(os.path.join(candidate.prefix, s) for s in TOOL_SUBDIRS):
+    prefixes = (candidate.prefix,) + tuple(candidate.tool_prefixes)
+    for sub in (candidate.bindir,) + tuple(os.path.join(p, s) for p in prefixes
+                                           for s in TOOL_SUBDIRS):
         for name in KNOWN_TOOLS:
             p = os.path.join(sub, name)
             if name not in tools and os.access(p, os.X_OK) and os.path.isfile(p):
@@ -481,8 +544,12 @@ def find_tools(candidate: MpiCandidate) -> tuple:
 # Discovery with cache
 # --------------------------------------------------------------------------
 
+#: Bump when the cached data changes shape: old caches are then recomputed.
+CACHE_FORMAT = 2
+
+
 def _fingerprint(candidates, compilers) -> str:
-    h = hashlib.sha256(PROBE_SOURCE.encode())
+    h = hashlib.sha256(f'{CACHE_FORMAT}\n{PROBE_SOURCE}'.encode())
     for obj in list(candidates) + list(compilers):
         h.update(repr(obj).encode())
         for p in (getattr(obj, 'wrapper', None), getattr(obj, 'command', None)):
@@ -505,11 +572,12 @@ def _from_json(data: dict) -> Discovery:
     for e in data['environments']:
         cand = e['mpi']['candidate']
         cand = MpiCandidate(**{**cand, 'env_vars': tuple(tuple(x) for x in cand['env_vars']),
-                               'modules': tuple(cand['modules'])})
+                               'modules': tuple(cand['modules']),
+                               'tool_prefixes': tuple(cand.get('tool_prefixes', ()))})
         mpi = MpiStack(candidate=cand, family=e['mpi']['family'], version=e['mpi']['version'],
                        library_version=e['mpi']['library_version'],
                        tools=tuple(tuple(t) for t in e['mpi']['tools']))
-        envs.append(Environment(Compiler(**e['compiler']), mpi))
+        envs.append(Environment(Compiler(**e['compiler']), mpi, e.get('primary', False)))
     return Discovery(envs, [tuple(r) for r in data['rejected']])
 
 
@@ -541,8 +609,9 @@ def discover(state: Path | None = None, sources: list | None = None,
             cand = dataclasses.replace(cand, expected_family=base.family)
             stack = MpiStack(cand, base.family, base.version, base.library_version,
                              find_tools(cand))
+            primary = True
             for comp in compilers:
-                env = Environment(comp, stack)
+                env = Environment(comp, stack, primary)
                 if env.name in seen:
                     result.rejected.append((f'{env.name} ({cand.label})',
                                             f'an environment named {env.name} already comes '
@@ -554,6 +623,7 @@ def discover(state: Path | None = None, sources: list | None = None,
                     continue
                 seen.add(env.name)
                 result.environments.append(env)
+                primary = False
     cache.write_text(json.dumps({'fingerprint': fingerprint, **_to_json(result)}, indent=1))
     return result
 

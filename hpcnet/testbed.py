@@ -84,6 +84,48 @@ class StepError(TestbedError):
         super().__init__(f"step '{step}' failed: {detail}")
 
 
+def unavailable_reason() -> Optional[str]:
+    """Why a testbed cannot be built on this machine, or None when it can."""
+    if os.geteuid() != 0:
+        return 'needs root'
+    missing = [t for t in REQUIRED_TOOLS if not shutil.which(t)]
+    if missing:
+        return 'not installed: ' + ', '.join(missing)
+    try:
+        r = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f'cannot probe namespaces: {e}'
+    if r.returncode != 0:
+        return f'namespaces not permitted: {r.stderr.strip()}'
+    return None
+
+
+def leftovers(name: str, state_dir, pids=()) -> List[str]:
+    """Everything of testbed ``name`` still present (empty: nothing)."""
+    left = []
+    out = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
+                         text=True, timeout=10).stdout
+    left += [f'netns {l.split()[0]}' for l in out.splitlines()
+             if l.startswith(name + '-')]
+    if Path(state_dir).exists():
+        left.append(f'state dir {state_dir}')
+    with open('/proc/mounts') as f:
+        left += [f'mount {l.split()[1]}' for l in f
+                 if str(state_dir) in l or f'/run/netns/{name}-' in l]
+    left += [f'pid {p}' for p in pids if _alive(p)]
+    for d in os.listdir('/proc'):
+        if d.isdigit() and int(d) != os.getpid() and _alive(int(d)):
+            try:
+                cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(
+                    errors='replace')
+            except OSError:
+                continue
+            if str(state_dir) in cmd:
+                left.append(f'process {d}: {cmd.replace(chr(0), " ")}')
+    return left
+
+
 def default_state_dir(name: str = DEFAULT_NAME) -> Path:
     env = os.environ.get('HPCNET_TESTBED_STATE_DIR')
     if env and name == DEFAULT_NAME:

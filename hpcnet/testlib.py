@@ -12,15 +12,16 @@ declarative: parameters, fixtures, performance variables).
 from __future__ import annotations
 
 import os
+import re
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, loggable, run_after, run_before, sanity_function,
+from reframe.core.builtins import (fixture, run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks, references
+from hpcnet import hooks, linkstats, references
 from hpcnet.constants import SRC_DIR, Feature
 from hpcnet.parsers.kernel import KernelOutputError, parse_kernel_output
 
@@ -68,12 +69,22 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
     #: MPI family of the environment (a reference $index level).
     mpi_family = variable(str, value='', loggable=True)
 
+    #: Read the fabric interface's counters on every node before and after
+    #: the run (partitions that name an ``iface``), and require the bytes the
+    #: interface sent to cover what the benchmark says it sent.
+    check_link_counters = variable(bool, value=True)
+    #: Per node: counter deltas over the run (errors and drops included).
+    link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
+
     @run_after('setup')
     def apply_fabric(self):
         part = self.current_partition
         self.mpi_family = self.current_environ.extras['mpi_family']
         self.fabric_settings = hooks.fabric_settings(
             part.extras, part.fullname, self.current_environ.extras, part.launcher_type.registered_name)
+        missing = hooks.rdma_missing_reason(self.fabric_settings.fabric, part.extras,
+                                            part.fullname)
+        self.skip_if(missing is not None, missing)
         self.env_vars.update(self.fabric_settings.env)
         self.num_tasks_per_node = max(1, self.num_tasks // self.num_nodes)
         if self.current_environ.extras['mpi_family'] == 'openmpi' and os.geteuid() == 0:
@@ -84,6 +95,36 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
     @run_before('run')
     def set_launcher_options(self):
         self.job.launcher.options += list(self.fabric_settings.launcher_options)
+
+    def link_iface(self):
+        '''The interface whose counters prove the traffic, or None (shared
+        memory has none).'''
+        if self.fabric_settings.fabric == 'shm' or not self.check_link_counters:
+            return None
+        return self.current_partition.extras.get('iface')
+
+    @run_before('run')
+    def read_link_counters(self):
+        iface = self.link_iface()
+        if iface is None:
+            return
+        launcher = self.current_partition.launcher_type.registered_name
+        self.prerun_cmds.append(linkstats.per_node(
+            linkstats.snapshot_command('before', iface), launcher, self.num_nodes))
+        self.postrun_cmds.insert(0, linkstats.per_node(
+            linkstats.snapshot_command('after', iface), launcher, self.num_nodes))
+
+    def check_link(self, bytes_sent_by_host: dict) -> None:
+        '''Each node's interface sent at least the payload its ranks sent.'''
+        iface = self.link_iface()
+        if iface is None:
+            return
+        try:
+            deltas = linkstats.parse(self.mpi_output())
+        except linkstats.LinkStatsError as err:
+            raise SanityError(f'link counters: {err}') from None
+        self.link_counters = [{'host': d.host, 'iface': d.iface, **d.delta} for d in deltas]
+        hooks.check_link_bytes(deltas, bytes_sent_by_host, iface)
 
     @run_after('setup')
     def set_references(self):
@@ -108,8 +149,18 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
             path = os.path.join(self.stagedir, self.stdout.evaluate())
             try:
                 with open(path, errors='replace') as fp:
-                    cached = parse_kernel_output(fp.read(), source=path, expect_kernel=kernel)
-            except (OSError, KernelOutputError) as err:
+                    text = fp.read()
+            except OSError as err:
+                raise SanityError(f'{path}: {err.strerror}') from None
+            # A binary linked to the wrong MPI usually also breaks the run
+            # (e.g. two 1-rank jobs): name that cause, not the symptom.
+            library = re.search(r'^mpi-library: (.*)$', text, re.M)
+            if library:
+                hooks.check_library(library.group(1), self.current_environ.extras,
+                                    self.current_environ.name)
+            try:
+                cached = parse_kernel_output(text, source=path, expect_kernel=kernel)
+            except KernelOutputError as err:
                 raise SanityError(str(err)) from None
             self._kernel_output = cached
         return cached

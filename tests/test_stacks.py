@@ -163,3 +163,42 @@ def test_bad_prefix_variable_names_the_variable(tmp_path, monkeypatch):
     monkeypatch.setenv('HPCNET_MPI_PREFIXES', str(tmp_path / 'nothing'))
     with pytest.raises(stacks.StackError, match='HPCNET_MPI_PREFIXES: .* has no bin/mpicc'):
         stacks.extra_prefix_candidates(tmp_path)
+
+
+def test_spack_environment_source(tmp_path, monkeypatch, compiler):
+    '''A Spack environment's MPIs become candidates, and the OSU build
+    against one becomes its tools (spack itself replaced by a script that
+    answers `find --format` as Spack does).'''
+    mpi = make_fake_mpi(tmp_path / 'opt', 'openmpi', 'openmpi')
+    osu = tmp_path / 'opt' / 'osu-micro-benchmarks-7.4-gcc12-abcdefg'
+    pt2pt = osu / 'libexec' / 'osu-micro-benchmarks' / 'mpi' / 'pt2pt'
+    pt2pt.mkdir(parents=True)
+    for tool in ('osu_latency', 'osu_bw'):
+        (pt2pt / tool).write_text('#!/bin/sh\n')
+        (pt2pt / tool).chmod(0o755)
+    bindir = tmp_path / 'spackbin'
+    bindir.mkdir()
+    spack = bindir / 'spack'
+    spack.write_text('#!/bin/sh\n'
+                     f'[ "$1 $2 $3 $4" = "-e {tmp_path}/env find --format" ] || exit 3\n'
+                     f'[ "$5" = "{stacks.SPACK_FORMAT}" ] || exit 4\n'
+                     "echo '==> In environment env'\n"
+                     f"echo 'openmpi|9.8.7|{mpi}|'\n"
+                     f"echo 'osu-micro-benchmarks|7.4|{osu}|{mpi}'\n"
+                     "echo 'zlib|1.3|/nowhere|'\n")
+    spack.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))
+    found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
+                            compilers=[compiler])
+    (env,) = found.environments
+    assert env.name == 'gcc99-openmpi9' and env.mpi.candidate.source == 'spack'
+    assert 'osu' in env.features
+    assert dict(env.mpi.tools)['osu_bw'] == str(pt2pt / 'osu_bw')
+
+
+def test_spack_environment_without_spack_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path))
+    monkeypatch.setenv('PATH', str(tmp_path))
+    with pytest.raises(stacks.StackError, match='HPCNET_SPACK_ENV=.*spack command is not on PATH'):
+        stacks.spack_candidates(tmp_path)

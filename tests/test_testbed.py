@@ -62,50 +62,9 @@ int main(int argc, char **argv) {
 '''
 
 
-def _skip_reason():
-    if os.geteuid() != 0:
-        return 'needs root'
-    missing = [t for t in tbm.REQUIRED_TOOLS if not shutil.which(t)]
-    if missing:
-        return 'not installed: ' + ', '.join(missing)
-    try:
-        r = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'],
-                           capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f'cannot probe namespaces: {e}'
-    if r.returncode != 0:
-        return f'namespaces not permitted: {r.stderr.strip()}'
-    return None
-
-
-SKIP = _skip_reason()
+SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed,
               pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
-
-
-def _leftovers(name, state_dir, pids=()):
-    """Everything of testbed ``name`` still present (empty: nothing)."""
-    left = []
-    out = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
-                         text=True, timeout=10).stdout
-    left += [f'netns {l.split()[0]}' for l in out.splitlines()
-             if l.startswith(name + '-')]
-    if Path(state_dir).exists():
-        left.append(f'state dir {state_dir}')
-    with open('/proc/mounts') as f:
-        left += [f'mount {l.split()[1]}' for l in f
-                 if str(state_dir) in l or f'/run/netns/{name}-' in l]
-    left += [f'pid {p}' for p in pids if tbm._alive(p)]
-    for d in os.listdir('/proc'):
-        if d.isdigit() and int(d) != os.getpid() and tbm._alive(int(d)):
-            try:
-                cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(
-                    errors='replace')
-            except OSError:
-                continue
-            if str(state_dir) in cmd:
-                left.append(f'process {d}: {cmd.replace(chr(0), " ")}')
-    return left
 
 
 @pytest.fixture(scope='module')
@@ -312,7 +271,7 @@ def test_down_leaves_nothing(tb):
     r = tb.down()
     assert r['was_up'] and not r['problems']
     assert stray.wait(timeout=10) != 0
-    assert _leftovers(NAME, tb.state_dir, pids) == []
+    assert tbm.leftovers(NAME, tb.state_dir, pids) == []
     assert tb.down()['was_up'] is False
 
 
@@ -331,7 +290,7 @@ def test_refusals_before_anything_is_created(monkeypatch):
         t.up()
     assert e.value.step == 'probe namespaces'
     assert 'Operation not permitted' in str(e.value)
-    assert _leftovers(FAIL_NAME, t.state_dir) == []
+    assert tbm.leftovers(FAIL_NAME, t.state_dir) == []
 
 
 def test_failure_half_way_leaves_nothing(monkeypatch):
@@ -357,4 +316,4 @@ def test_failure_half_way_leaves_nothing(monkeypatch):
     assert 'injected failure' in str(e.value)
     assert 'nothing left' in str(e.value)
     assert len(pids) == 4       # munged, slurmctld and both slurmds ran
-    assert _leftovers(FAIL_NAME, t.state_dir, pids) == []
+    assert tbm.leftovers(FAIL_NAME, t.state_dir, pids) == []

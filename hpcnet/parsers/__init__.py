@@ -1,0 +1,1 @@
+"""Parsers of benchmark outputs: our kernels, IMB, OSU."""

@@ -1,0 +1,74 @@
+"""The suite on the Slurm virtual cluster: multi-node runs through slurmctld,
+bytes across the shaped veth links, references derived from the wire rate.
+
+Needs root and namespaces (CI has both); skipped with the reason otherwise.
+"""
+import pytest
+from conftest import env_regex, perf, run_reframe
+
+from hpcnet import testbed as tbm
+from hpcnet.constants import PROJECT_ROOT, P2PMode
+
+SKIP = tbm.unavailable_reason()
+pytestmark = [pytest.mark.testbed, pytest.mark.integration,
+              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+
+NAME = 'hpcnets'     # never touches a developer's 'hpcnet' testbed
+P2P = PROJECT_ROOT / 'checks' / 'p2p.py'
+
+
+@pytest.fixture(scope='module')
+def tb():
+    t = tbm.Testbed(name=NAME)
+    t.down()         # leftovers of an interrupted earlier run, if any
+    t.up(nodes=2, rate='1gbit', burst='128kb')
+    try:
+        yield t
+    finally:
+        t.down()
+
+
+def run_on_testbed(t, tmp_path, *args, timeout=1500):
+    return run_reframe(tmp_path, '-c', str(P2P), *args, system='testbed', timeout=timeout,
+                       prefix=t.head_prefix(cwd=str(PROJECT_ROOT)), env=t.env())
+
+
+def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_per_stack):
+    proc, cases = run_on_testbed(tb, tmp_path, '-n', '^hpcnet_p2p_multinode%',
+                                 '--partition', 'eth', '-p', env_regex(one_env_per_stack))
+    cases = [c for c in cases if c['name'].startswith('hpcnet_p2p_multinode')]
+    assert len(cases) == len(one_env_per_stack) * len(P2PMode.ALL), proc.stdout[-4000:]
+    failed = [(c['name'], c['environ'], c.get('fail_reason')) for c in cases
+              if c['result'] != 'pass']
+    assert not failed, failed
+    for c in cases:
+        values = perf(c)
+        # Judged against reference/testbed.yaml (ReFrame's verdict is 'pass'
+        # only inside the bounds); the reference must really be there.
+        refs = {k.split(':')[-1]: v[1] for k, v in c['perfvalues'].items()}
+        assert refs['bandwidth_4MiB'] > 0, 'no reference for bandwidth_4MiB on testbed:eth'
+        assert 0.5 < values['efficiency_4MiB'] < 1.0
+        # One rank per node, and each node's eth0 carried its rank's bytes.
+        assert sorted(lc['host'] for lc in c['link_counters']) == ['cn1', 'cn2']
+        assert all(lc['tx_bytes'] > 4 * 2**20 for lc in c['link_counters'])
+        assert "on fabric 'tcp'" in c['transport']
+
+
+def test_degraded_link_fails_the_bandwidth_checks(tb, tmp_path, one_env_per_stack):
+    tb.shape('500mbit')
+    try:
+        proc, cases = run_on_testbed(tb, tmp_path, '-n', '^hpcnet_p2p_multinode%mode=bw$',
+                                     '--partition', 'eth', '-p', env_regex(one_env_per_stack[:1]))
+    finally:
+        tb.shape('1gbit')
+    (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p_multinode')]
+    assert case['result'] == 'fail', proc.stdout[-3000:]
+    assert case['fail_phase'] == 'performance'
+    assert 'bandwidth_4MiB' in case['fail_reason']
+    assert perf(case)['bandwidth_4MiB'] < 70     # ~60 MB/s at 500 Mbit/s
+
+
+def test_nothing_left_after_runs(tb):
+    pids = [r['pid'] for r in tb.state['resources'] if r['kind'] == 'proc']
+    tb.down()
+    assert tbm.leftovers(NAME, tb.state_dir, pids) == []
