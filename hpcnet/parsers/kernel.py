@@ -1,0 +1,376 @@
+"""Parser of the output of our own MPI kernels (src/p2p.c, collectives.c, pairs.c).
+
+The format ("hpcnet kernel output format 1") is documented in src/README.md.
+In short, on the kernel's stdout::
+
+    hpcnet-kernel: p2p 1            <- first recognised line: kernel name, format version
+    mpi-library: Open MPI v4.1.4, ...
+    ranks: 2
+    host: 0 node001                 <- one per rank
+    host: 1 node002
+    mode: pingpong                  <- further `key: value` header lines
+    columns: size_bytes iterations min_us ...
+    row: 0 1000 0.11 ...            <- whitespace separated, in the order of `columns:`
+    validation: passed 24
+    done: ok                        <- last recognised line: the run completed
+
+Lines starting with ``#`` and blank lines are comments.
+
+MPI libraries and launchers write their own lines into the same stdout (Open
+MPI help messages, Intel MPI ``[0] MPI startup(): ...`` with I_MPI_DEBUG,
+UCX ``[1700000000.123] [host:pid] ...`` logs, ...).  Therefore only lines of
+the form ``<key>: <value>`` (``<key>`` matching ``[a-z][a-z0-9-]*``, at the
+start of the line) whose key is in :data:`KNOWN_KEYS` are interpreted, and they
+are checked strictly; every other line is ignored as noise and kept in
+:attr:`KernelOutput.noise`.  A known key can therefore not be used by noise
+without making the parse fail, which is what we want.
+
+Strictness: unknown format version, missing ``hpcnet-kernel:``, ``mpi-library:``,
+``columns:`` or final ``done: ok`` (truncated output), a row with the wrong
+number of fields, a non-numeric / NaN / infinite value in a numeric column,
+duplicate header keys, recognised lines after ``done: ok``, an ``error:`` line
+(when stderr is merged into stdout) all raise :class:`KernelOutputError`, whose
+message names the source, the line number and what was wrong or expected.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple, Union
+
+__all__ = [
+    'FORMAT_VERSIONS',
+    'KNOWN_KEYS',
+    'KernelOutput',
+    'KernelOutputError',
+    'parse_kernel_output',
+    'parse_kernel_output_file',
+]
+
+#: Format versions this parser understands.
+FORMAT_VERSIONS = frozenset({1})
+
+#: Every key the kernels print (the ONE place to extend when a kernel gets a
+#: new header line).  Lines with other keys are treated as MPI noise.
+KNOWN_KEYS = frozenset({
+    # structure, all kernels
+    'hpcnet-kernel', 'mpi-library', 'ranks', 'host', 'columns', 'row', 'done', 'error',
+    # common options (p2p, collectives)
+    'warmup', 'iters', 'time-per-size-ms', 'min-iters', 'max-iters', 'validate', 'validation',
+    # p2p, pairs: payload bytes each rank sent, in rank order
+    'bytes-sent',
+    # p2p
+    'mode', 'window', 'bw-formula', 'first-exchange-us', 'second-exchange-us',
+    # collectives
+    'ops', 'root', 'reduction',
+    # pairs
+    'pairs', 'lat-size', 'bw-size', 'samples', 'bw-samples',
+    # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
+    'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
+    'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
+    'duration-ms', 'nodelay', 'recv-size', 'rate-mbps', 'udp-timeout-ms', 'first-rtt-us',
+})
+
+#: Header keys whose value must be a finite number.
+NUMERIC_HEADER_KEYS = frozenset({
+    'ranks', 'warmup', 'time-per-size-ms', 'min-iters', 'max-iters', 'window', 'root',
+    'first-exchange-us', 'second-exchange-us', 'pairs', 'lat-size', 'bw-size',
+    'samples', 'bw-samples',
+})
+
+#: Columns holding text (operation names, host names); all others are numbers.
+STRING_COLUMNS = frozenset({'op', 'host_a', 'host_b'})
+
+#: Numeric columns that must hold non-negative integers.
+INTEGER_COLUMNS = frozenset({'size_bytes', 'iterations', 'rank_a', 'rank_b', 'count'})
+
+# Lines the parser does not store in `header` (they have their own fields).
+_STRUCTURAL_KEYS = frozenset({'hpcnet-kernel', 'mpi-library', 'host', 'columns', 'row', 'done', 'error'})
+
+_KEY_LINE = re.compile(r'([a-z][a-z0-9-]*):(?:[ \t]+(.*))?$')
+_NUMBER = re.compile(r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$')
+_NONFINITE = re.compile(r'[+-]?(?:nan|inf|infinity)(?:\(.*\))?$', re.IGNORECASE)
+_INTEGER = re.compile(r'\d+$')
+_COLUMN_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_]*$')
+_KERNEL_ID = re.compile(r'([a-z][a-z0-9_-]*)\s+(\S+)$')
+_HOST = re.compile(r'(\d+)\s+(\S+)$')
+
+Value = Union[float, str]
+
+
+class KernelOutputError(ValueError):
+    """Kernel output that is missing, truncated or not in the expected format.
+
+    The message names the source (file path or ``'<output>'``), the line
+    number where it applies and what was wrong or expected.
+    """
+
+
+class KernelRowNotFound(KernelOutputError, KeyError):
+    """No (or no unique) row for a size: a KernelOutputError that is also a KeyError."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return ValueError.__str__(self)
+
+
+@dataclass(frozen=True)
+class KernelOutput:
+    """One parsed kernel run."""
+
+    kernel: str
+    format_version: int
+    mpi_library: str
+    hosts: Dict[int, str]
+    header: Dict[str, str]
+    columns: Tuple[str, ...]
+    rows: Tuple[Dict[str, Value], ...]
+    source: str = '<output>'
+    #: Ignored (noise) lines as (line number, text).
+    noise: Tuple[Tuple[int, str], ...] = field(default=(), repr=False)
+
+    def rows_where(self, **match: Value) -> List[Dict[str, Value]]:
+        """Rows whose columns equal all given values, e.g. ``rows_where(op='allreduce')``.
+
+        Numeric columns compare as numbers (``size_bytes=1024`` matches 1024.0).
+        """
+        for name in match:
+            if name not in self.columns:
+                raise KernelOutputError(
+                    f'{self.source}: no column {name!r} in this {self.kernel} output '
+                    f'(columns: {" ".join(self.columns)})')
+        return [row for row in self.rows if all(row[k] == v for k, v in match.items())]
+
+    def row_for_size(self, size: int, **match: Value) -> Dict[str, Value]:
+        """The single row with ``size_bytes == size`` (and the other matches).
+
+        Raises :class:`KernelRowNotFound` (a KernelOutputError and KeyError)
+        naming the size and the sizes present, if there is no such row or
+        more than one.
+        """
+        if 'size_bytes' not in self.columns:
+            raise KernelRowNotFound(
+                f'{self.source}: {self.kernel} output has no size_bytes column')
+        found = self.rows_where(size_bytes=size, **match)
+        what = f'size {size}' + ''.join(f' {k}={v}' for k, v in match.items())
+        if not found:
+            present = self.sizes if not match else sorted(
+                {int(r['size_bytes']) for r in self.rows_where(**match)})
+            raise KernelRowNotFound(
+                f'{self.source}: no row for {what}; sizes present: '
+                f'{", ".join(map(str, present)) or "none"}')
+        if len(found) > 1:
+            raise KernelRowNotFound(
+                f'{self.source}: {len(found)} rows for {what}; '
+                f'narrow it down with more columns, e.g. op=...')
+        return found[0]
+
+    @property
+    def sizes(self) -> Tuple[int, ...]:
+        """Sorted distinct message sizes (empty if there is no size_bytes column)."""
+        if 'size_bytes' not in self.columns:
+            return ()
+        return tuple(sorted({int(r['size_bytes']) for r in self.rows}))
+
+    def column(self, name: str, **match: Value) -> List[Value]:
+        """Values of one column over the (matching) rows, in output order."""
+        rows = self.rows_where(**match)
+        if name not in self.columns:
+            raise KernelOutputError(
+                f'{self.source}: no column {name!r} (columns: {" ".join(self.columns)})')
+        return [r[name] for r in rows]
+
+    def header_float(self, key: str) -> float:
+        """A header value as a number, e.g. ``header_float('first-exchange-us')``."""
+        if key not in self.header:
+            raise KernelOutputError(f'{self.source}: no {key!r} line in the {self.kernel} output')
+        try:
+            value = float(self.header[key])
+        except ValueError:
+            raise KernelOutputError(
+                f'{self.source}: {key}: {self.header[key]!r} is not a number') from None
+        return value
+
+    @property
+    def validated(self) -> Optional[int]:
+        """N of ``validation: passed N``; None if the run did not validate."""
+        value = self.header.get('validation')
+        return int(value.split()[1]) if value else None
+
+
+def _number(text: str) -> Optional[float]:
+    """Finite float of a plain decimal number, None if `text` is not one."""
+    if not _NUMBER.match(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _show(line: str, limit: int = 120) -> str:
+    return repr(line if len(line) <= limit else line[:limit] + '...')
+
+
+def parse_kernel_output(text: str, source: str = '<output>',
+                        expect_kernel: Optional[str] = None) -> KernelOutput:
+    """Parse the stdout of one hpcnet kernel run (see the module documentation)."""
+    kernel: Optional[str] = None
+    version = 0
+    mpi_library: Optional[str] = None
+    hosts: Dict[int, str] = {}
+    header: Dict[str, str] = {}
+    columns: Optional[Tuple[str, ...]] = None
+    rows: List[Dict[str, Value]] = []
+    noise: List[Tuple[int, str]] = []
+    done_line = 0
+    last_known = (0, '')
+
+    lines = text.splitlines()
+    cut_short = bool(text) and not text.endswith(('\n', '\r'))
+
+    def fail(lineno: int, line: str, what: str) -> KernelOutputError:
+        if cut_short and lineno == len(lines):
+            what += '; the output ends inside this line (truncated?)'
+        return KernelOutputError(f'{source}:{lineno}: {what} (line: {_show(line)})')
+
+    for lineno, raw in enumerate(lines, start=1):
+        line = raw.rstrip()
+        if not line.strip() or line.startswith('#'):
+            continue
+        m = _KEY_LINE.match(line)
+        if not m or m.group(1) not in KNOWN_KEYS:
+            noise.append((lineno, raw))
+            continue
+        key, value = m.group(1), (m.group(2) or '').strip()
+
+        if key == 'error':
+            raise fail(lineno, line, f'the kernel reported an error: {value}')
+        if kernel is None and key != 'hpcnet-kernel':
+            raise fail(lineno, line,
+                       f"'{key}:' before the 'hpcnet-kernel:' line; expected "
+                       "'hpcnet-kernel: <name> <format version>' first")
+        if done_line:
+            raise fail(lineno, line, f"'{key}:' after 'done: ok' (line {done_line}); "
+                       'two runs in one output?')
+        if not value:
+            raise fail(lineno, line, f"empty value for '{key}:'")
+        last_known = (lineno, line)
+
+        if key == 'hpcnet-kernel':
+            if kernel is not None:
+                raise fail(lineno, line, "second 'hpcnet-kernel:' line; two runs in one output?")
+            km = _KERNEL_ID.match(value)
+            if not km:
+                raise fail(lineno, line, "expected 'hpcnet-kernel: <name> <format version>'")
+            if not _INTEGER.match(km.group(2)) or int(km.group(2)) not in FORMAT_VERSIONS:
+                raise fail(lineno, line,
+                           f'unsupported format version {km.group(2)!r} (this parser '
+                           f'understands {", ".join(map(str, sorted(FORMAT_VERSIONS)))})')
+            kernel, version = km.group(1), int(km.group(2))
+            if expect_kernel is not None and kernel != expect_kernel:
+                raise fail(lineno, line, f'output of kernel {kernel!r}, expected {expect_kernel!r}')
+        elif key == 'done':
+            if value != 'ok':
+                raise fail(lineno, line, f"expected 'done: ok', got 'done: {value}'")
+            done_line = lineno
+        elif key == 'mpi-library':
+            if mpi_library is not None:
+                raise fail(lineno, line, "duplicate 'mpi-library:' line")
+            mpi_library = value
+        elif key == 'host':
+            hm = _HOST.match(value)
+            if not hm:
+                raise fail(lineno, line, "expected 'host: <rank> <processor name>'")
+            rank = int(hm.group(1))
+            if rank in hosts:
+                raise fail(lineno, line, f'duplicate host line for rank {rank}')
+            hosts[rank] = hm.group(2)
+        elif key == 'columns':
+            if columns is not None:
+                raise fail(lineno, line, "duplicate 'columns:' line")
+            names = tuple(value.split())
+            bad = [n for n in names if not _COLUMN_NAME.match(n)]
+            if bad:
+                raise fail(lineno, line, f'bad column name(s) {", ".join(map(repr, bad))}')
+            if len(set(names)) != len(names):
+                raise fail(lineno, line, 'duplicate column names')
+            columns = names
+        elif key == 'row':
+            if columns is None:
+                raise fail(lineno, line, "'row:' before the 'columns:' line")
+            fields = value.split()
+            if len(fields) != len(columns):
+                raise fail(lineno, line, f'row has {len(fields)} fields, expected {len(columns)} '
+                           f'({" ".join(columns)})')
+            row: Dict[str, Value] = {}
+            for name, text_value in zip(columns, fields):
+                if name in STRING_COLUMNS:
+                    row[name] = text_value
+                    continue
+                if _NONFINITE.match(text_value):
+                    raise fail(lineno, line, f'column {name}: value {text_value!r} is not finite')
+                number = _number(text_value)
+                if number is None:
+                    raise fail(lineno, line, f'column {name}: {text_value!r} is not a number')
+                if name in INTEGER_COLUMNS and not _INTEGER.match(text_value):
+                    raise fail(lineno, line,
+                               f'column {name}: {text_value!r} is not a non-negative integer')
+                row[name] = number
+            rows.append(row)
+        else:
+            if key in header:
+                raise fail(lineno, line, f"duplicate '{key}:' line")
+            if key in NUMERIC_HEADER_KEYS:
+                if _NONFINITE.match(value):
+                    raise fail(lineno, line, f'{key}: value {value!r} is not finite')
+                if _number(value) is None:
+                    raise fail(lineno, line, f'{key}: {value!r} is not a number')
+            elif key == 'iters' and value != 'adaptive' and not _INTEGER.match(value):
+                raise fail(lineno, line, "iters: expected a number or 'adaptive'")
+            elif key == 'validate' and value not in ('on', 'off'):
+                raise fail(lineno, line, "validate: expected 'on' or 'off'")
+            elif key == 'validation' and not re.match(r'passed \d+$', value):
+                raise fail(lineno, line, "validation: expected 'passed <number of checks>'")
+            elif key == 'bytes-sent' and not re.match(r'\d+(?: \d+)*$', value):
+                raise fail(lineno, line, 'bytes-sent: expected one byte count per rank')
+            header[key] = value
+
+    if kernel is None:
+        if not text.strip():
+            raise KernelOutputError(f'{source}: empty output; expected hpcnet kernel output')
+        raise KernelOutputError(
+            f"{source}: no 'hpcnet-kernel: <name> <version>' line; not hpcnet kernel output "
+            f'({len(noise)} unrecognised lines)')
+    if mpi_library is None:
+        raise KernelOutputError(f"{source}: no 'mpi-library:' line in the header")
+    if columns is None:
+        raise KernelOutputError(
+            f"{source}:{last_known[0]}: output ends without a 'columns:' line (truncated?); "
+            f'last recognised line: {_show(last_known[1])}')
+    if not done_line:
+        raise KernelOutputError(
+            f"{source}:{last_known[0]}: no final 'done: ok' line: the run did not complete "
+            f'(truncated output?); last recognised line: {_show(last_known[1])}')
+    if 'ranks' in header:
+        nranks = float(header['ranks'])
+        if set(hosts) != set(range(int(nranks))) or nranks != int(nranks):
+            raise KernelOutputError(
+                f"{source}: 'ranks: {header['ranks']}' but host lines for ranks "
+                f'{sorted(hosts) or "none"}')
+
+    return KernelOutput(kernel=kernel, format_version=version, mpi_library=mpi_library,
+                        hosts=hosts, header=header, columns=columns, rows=tuple(rows),
+                        source=source, noise=tuple(noise))
+
+
+def parse_kernel_output_file(path: Union[str, 'os.PathLike[str]'],
+                             expect_kernel: Optional[str] = None) -> KernelOutput:
+    """Parse a file holding a kernel's stdout (undecodable bytes are replaced)."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            text = f.read()
+    except OSError as err:
+        raise KernelOutputError(f'{os.fspath(path)}: cannot read kernel output: {err}') from err
+    return parse_kernel_output(text, source=os.fspath(path), expect_kernel=expect_kernel)
+

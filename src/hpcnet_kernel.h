@@ -1,0 +1,646 @@
+/*
+ * hpcnet_kernel.h - shared, header-only helpers of the hpcnet MPI kernels
+ * (p2p.c, collectives.c, pairs.c): option parsing, size lists, timing,
+ * statistics, payload patterns and the "hpcnet kernel output format 1".
+ *
+ * The output format is documented in src/README.md and parsed by
+ * hpcnet/parsers/kernel.py.  Keep the three in sync.
+ *
+ * Include this header FIRST in every kernel (it sets _POSIX_C_SOURCE for
+ * posix_memalign/sysconf under -std=c11).
+ *
+ * Conventions:
+ *   - only rank 0 writes to stdout; stdout is line buffered, so every line
+ *     reaches the launcher in one write() and is not split by MPI noise;
+ *   - errors: "error: <message>" on stderr;
+ *     exit code 2 = bad usage (bad option, wrong number of ranks),
+ *     exit code 1 = run-time failure (validation, allocation, MPI error).
+ */
+#ifndef HPCNET_KERNEL_H
+#define HPCNET_KERNEL_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <mpi.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define HK_FORMAT_VERSION 1
+#define HK_EXIT_USAGE 2
+#define HK_EXIT_FAILURE 1
+#define HK_MAX_SIZE ((size_t)1 << 30) /* 1 GiB: largest accepted message size */
+#define HK_MAX_ITERS 10000000L        /* bounds the per-size sample array (80 MB) */
+#define HK_POISON 0xEEu               /* receive buffers are filled with this byte */
+
+/* ------------------------------------------------------------------------ */
+/* process-wide state                                                        */
+
+static int hk_rank = 0;   /* rank in MPI_COMM_WORLD */
+static int hk_nranks = 1; /* size of MPI_COMM_WORLD */
+static const char *hk_kernel_name = "kernel";
+
+/* Call right after MPI_Init. */
+static inline void hk_init(const char *kernel_name)
+{
+    hk_kernel_name = kernel_name;
+    MPI_Comm_rank(MPI_COMM_WORLD, &hk_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &hk_nranks);
+    /* one write() per line: the launcher forwards whole lines */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* errors                                                                    */
+
+/* Bad usage detected identically by every rank (argument parsing is
+ * deterministic): rank 0 reports it, everybody finalizes and exits 2. */
+static inline void hk_usage_error(const char *fmt, ...)
+{
+    if (hk_rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, " (see %s --help)\n", hk_kernel_name);
+        va_end(ap);
+        fflush(stderr);
+    }
+    MPI_Finalize();
+    exit(HK_EXIT_USAGE);
+}
+
+/* Failure on one rank that the others may not know about: abort the job. */
+static inline void hk_fatal(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (rank %d)\n", hk_rank);
+    va_end(ap);
+    fflush(stderr);
+    fflush(stdout);
+    MPI_Abort(MPI_COMM_WORLD, HK_EXIT_FAILURE);
+    exit(HK_EXIT_FAILURE); /* not reached */
+}
+
+/* Collective error check: every rank passes its own 'failed' flag (the
+ * failing rank has already printed its "error: ..." line).  If any rank
+ * failed, everyone finalizes and exits 1. */
+static inline void hk_check_all(int failed)
+{
+    int any = 0;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Finalize();
+        exit(HK_EXIT_FAILURE);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* memory                                                                    */
+
+/* Page-aligned allocation of at least one page, touched (filled with
+ * 'fill') so that page faults do not land in the timed loops. */
+static inline void *hk_alloc(size_t bytes, unsigned char fill)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t align = page > 0 ? (size_t)page : 4096u;
+    size_t n = bytes < align ? align : (bytes + align - 1) / align * align;
+    void *p = NULL;
+    if (posix_memalign(&p, align, n) != 0 || p == NULL)
+        hk_fatal("cannot allocate %zu bytes (reduce --max-size?)", n);
+    memset(p, fill, n);
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* argument parsing                                                          */
+
+/* Matches argv[*i] against "--name value" or "--name=value".  Returns 1 and
+ * sets *val (advancing *i past a separate value) on a match, else 0. */
+static inline int hk_opt(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        hk_usage_error("option %s needs a value", name);
+    *i += 1;
+    *val = argv[*i];
+    return 1;
+}
+
+/* Matches a flag without value ("--validate"). */
+static inline int hk_flag(const char *arg, const char *name)
+{
+    return strcmp(arg, name) == 0;
+}
+
+/* Non-negative integer in [lo, hi]; decimal digits only. */
+static inline long hk_parse_long(const char *opt, const char *s, long lo, long hi)
+{
+    const char *p = s;
+    if (*p == '\0')
+        hk_usage_error("%s: empty value", opt);
+    for (; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            hk_usage_error("%s: '%s' is not a non-negative integer", opt, s);
+    errno = 0;
+    long v = strtol(s, NULL, 10);
+    if (errno == ERANGE || v < lo || v > hi)
+        hk_usage_error("%s: %s is out of range [%ld, %ld]", opt, s, lo, hi);
+    return v;
+}
+
+/* Positive decimal number (e.g. milliseconds) in (0, hi]. */
+static inline double hk_parse_positive(const char *opt, const char *s, double hi)
+{
+    char *end = NULL;
+    if (*s == '\0' || !(isdigit((unsigned char)*s) || *s == '.'))
+        hk_usage_error("%s: '%s' is not a positive number", opt, s);
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || *end != '\0' || !(v > 0.0) || !(v <= hi))
+        hk_usage_error("%s: '%s' is not a positive number <= %g", opt, s, hi);
+    return v;
+}
+
+/* Message size in bytes: decimal digits with an optional binary suffix
+ * K/k/KiB (1024) or M/m/MiB (1024^2) or G/g/GiB (1024^3).  At most 1 GiB. */
+static inline size_t hk_parse_size(const char *opt, const char *s)
+{
+    const char *p = s;
+    unsigned long long v = 0;
+    if (!isdigit((unsigned char)*p))
+        hk_usage_error("%s: '%s' is not a size (bytes, optional K/M/G suffix)", opt, s);
+    for (; isdigit((unsigned char)*p); p++) {
+        v = v * 10u + (unsigned long long)(*p - '0');
+        if (v > HK_MAX_SIZE)
+            hk_usage_error("%s: %s is larger than 1 GiB", opt, s);
+    }
+    unsigned long long mult = 1;
+    if (*p) {
+        char c = (char)toupper((unsigned char)*p);
+        if (c == 'K')
+            mult = 1024ull;
+        else if (c == 'M')
+            mult = 1024ull * 1024ull;
+        else if (c == 'G')
+            mult = 1024ull * 1024ull * 1024ull;
+        else
+            hk_usage_error("%s: '%s' is not a size (bytes, optional K/M/G suffix)", opt, s);
+        p++;
+        if (*p && strcmp(p, "iB") != 0 && strcmp(p, "ib") != 0)
+            hk_usage_error("%s: '%s' is not a size (bytes, optional K/M/G suffix)", opt, s);
+    }
+    if (v * mult > HK_MAX_SIZE)
+        hk_usage_error("%s: %s is larger than 1 GiB", opt, s);
+    return (size_t)(v * mult);
+}
+
+/* ------------------------------------------------------------------------ */
+/* options shared by p2p and collectives                                     */
+
+typedef struct {
+    long warmup;          /* --warmup N (default 10) */
+    long iters;           /* --iters N; 0 = adaptive */
+    double time_per_size; /* --time-per-size MS (default 40) */
+    long min_iters;       /* --min-iters (default 20) */
+    long max_iters;       /* --max-iters (default 10000) */
+    size_t min_size;      /* --min-size (default 0) */
+    size_t max_size;      /* --max-size (default 4 MiB) */
+    int have_range;       /* --min-size or --max-size given */
+    const char *sizes;    /* --sizes a,b,c (NULL = range) */
+    int validate;         /* --validate */
+} hk_common;
+
+static inline void hk_common_defaults(hk_common *c)
+{
+    c->warmup = 10;
+    c->iters = 0;
+    c->time_per_size = 40.0;
+    c->min_iters = 20;
+    c->max_iters = 10000;
+    c->min_size = 0;
+    c->max_size = 4u << 20;
+    c->have_range = 0;
+    c->sizes = NULL;
+    c->validate = 0;
+}
+
+#define HK_COMMON_USAGE                                                              \
+    "  --min-size S         smallest message size (default 0)\n"                      \
+    "  --max-size S         largest message size (default 4M)\n"                      \
+    "                       sizes run: 0 (if min is 0), every power of two in\n"     \
+    "                       [min,max], and min and max themselves\n"               \
+    "  --sizes A,B,...      explicit list of sizes instead (sorted, duplicates\n"    \
+    "                       removed); sizes are bytes with optional K/M/G suffix\n"  \
+    "                       (binary: 1K = 1024), at most 1G\n"                       \
+    "  --warmup N           untimed warm-up iterations per size (default 10)\n"     \
+    "  --iters N            fixed number of timed iterations per size\n"            \
+    "                       (default: adaptive, see --time-per-size)\n"             \
+    "  --time-per-size MS   adaptive iterations: aim at MS milliseconds of timed\n"  \
+    "                       iterations per size (default 40)\n"                     \
+    "  --min-iters N        lower clamp of adaptive iterations (default 20)\n"      \
+    "  --max-iters N        upper clamp of adaptive iterations (default 10000)\n"   \
+    "  --validate           check the received payloads (outside the timed loops)\n" \
+    "  --help               this text\n"
+
+/* Returns 1 if argv[*i] was a common option (consumed), else 0. */
+static inline int hk_common_option(hk_common *c, int argc, char **argv, int *i)
+{
+    const char *v = NULL;
+    if (hk_opt(argc, argv, i, "--warmup", &v))
+        c->warmup = hk_parse_long("--warmup", v, 0, 1000000L);
+    else if (hk_opt(argc, argv, i, "--iters", &v))
+        c->iters = hk_parse_long("--iters", v, 1, HK_MAX_ITERS);
+    else if (hk_opt(argc, argv, i, "--time-per-size", &v))
+        c->time_per_size = hk_parse_positive("--time-per-size", v, 3600e3);
+    else if (hk_opt(argc, argv, i, "--min-iters", &v))
+        c->min_iters = hk_parse_long("--min-iters", v, 1, HK_MAX_ITERS);
+    else if (hk_opt(argc, argv, i, "--max-iters", &v))
+        c->max_iters = hk_parse_long("--max-iters", v, 1, HK_MAX_ITERS);
+    else if (hk_opt(argc, argv, i, "--min-size", &v)) {
+        c->min_size = hk_parse_size("--min-size", v);
+        c->have_range = 1;
+    } else if (hk_opt(argc, argv, i, "--max-size", &v)) {
+        c->max_size = hk_parse_size("--max-size", v);
+        c->have_range = 1;
+    } else if (hk_opt(argc, argv, i, "--sizes", &v))
+        c->sizes = v;
+    else if (hk_flag(argv[*i], "--validate"))
+        c->validate = 1;
+    else
+        return 0;
+    return 1;
+}
+
+static inline void hk_common_check(const hk_common *c)
+{
+    if (c->sizes && c->have_range)
+        hk_usage_error("--sizes cannot be combined with --min-size/--max-size");
+    if (c->min_size > c->max_size)
+        hk_usage_error("--min-size (%zu) is larger than --max-size (%zu)", c->min_size, c->max_size);
+    if (c->min_iters > c->max_iters)
+        hk_usage_error("--min-iters (%ld) is larger than --max-iters (%ld)", c->min_iters, c->max_iters);
+}
+
+/* ------------------------------------------------------------------------ */
+/* size lists                                                                */
+
+typedef struct {
+    size_t *v;
+    int n;
+} hk_sizes;
+
+static inline int hk_cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+static inline void hk_sizes_push(hk_sizes *s, int *cap, size_t v)
+{
+    if (s->n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        size_t *nv = (size_t *)realloc(s->v, (size_t)*cap * sizeof *nv);
+        if (!nv)
+            hk_fatal("out of memory");
+        s->v = nv;
+    }
+    s->v[s->n++] = v;
+}
+
+/* Sorted, duplicate-free list of sizes from --sizes or [min,max]. */
+static inline hk_sizes hk_make_sizes(const hk_common *c)
+{
+    hk_sizes s = {NULL, 0};
+    int cap = 0;
+    if (c->sizes) {
+        const char *p = c->sizes;
+        char tok[64];
+        if (*p == '\0')
+            hk_usage_error("--sizes: empty list");
+        while (1) {
+            const char *e = strchr(p, ',');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == 0 || len >= sizeof tok)
+                hk_usage_error("--sizes: bad element in '%s'", c->sizes);
+            memcpy(tok, p, len);
+            tok[len] = '\0';
+            hk_sizes_push(&s, &cap, hk_parse_size("--sizes", tok));
+            if (!e)
+                break;
+            p = e + 1;
+        }
+    } else {
+        hk_sizes_push(&s, &cap, c->min_size);
+        for (size_t p2 = 1; p2 <= c->max_size; p2 *= 2)
+            if (p2 > c->min_size)
+                hk_sizes_push(&s, &cap, p2);
+        hk_sizes_push(&s, &cap, c->max_size);
+    }
+    qsort(s.v, (size_t)s.n, sizeof *s.v, hk_cmp_size);
+    int m = 0;
+    for (int k = 0; k < s.n; k++)
+        if (m == 0 || s.v[k] != s.v[m - 1])
+            s.v[m++] = s.v[k];
+    s.n = m;
+    return s;
+}
+
+static inline size_t hk_sizes_max(const hk_sizes *s)
+{
+    return s->n ? s->v[s->n - 1] : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* iterations                                                                */
+
+/* Number of timed iterations for one size.  Collective over MPI_COMM_WORLD.
+ * 'per_iter_seconds' is this rank's estimate of the wall time of one
+ * iteration, taken from the warm-up (the kernels use the median of the
+ * warm-up iterations, robust against a slow first iteration; ranks that
+ * measure nothing pass 0).  Fixed --iters: returned as is.  Adaptive: rank 0
+ * takes the largest estimate of all ranks, picks enough iterations for
+ * --time-per-size, clamps to [--min-iters, --max-iters] and broadcasts the
+ * result, so all ranks agree. */
+static inline long hk_pick_iters(const hk_common *c, double per_iter_seconds)
+{
+    if (c->iters > 0)
+        return c->iters;
+    double slowest = 0.0;
+    long n = c->min_iters;
+    MPI_Reduce(&per_iter_seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (hk_rank == 0) {
+        double want = c->time_per_size * 1e-3;
+        double est = slowest > 0.0 ? ceil(want / slowest) : (double)c->max_iters;
+        if (est < (double)c->min_iters)
+            est = (double)c->min_iters;
+        if (est > (double)c->max_iters)
+            est = (double)c->max_iters;
+        n = (long)est;
+    }
+    MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    return n;
+}
+
+/* Median of s[0..n) (sorts s); 0 for n <= 0. */
+static inline double hk_median(double *s, long n);
+
+/* Warm-up iterations actually run: adaptive mode needs at least one
+ * iteration to estimate the time per iteration. */
+static inline long hk_warmup_count(const hk_common *c)
+{
+    return (c->iters == 0 && c->warmup == 0) ? 1 : c->warmup;
+}
+
+/* ------------------------------------------------------------------------ */
+/* statistics                                                                */
+
+typedef struct {
+    long n;
+    double min, median, mean, max, stddev, p99;
+} hk_stats;
+
+static inline int hk_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sorts s[0..n) in place.  median: mean of the two middle samples for even
+ * n; stddev: sample standard deviation (n-1), 0 for n == 1; p99:
+ * nearest-rank percentile, the ceil(0.99*n)-th smallest sample. */
+static inline hk_stats hk_compute_stats(double *s, long n)
+{
+    hk_stats st = {0, 0, 0, 0, 0, 0, 0};
+    if (n <= 0)
+        return st;
+    qsort(s, (size_t)n, sizeof *s, hk_cmp_double);
+    st.n = n;
+    st.min = s[0];
+    st.max = s[n - 1];
+    st.median = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    double sum = 0.0;
+    for (long k = 0; k < n; k++)
+        sum += s[k];
+    st.mean = sum / (double)n;
+    /* rounding of the sum must not put the mean outside [min, max]: samples
+     * are often identical multiples of 0.5 ns, right at a %.4f boundary */
+    st.mean = st.mean < st.min ? st.min : (st.mean > st.max ? st.max : st.mean);
+    double ss = 0.0;
+    for (long k = 0; k < n; k++)
+        ss += (s[k] - st.mean) * (s[k] - st.mean);
+    st.stddev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
+    long rank = (99 * n + 99) / 100; /* ceil(0.99 n), 1-based */
+    st.p99 = s[rank - 1];
+    return st;
+}
+
+static inline double hk_median(double *s, long n)
+{
+    return n > 0 ? hk_compute_stats(s, n).median : 0.0;
+}
+
+/* bytes per microsecond == 10^6 bytes per second == MB/s */
+static inline double hk_mbps(double bytes, double usec)
+{
+    return usec > 0.0 ? bytes / usec : 0.0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* payload patterns                                                          */
+
+/* Byte expected at 'off' of a message of 'size' bytes sent under 'tag'
+ * (the kernels encode direction / origin / destination in 'tag').  Never
+ * equal to HK_POISON, so an unwritten receive byte is always detected. */
+static inline unsigned char hk_pattern(size_t size, uint64_t tag, size_t off)
+{
+    uint64_t x = (uint64_t)off * 0x9E3779B97F4A7C15ull;
+    x ^= ((uint64_t)size << 21) ^ (tag * 0xBF58476D1CE4E5B9ull) ^ 0x2545F4914F6CDD1Dull;
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBull;
+    x ^= x >> 29;
+    unsigned char b = (unsigned char)(x >> 56);
+    return b == HK_POISON ? (unsigned char)(b ^ 0x5Au) : b;
+}
+
+static inline void hk_fill_pattern(unsigned char *buf, size_t size, uint64_t tag)
+{
+    for (size_t k = 0; k < size; k++)
+        buf[k] = hk_pattern(size, tag, k);
+}
+
+/* Returns the first offset that differs from the pattern, or (size_t)-1. */
+static inline size_t hk_check_pattern(const unsigned char *buf, size_t size, uint64_t tag)
+{
+    for (size_t k = 0; k < size; k++)
+        if (buf[k] != hk_pattern(size, tag, k))
+            return k;
+    return (size_t)-1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* output                                                                    */
+
+/* Host name usable as one whitespace-free token. */
+static inline void hk_sanitize_token(char *s)
+{
+    for (char *p = s; *p; p++)
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            *p = '_';
+    if (*s == '\0')
+        strcpy(s, "?");
+}
+
+/* MPI_Get_library_version on one line: lines joined with " ; ", runs of
+ * blanks (spaces, tabs, CR) collapsed to one space, pieces trimmed. */
+static inline void hk_library_version(char *out, size_t outlen)
+{
+    char raw[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    int len = 0;
+    memset(raw, 0, sizeof raw);
+    MPI_Get_library_version(raw, &len);
+    if (len < 0)
+        len = 0;
+    if (len > MPI_MAX_LIBRARY_VERSION_STRING)
+        len = MPI_MAX_LIBRARY_VERSION_STRING;
+    raw[len] = '\0';
+    size_t o = 0;
+    int pending_space = 0, pending_sep = 0;
+    for (const char *p = raw; *p && o + 4 < outlen; p++) {
+        char c = *p;
+        if (c == '\n') {
+            pending_space = 0;
+            if (o > 0)
+                pending_sep = 1;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
+            if (o > 0)
+                pending_space = 1;
+        } else {
+            if (pending_sep) {
+                memcpy(out + o, " ; ", 3);
+                o += 3;
+            } else if (pending_space) {
+                out[o++] = ' ';
+            }
+            pending_sep = pending_space = 0;
+            out[o++] = (unsigned char)c < 0x20 ? ' ' : c;
+        }
+    }
+    out[o] = '\0';
+    if (o == 0)
+        snprintf(out, outlen, "unknown");
+}
+
+/* Gathers MPI_Get_processor_name of every rank to rank 0.  Collective.
+ * Returns (on rank 0) an array of hk_nranks strings of
+ * MPI_MAX_PROCESSOR_NAME+1 chars each; NULL on other ranks. */
+static inline char *hk_gather_hosts(void)
+{
+    const int w = MPI_MAX_PROCESSOR_NAME + 1;
+    char mine[MPI_MAX_PROCESSOR_NAME + 1];
+    int len = 0;
+    memset(mine, 0, sizeof mine);
+    MPI_Get_processor_name(mine, &len);
+    mine[len < 0 ? 0 : (len > MPI_MAX_PROCESSOR_NAME ? MPI_MAX_PROCESSOR_NAME : len)] = '\0';
+    hk_sanitize_token(mine);
+    char *all = NULL;
+    if (hk_rank == 0) {
+        all = (char *)calloc((size_t)hk_nranks, (size_t)w);
+        if (!all)
+            hk_fatal("out of memory");
+    }
+    MPI_Gather(mine, w, MPI_CHAR, all, w, MPI_CHAR, 0, MPI_COMM_WORLD);
+    return all;
+}
+
+static inline const char *hk_host_of(const char *hosts, int r)
+{
+    return hosts + (size_t)r * (MPI_MAX_PROCESSOR_NAME + 1);
+}
+
+/* Prints (rank 0) the first lines of every kernel output:
+ *   hpcnet-kernel: <name> 1 / mpi-library: / ranks: / host: <r> <name>
+ * 'hosts' comes from hk_gather_hosts(). */
+static inline void hk_print_preamble(const char *hosts)
+{
+    if (hk_rank != 0)
+        return;
+    char lib[4 * MPI_MAX_LIBRARY_VERSION_STRING];
+    hk_library_version(lib, sizeof lib);
+    printf("hpcnet-kernel: %s %d\n", hk_kernel_name, HK_FORMAT_VERSION);
+    printf("mpi-library: %s\n", lib);
+    printf("ranks: %d\n", hk_nranks);
+    for (int r = 0; r < hk_nranks; r++)
+        printf("host: %d %s\n", r, hk_host_of(hosts, r));
+}
+
+/* Header lines describing the common options (rank 0). */
+static inline void hk_print_common(const hk_common *c)
+{
+    if (hk_rank != 0)
+        return;
+    printf("warmup: %ld\n", c->warmup);
+    if (c->iters > 0) {
+        printf("iters: %ld\n", c->iters);
+    } else {
+        printf("iters: adaptive\n");
+        printf("time-per-size-ms: %g\n", c->time_per_size);
+        printf("min-iters: %ld\n", c->min_iters);
+        printf("max-iters: %ld\n", c->max_iters);
+    }
+    printf("validate: %s\n", c->validate ? "on" : "off");
+}
+
+/* Prints (rank 0) "bytes-sent: <rank 0> <rank 1> ...": the payload bytes
+ * each rank sent in the kernel's own point-to-point messages.  Collective. */
+static inline void hk_print_bytes_sent(unsigned long long mine)
+{
+    unsigned long long *all = NULL;
+    if (hk_rank == 0) {
+        all = (unsigned long long *)calloc((size_t)hk_nranks, sizeof *all);
+        if (!all)
+            hk_fatal("out of memory");
+    }
+    MPI_Gather(&mine, 1, MPI_UNSIGNED_LONG_LONG, all, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (hk_rank == 0) {
+        printf("bytes-sent:");
+        for (int r = 0; r < hk_nranks; r++)
+            printf(" %llu", all[r]);
+        printf("\n");
+        free(all);
+    }
+}
+
+static inline void hk_print_done(void)
+{
+    if (hk_rank == 0) {
+        printf("done: ok\n");
+        fflush(stdout);
+    }
+}
+
+#endif /* HPCNET_KERNEL_H */

@@ -1,0 +1,348 @@
+/*
+ * p2p.c - point-to-point benchmark between ranks 0 and 1 (exactly 2 ranks).
+ *
+ * Modes (one per run, --mode):
+ *   pingpong  rank 0 Send+Recv, rank 1 Recv+Send; sample = round trip / 2
+ *   pingping  both ranks Isend+Recv+Wait at once; sample = one exchange
+ *   bw        rank 0 streams a window of W Isend, rank 1 W Irecv, Waitall,
+ *             then a 4-byte ack from rank 1; sample = window time / W
+ *   bibw      both ranks post W Irecv + W Isend, Waitall;
+ *             sample = window time / W; bandwidth counts both directions
+ *
+ * Output: "hpcnet kernel output format 1", see README.md.
+ */
+#include "hpcnet_kernel.h"
+
+enum { PINGPONG, PINGPING, BW, BIBW, NMODES };
+static const char *const mode_names[NMODES] = {"pingpong", "pingping", "bw", "bibw"};
+
+#define TAG_DATA 11
+#define TAG_ACK 12
+#define TAG_FIRST 13
+/* bw/bibw: every message of a window gets its own receive slot (no two
+ * pending receives share memory) as long as the window fits in this many
+ * bytes; beyond, slots are reused round-robin. */
+#define RECV_REGION_CAP ((size_t)64 << 20)
+#define MAX_WINDOW 65536L
+
+typedef struct {
+    int mode;
+    int window;
+    int peer;
+    unsigned char *sbuf;
+    unsigned char *rbuf;
+    size_t stride; /* distance between receive slots for the current size */
+    int slots;     /* number of receive slots for the current size */
+    MPI_Request *reqs;
+    MPI_Status *stats;
+    MPI_Status last; /* status of the last data message received */
+    int last_slot;   /* receive slot that holds the last data message */
+    unsigned char ack[4];
+    unsigned long long bytes_sent; /* payload this rank sent so far */
+} ctx_t;
+
+static void usage(void)
+{
+    if (hk_rank != 0)
+        return;
+    printf("usage: p2p [options]   (run with exactly 2 MPI ranks)\n"
+           "Point-to-point benchmark between ranks 0 and 1; output is hpcnet kernel\n"
+           "output format 1 on stdout (see src/README.md).\n"
+           "  --mode M             pingpong (default), pingping, bw, bibw\n"
+           "  --window W           messages in flight per window for bw/bibw (default 64)\n" HK_COMMON_USAGE);
+}
+
+static size_t slot_stride(size_t size)
+{
+    size_t s = size < 1 ? 1 : size;
+    return (s + 63) / 64 * 64;
+}
+
+static int slot_count(const ctx_t *c, size_t size)
+{
+    if (c->mode != BW && c->mode != BIBW)
+        return 1;
+    size_t fit = RECV_REGION_CAP / slot_stride(size);
+    if (fit < 1)
+        fit = 1;
+    return fit < (size_t)c->window ? (int)fit : c->window;
+}
+
+/* One loop of n iterations at 'size'; samples[k] receives the time of
+ * iteration k in microseconds (rank 0 for every mode; rank 1 only for
+ * pingping/bibw, unused).  Returns this rank's wall time for the loop. */
+static double run(ctx_t *c, int size, long n, double *samples)
+{
+    const int W = c->window, peer = c->peer;
+    double start = MPI_Wtime();
+    switch (c->mode) {
+    case PINGPONG:
+        if (hk_rank == 0) {
+            for (long k = 0; k < n; k++) {
+                double t0 = MPI_Wtime();
+                MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+                samples[k] = (MPI_Wtime() - t0) * 0.5e6;
+            }
+        } else {
+            for (long k = 0; k < n; k++) {
+                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+                MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+            }
+        }
+        c->last_slot = 0;
+        break;
+    case PINGPING:
+        for (long k = 0; k < n; k++) {
+            double t0 = MPI_Wtime();
+            MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[0]);
+            MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+            MPI_Wait(&c->reqs[0], MPI_STATUS_IGNORE);
+            samples[k] = (MPI_Wtime() - t0) * 1e6;
+        }
+        c->last_slot = 0;
+        break;
+    case BW:
+        if (hk_rank == 0) {
+            for (long k = 0; k < n; k++) {
+                double t0 = MPI_Wtime();
+                for (int w = 0; w < W; w++)
+                    MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[w]);
+                /* c->stats, not MPI_STATUSES_IGNORE: with MPICH's mpi.h, gcc >= 11
+                 * warns (-Wstringop-overflow) about the latter */
+                MPI_Waitall(W, c->reqs, c->stats);
+                MPI_Recv(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                samples[k] = (MPI_Wtime() - t0) * 1e6 / W;
+            }
+        } else {
+            for (long k = 0; k < n; k++) {
+                for (int w = 0; w < W; w++)
+                    MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
+                              MPI_COMM_WORLD, &c->reqs[w]);
+                MPI_Waitall(W, c->reqs, c->stats);
+                MPI_Send(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD);
+            }
+            if (n > 0)
+                c->last = c->stats[W - 1];
+        }
+        c->last_slot = (W - 1) % c->slots;
+        break;
+    case BIBW:
+        for (long k = 0; k < n; k++) {
+            double t0 = MPI_Wtime();
+            for (int w = 0; w < W; w++)
+                MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &c->reqs[w]);
+            for (int w = 0; w < W; w++)
+                MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[W + w]);
+            MPI_Waitall(2 * W, c->reqs, c->stats);
+            samples[k] = (MPI_Wtime() - t0) * 1e6 / W;
+        }
+        if (n > 0)
+            c->last = c->stats[W - 1];
+        c->last_slot = (W - 1) % c->slots;
+        break;
+    }
+    double elapsed = MPI_Wtime() - start;
+    /* payload this rank sent per iteration */
+    unsigned long long per_iter = (unsigned long long)size;
+    if (c->mode == BW)
+        per_iter = hk_rank == 0 ? (unsigned long long)W * (unsigned long long)size : sizeof c->ack;
+    else if (c->mode == BIBW)
+        per_iter = (unsigned long long)W * (unsigned long long)size;
+    c->bytes_sent += (unsigned long long)n * per_iter;
+    return elapsed;
+}
+
+/* wall time of one iteration / sample value */
+static double iter_factor(const ctx_t *c)
+{
+    switch (c->mode) {
+    case PINGPONG:
+        return 2.0; /* sample is half the round trip */
+    case BW:
+    case BIBW:
+        return (double)c->window; /* sample is per message */
+    default:
+        return 1.0;
+    }
+}
+
+/* Does this rank receive payload in the current mode? */
+static int receives_payload(const ctx_t *c)
+{
+    return c->mode != BW || hk_rank == 1;
+}
+
+/* Checks the last message received in the timed loop.  Returns 0 if good
+ * (or nothing to check on this rank), 1 after printing an error. */
+static int validate(ctx_t *c, size_t size)
+{
+    if (!receives_payload(c))
+        return 0;
+    int count = -1;
+    MPI_Get_count(&c->last, MPI_BYTE, &count);
+    if (count != (int)size) {
+        fprintf(stderr,
+                "error: validation failed: mode=%s size=%zu offset=count expected=%zu got=%d "
+                "(received byte count, rank %d)\n",
+                mode_names[c->mode], size, size, count, hk_rank);
+        return 1;
+    }
+    const unsigned char *msg = c->rbuf + (size_t)c->last_slot * c->stride;
+    size_t bad = hk_check_pattern(msg, size, (uint64_t)c->peer);
+    if (bad != (size_t)-1) {
+        fprintf(stderr,
+                "error: validation failed: mode=%s size=%zu offset=%zu expected=0x%02x got=0x%02x "
+                "(direction %d->%d, rank %d)\n",
+                mode_names[c->mode], size, bad, hk_pattern(size, (uint64_t)c->peer, bad), msg[bad], c->peer,
+                hk_rank, hk_rank);
+        return 1;
+    }
+    return 0;
+}
+
+/* Untimed-by-the-statistics ping-pong used for the first exchanges;
+ * returns the round trip in microseconds on rank 0. */
+static double one_pingpong(ctx_t *c, int size)
+{
+    double t = 0.0;
+    if (hk_rank == 0) {
+        double t0 = MPI_Wtime();
+        MPI_Send(c->sbuf, size, MPI_BYTE, 1, TAG_FIRST, MPI_COMM_WORLD);
+        MPI_Recv(c->rbuf, size, MPI_BYTE, 1, TAG_FIRST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        t = (MPI_Wtime() - t0) * 1e6;
+    } else {
+        MPI_Recv(c->rbuf, size, MPI_BYTE, 0, TAG_FIRST, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(c->sbuf, size, MPI_BYTE, 0, TAG_FIRST, MPI_COMM_WORLD);
+    }
+    c->bytes_sent += (unsigned long long)size;
+    return t;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    hk_init("p2p");
+
+    hk_common opt;
+    hk_common_defaults(&opt);
+    ctx_t c;
+    memset(&c, 0, sizeof c);
+    c.mode = PINGPONG;
+    c.window = 64;
+
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (hk_flag(argv[i], "--help") || hk_flag(argv[i], "-h")) {
+            usage();
+            MPI_Finalize();
+            return 0;
+        } else if (hk_opt(argc, argv, &i, "--mode", &v)) {
+            int m;
+            for (m = 0; m < NMODES; m++)
+                if (strcmp(v, mode_names[m]) == 0)
+                    break;
+            if (m == NMODES)
+                hk_usage_error("unknown mode '%s' (valid: pingpong, pingping, bw, bibw)", v);
+            c.mode = m;
+        } else if (hk_opt(argc, argv, &i, "--window", &v)) {
+            c.window = (int)hk_parse_long("--window", v, 1, MAX_WINDOW);
+        } else if (!hk_common_option(&opt, argc, argv, &i)) {
+            hk_usage_error("unknown option '%s'", argv[i]);
+        }
+    }
+    hk_common_check(&opt);
+    hk_sizes sizes = hk_make_sizes(&opt);
+    if (hk_nranks != 2)
+        hk_usage_error("p2p needs exactly 2 ranks, got %d", hk_nranks);
+
+    size_t maxsize = hk_sizes_max(&sizes);
+    c.peer = 1 - hk_rank;
+
+    /* buffers: same amounts on both ranks, allocated and touched before the
+     * first exchange so that neither rank is late because of page faults */
+    size_t region = 0;
+    for (int k = 0; k < sizes.n; k++) {
+        size_t need = (size_t)slot_count(&c, sizes.v[k]) * slot_stride(sizes.v[k]);
+        if (need > region)
+            region = need;
+    }
+    c.sbuf = (unsigned char *)hk_alloc(maxsize, 0x11);
+    c.rbuf = (unsigned char *)hk_alloc(region, HK_POISON);
+    c.reqs = (MPI_Request *)calloc(2 * (size_t)c.window, sizeof *c.reqs);
+    c.stats = (MPI_Status *)calloc(2 * (size_t)c.window, sizeof *c.stats);
+    long nsamples = opt.iters > 0 ? opt.iters : opt.max_iters;
+    if (hk_warmup_count(&opt) > nsamples)
+        nsamples = hk_warmup_count(&opt);
+    double *samples = (double *)calloc((size_t)nsamples, sizeof *samples);
+    if (!c.reqs || !c.stats || !samples)
+        hk_fatal("out of memory");
+
+    /* The very first communication between the two ranks: nothing (no
+     * barrier, no gather) precedes it, so it pays any lazy connection
+     * set-up.  The second one is printed for comparison. */
+    double first_us = one_pingpong(&c, (int)sizes.v[0]);
+    double second_us = one_pingpong(&c, (int)sizes.v[0]);
+
+    char *hosts = hk_gather_hosts();
+    hk_print_preamble(hosts);
+    if (hk_rank == 0) {
+        printf("mode: %s\n", mode_names[c.mode]);
+        if (c.mode == BW || c.mode == BIBW)
+            printf("window: %d\n", c.window);
+        printf("bw-formula: %s\n", c.mode == BIBW ? "2*size_bytes/median_us" : "size_bytes/median_us");
+    }
+    hk_print_common(&opt);
+    if (hk_rank == 0) {
+        printf("first-exchange-us: %.4f\n", first_us);
+        printf("second-exchange-us: %.4f\n", second_us);
+        printf("columns: size_bytes iterations min_us median_us mean_us max_us stddev_us p99_us "
+               "bw_MBps bw_peak_MBps\n");
+    }
+
+    int validated = 0;
+    for (int k = 0; k < sizes.n; k++) {
+        size_t size = sizes.v[k];
+        c.stride = slot_stride(size);
+        c.slots = slot_count(&c, size);
+        if (opt.validate) {
+            hk_fill_pattern(c.sbuf, size, (uint64_t)hk_rank);
+            memset(c.rbuf, HK_POISON, (size_t)c.slots * c.stride);
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        long nwarm = hk_warmup_count(&opt);
+        run(&c, (int)size, nwarm, samples);
+        /* wall time of one iteration from rank 0's warm-up samples */
+        double per_iter = 0.0;
+        if (hk_rank == 0)
+            per_iter = hk_median(samples, nwarm) * 1e-6 * iter_factor(&c);
+        long iters = hk_pick_iters(&opt, per_iter);
+        MPI_Barrier(MPI_COMM_WORLD);
+        run(&c, (int)size, iters, samples);
+        if (opt.validate) {
+            hk_check_all(validate(&c, size));
+            validated++;
+        }
+        if (hk_rank == 0) {
+            hk_stats st = hk_compute_stats(samples, iters);
+            double bytes = (double)size * (c.mode == BIBW ? 2.0 : 1.0);
+            printf("row: %zu %ld %.4f %.4f %.4f %.4f %.4f %.4f %.6g %.6g\n", size, iters, st.min, st.median, st.mean,
+                   st.max, st.stddev, st.p99, hk_mbps(bytes, st.median), hk_mbps(bytes, st.min));
+        }
+    }
+    hk_print_bytes_sent(c.bytes_sent);
+    if (opt.validate && hk_rank == 0)
+        printf("validation: passed %d\n", validated);
+    hk_print_done();
+
+    free(samples);
+    free(c.stats);
+    free(c.reqs);
+    free(c.rbuf);
+    free(c.sbuf);
+    free(hosts);
+    free(sizes.v);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,241 @@
+"""Build the MPI kernels in src/ with every MPI found on this machine, run them
+with 2 ranks on small sizes, and parse their output.
+
+Needs the Debian MPI packages (`mpicc.openmpi`/`mpirun.openmpi`,
+`mpicc.mpich`/`mpirun.mpich`); a missing stack is skipped with the name of the
+missing program.  Everything runs on one node over shared memory / loopback,
+2 ranks, small sizes: the whole file takes about 20-30 s.
+"""
+
+import math
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hpcnet.parsers.kernel import KernelOutput, parse_kernel_output
+
+SRC = Path(__file__).resolve().parent.parent / 'src'
+KERNELS = ('p2p', 'collectives', 'pairs')
+
+# name -> (compiler wrapper, launcher, variable choosing the wrapper's compiler,
+#          how MPI_Get_library_version starts)
+STACKS = {
+    'openmpi': ('mpicc.openmpi', 'mpirun.openmpi', 'OMPI_CC', 'Open MPI'),
+    'mpich': ('mpicc.mpich', 'mpirun.mpich', 'MPICH_CC', 'MPICH'),
+}
+
+RUN_TIMEOUT = 60
+COMPILER_WARNING = re.compile(r'\bwarning:', re.IGNORECASE)
+SMALL = ['--max-size', '4K', '--iters', '20', '--warmup', '5']
+SMALL_SIZES = (0,) + tuple(2 ** k for k in range(13))      # 0, 1, 2, ..., 4096
+
+
+def _env():
+    env = dict(os.environ)
+    # Open MPI refuses to run as root without these; harmless for MPICH
+    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+    return env
+
+
+def _require(stack):
+    wrapper, launcher, _, _ = STACKS[stack]
+    for program in (wrapper, launcher):
+        if shutil.which(program) is None:
+            pytest.skip(f'{program} not found on PATH ({stack} not installed)')
+
+
+def _make(stack, bindir, extra_env=None):
+    wrapper = STACKS[stack][0]
+    env = _env()
+    env.update(extra_env or {})
+    return subprocess.run(['make', '-j3', '-C', str(SRC), f'MPICC={wrapper}', f'BINDIR={bindir}'],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope='module', params=sorted(STACKS))
+def built(request, tmp_path_factory):
+    """(stack, bindir) with the three kernels built by the Makefile."""
+    stack = request.param
+    _require(stack)
+    bindir = tmp_path_factory.mktemp(f'bin-{stack}')
+    proc = _make(stack, bindir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not COMPILER_WARNING.search(proc.stdout + proc.stderr), proc.stdout + proc.stderr
+    for kernel in KERNELS:
+        assert (bindir / kernel).is_file()
+    return stack, bindir
+
+
+def _run(built, kernel, *args, ranks=2):
+    stack, bindir = built
+    launcher = STACKS[stack][1]
+    return subprocess.run([launcher, '-n', str(ranks), str(bindir / kernel), *args],
+                          env=_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT)
+
+
+def _run_ok(built, kernel, *args) -> KernelOutput:
+    proc = _run(built, kernel, *args)
+    assert proc.returncode == 0, f'rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}'
+    out = parse_kernel_output(proc.stdout, source=f'{built[0]} {kernel}', expect_kernel=kernel)
+    stack = built[0]
+    assert out.mpi_library.startswith(STACKS[stack][3]), out.mpi_library
+    other = [s for s in STACKS if s != stack]
+    assert not any(out.mpi_library.startswith(STACKS[o][3]) for o in other)
+    assert '\n' not in out.mpi_library and '\t' not in out.mpi_library
+    assert sorted(out.hosts) == [0, 1] and int(out.header['ranks']) == 2
+    return out
+
+
+def _assert_finite(out):
+    for row in out.rows:
+        for name, value in row.items():
+            if isinstance(value, float):
+                assert math.isfinite(value) and value >= 0, (name, row)
+
+
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize('mode', ['pingpong', 'pingping', 'bw', 'bibw'])
+def test_p2p(built, mode):
+    args = ['--mode', mode, '--validate', *SMALL]
+    if mode in ('bw', 'bibw'):
+        args += ['--window', '16']
+    out = _run_ok(built, 'p2p', *args)
+    assert out.header['mode'] == mode
+    assert out.sizes == SMALL_SIZES
+    assert out.validated == len(SMALL_SIZES)
+    assert out.header['validate'] == 'on' and out.header['iters'] == '20'
+    assert out.header_float('first-exchange-us') > 0
+    assert out.header_float('second-exchange-us') > 0
+    _assert_finite(out)
+    for row in out.rows:
+        assert row['iterations'] == 20
+        assert 0 < row['min_us'] <= row['median_us'] <= row['max_us']
+        assert row['min_us'] <= row['p99_us'] <= row['max_us']
+        assert row['min_us'] <= row['mean_us'] <= row['max_us']
+        if row['size_bytes'] > 0:
+            assert row['bw_MBps'] > 0 and row['bw_peak_MBps'] >= row['bw_MBps']
+        else:
+            assert row['bw_MBps'] == 0
+    # payload per rank: (warm-up 5 + timed 20) iterations per size; the first
+    # two exchanges use size 0
+    n, total = 25, sum(SMALL_SIZES)
+    expected = {'pingpong': (n * total, n * total), 'pingping': (n * total, n * total),
+                'bw': (n * 16 * total, n * 4 * len(SMALL_SIZES)),
+                'bibw': (n * 16 * total, n * 16 * total)}[mode]
+    assert tuple(map(int, out.header['bytes-sent'].split())) == expected
+    big = out.row_for_size(4096)
+    factor = 2 if mode == 'bibw' else 1
+    assert big['bw_MBps'] == pytest.approx(factor * 4096 / big['median_us'], rel=2e-3, abs=0.01)
+
+
+def test_p2p_adaptive_and_explicit_sizes(built):
+    out = _run_ok(built, 'p2p', '--sizes', '3,1K,8', '--time-per-size', '2',
+                  '--min-iters', '30', '--max-iters', '500')
+    assert out.sizes == (3, 8, 1024)
+    assert out.header['iters'] == 'adaptive'
+    assert 'validation' not in out.header and out.header['validate'] == 'off'
+    for row in out.rows:
+        assert 30 <= row['iterations'] <= 500
+
+
+def test_collectives(built):
+    out = _run_ok(built, 'collectives', '--validate', *SMALL)
+    ops = out.header['ops'].split(',')
+    assert ops == ['barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'allgather',
+                   'alltoall', 'reduce_scatter']
+    _assert_finite(out)
+    expected = {
+        'barrier': (0,),
+        'reduce': SMALL_SIZES[3:],          # 4 and up: MPI_FLOAT
+        'allreduce': SMALL_SIZES[3:],
+        'reduce_scatter': SMALL_SIZES[4:],  # 8 and up: one float per rank, 2 ranks
+    }
+    checked = 0
+    for op in ops:
+        rows = out.rows_where(op=op)
+        sizes = tuple(int(r['size_bytes']) for r in rows)
+        assert sizes == expected.get(op, SMALL_SIZES), op
+        if op != 'barrier':
+            checked += len(rows)
+        for row in rows:
+            assert row['iterations'] == 20
+            assert 0 < row['t_min_us'] <= row['t_avg_us'] <= row['t_max_us']
+            assert 0 < row['med_min_us'] <= row['med_avg_us'] <= row['med_max_us']
+    assert out.validated == checked
+    assert out.row_for_size(1024, op='allreduce')['count'] == 256
+    assert out.row_for_size(1024, op='reduce_scatter')['count'] == 128
+    assert out.row_for_size(1024, op='alltoall')['count'] == 1024
+
+
+def test_collectives_op_subset(built):
+    out = _run_ok(built, 'collectives', '--op', 'allreduce,barrier', '--sizes', '6,8')
+    assert out.header['ops'] == 'allreduce,barrier'
+    assert [(r['op'], r['size_bytes']) for r in out.rows] == [('allreduce', 8.0), ('barrier', 0.0)]
+
+
+def test_pairs(built):
+    out = _run_ok(built, 'pairs', '--samples', '20', '--bw-samples', '5', '--bw-size', '64K')
+    assert out.header['pairs'] == '1' and out.header['bw-size'] == '65536'
+    assert len(out.rows) == 1
+    row = out.rows[0]
+    assert (row['rank_a'], row['rank_b']) == (0, 1)
+    assert row['host_a'] == out.hosts[0] and row['host_b'] == out.hosts[1]
+    _assert_finite(out)
+    assert row['lat_first_us'] > 0
+    assert 0 < row['lat_min_us'] <= row['lat_mean_us'] <= row['lat_max_us']
+    assert 0 < row['bw_min_MBps'] <= row['bw_mean_MBps'] <= row['bw_max_MBps']
+    sent = 21 * 8 + 6 * 65536      # (first + 20) x 8 B, (untimed + 5) x 64 KiB
+    assert out.header['bytes-sent'] == f'{sent} {sent}'
+
+
+def test_bad_argument_under_launcher_exits_2(built):
+    proc = _run(built, 'p2p', '--max-size', '-1')
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert re.search(r"^error: --max-size: '-1' is not a size", proc.stderr, re.MULTILINE), proc.stderr
+    assert 'hpcnet-kernel:' not in proc.stdout
+
+
+@pytest.mark.parametrize('kernel, args, message', [
+    ('p2p', ['--max-size', '-1'], "--max-size: '-1' is not a size"),
+    ('p2p', ['--max-size', '2G'], 'larger than 1 GiB'),
+    ('p2p', ['--max-size', 'abc'], "'abc' is not a size"),
+    ('p2p', ['--min-size', '8K', '--max-size', '4K'], 'is larger than --max-size'),
+    ('p2p', ['--iters', '0'], '--iters: 0 is out of range'),
+    ('p2p', ['--mode', 'foo'], "unknown mode 'foo'"),
+    ('p2p', ['--sizes', '1,,2'], 'bad element'),
+    ('p2p', ['--bogus'], "unknown option '--bogus'"),
+    ('p2p', [], 'p2p needs exactly 2 ranks, got 1'),
+    ('collectives', ['--op', 'allreduce,foo'], "unknown operation 'foo' (valid: barrier, bcast"),
+    ('collectives', [], 'collectives needs at least 2 ranks, got 1'),
+    ('pairs', ['--samples', 'x'], "--samples: 'x' is not a non-negative integer"),
+    ('pairs', ['--bw-size', '0'], '--bw-size must be at least 1 byte'),
+])
+def test_bad_arguments_exit_2(built, kernel, args, message):
+    # singleton runs (no launcher): faster, and the same code path
+    proc = subprocess.run([str(built[1] / kernel), *args], env=_env(), capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith('error: ') and message in proc.stderr, proc.stderr
+    assert 'hpcnet-kernel:' not in proc.stdout
+
+
+def test_help(built):
+    proc = subprocess.run([str(built[1] / 'p2p'), '--help'], env=_env(), capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 0 and '--mode M' in proc.stdout and '--validate' in proc.stdout
+
+
+@pytest.mark.parametrize('stack', sorted(STACKS))
+@pytest.mark.parametrize('compiler', ['gcc-11', 'clang'])   # gcc-12 is the default gcc: fixture
+def test_builds_without_warnings_with_other_compilers(stack, compiler, tmp_path):
+    _require(stack)
+    if shutil.which(compiler) is None:
+        pytest.skip(f'{compiler} not found on PATH')
+    proc = _make(stack, tmp_path, {STACKS[stack][2]: compiler})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not COMPILER_WARNING.search(proc.stdout + proc.stderr), proc.stdout + proc.stderr
