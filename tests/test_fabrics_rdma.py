@@ -1,0 +1,132 @@
+"""Transport proofs on RoCE/InfiniBand, on real reports recorded elsewhere.
+
+Every file under tests/data/transport/rdma is an unmodified excerpt of output somebody
+posted publicly; tests/data/transport/rdma/README.md gives MPI, fabric and source for each.
+"""
+from pathlib import Path
+
+import pytest
+
+from hpcnet import fabrics
+
+DATA = Path(__file__).parent / 'data' / 'transport' / 'rdma'
+EXTRAS = {'iface': 'eth0', 'rdma_device': 'mlx5_0'}
+FAMILY = {'openmpi': 'openmpi', 'mpich-ucx': 'mpich', 'mpich-ofi': 'mpich',
+          'impi': 'impi', 'mvapich2': 'mvapich2'}
+
+# file -> (parser, transports it must report).  The self endpoint never counts.
+PARSED = {
+    'ompi9080-ucx-ep_cfg-rc_mlx5.txt': ('openmpi', {'rc_mlx5'}),
+    'ucx8511-ompi-ucx-ep_cfg-dc_mlx5.txt': ('openmpi', {'dc_mlx5'}),
+    'ucx10996-ucx119-roce-rc_mlx5.txt': ('ucx', {'rc_mlx5'}),         # not cma (self ep)
+    'ucx-pr3511-ep_cfg-rc_mlx5.txt': ('ucx', {'rc_mlx5'}),            # rma/amo-only lines ignored
+    'parthenon1260-ucx115-gpu-node.txt': ('ucx', {'rc_mlx5', 'sysv', 'cuda_ipc'}),
+    'parthenon1260-ucx-ctx-gpu-node.txt': ('ucx', {'rc_mlx5', 'sysv', 'cma', 'cuda_ipc'}),
+    'pyxis140-ompi503-tcp-on-ib.txt': ('openmpi', {'tcp'}),
+    'ucx6658-impi2021-mlx.txt': ('impi', {'mlx'}),
+    'thelinuxcluster-impi2019-verbs.txt': ('impi', {'verbs'}),
+    'mgpm7-mvapich2-234-params.txt': ('mvapich2', set()),             # names no transport
+}
+
+# (file, profile, fabric) that must pass.  Where the source does not state the link
+# layer, both RDMA fabrics pass: UCX and libfabric name the same transports on both.
+PROVEN = [
+    ('ompi9080-ucx-ep_cfg-rc_mlx5.txt', 'openmpi', 'ib'),
+    ('ompi9080-ucx-ep_cfg-rc_mlx5.txt', 'openmpi', 'roce'),
+    ('ucx8511-ompi-ucx-ep_cfg-dc_mlx5.txt', 'openmpi', 'ib'),
+    ('ucx10996-ucx119-roce-rc_mlx5.txt', 'openmpi', 'roce'),          # stated RoCE
+    ('ucx10996-ucx119-roce-rc_mlx5.txt', 'mpich-ucx', 'roce'),        # MPI not stated
+    ('ucx-pr3511-ep_cfg-rc_mlx5.txt', 'mpich-ucx', 'ib'),
+    ('ucx6658-impi2021-mlx.txt', 'impi', 'ib'),
+    ('thelinuxcluster-impi2019-verbs.txt', 'impi', 'ib'),
+    ('thelinuxcluster-impi2019-verbs.txt', 'impi', 'roce'),
+]
+
+# (file, profile, fabric asked for, transports the failure must name)
+MISMATCHED = [
+    # The silent TCP case: an IB cluster whose container hook forced UCX_TLS=tcp,...
+    ('pyxis140-ompi503-tcp-on-ib.txt', 'openmpi', 'ib', 'tcp'),
+    ('pyxis140-ompi503-tcp-on-ib.txt', 'openmpi', 'roce', 'tcp'),
+    # RDMA reports checked against Ethernet/TCP or shared memory.
+    ('ucx10996-ucx119-roce-rc_mlx5.txt', 'openmpi', 'tcp', 'rc_mlx5'),
+    ('ucx10996-ucx119-roce-rc_mlx5.txt', 'mpich-ucx', 'shm', 'rc_mlx5'),
+    ('ompi9080-ucx-ep_cfg-rc_mlx5.txt', 'openmpi', 'tcp', 'rc_mlx5'),
+    ('ucx6658-impi2021-mlx.txt', 'impi', 'tcp', 'mlx'),
+    ('thelinuxcluster-impi2019-verbs.txt', 'impi', 'tcp', 'verbs'),
+    # On-node peers over shared memory / CUDA IPC (sm was in UCX_TLS): not "all on IB".
+    ('parthenon1260-ucx115-gpu-node.txt', 'openmpi', 'ib', 'cuda_ipc, sysv'),
+    ('parthenon1260-ucx-ctx-gpu-node.txt', 'mpich-ucx', 'ib', 'cma, cuda_ipc, sysv'),
+]
+
+
+def settings(fabric, profile):
+    return fabrics.settings_for(fabric, profile, FAMILY[profile], 'srun', EXTRAS)
+
+
+def recorded(name):
+    return (DATA / name).read_text()
+
+
+def test_every_recording_is_documented_and_tested():
+    readme = (DATA / 'README.md').read_text()
+    files = {p.name for p in DATA.glob('*.txt')}
+    assert files == set(PARSED)
+    for name in files:
+        assert f'`{name}`' in readme, f'{name} has no provenance row in README.md'
+
+
+@pytest.mark.parametrize('name', PARSED)
+def test_parser_reads_the_recorded_report(name):
+    parser, expected = PARSED[name]
+    assert fabrics.TRANSPORT_PARSERS[parser](recorded(name)) == expected
+
+
+def test_impi_mlx_provider_runs_on_ucx():
+    # The same Intel MPI run shows UCX endpoint lines under "libfabric provider: mlx".
+    assert fabrics.TRANSPORT_PARSERS['ucx'](recorded('ucx6658-impi2021-mlx.txt')) == {'dc_mlx5'}
+
+
+@pytest.mark.parametrize('name,profile,fabric', PROVEN)
+def test_rdma_report_proves_the_rdma_fabric(name, profile, fabric):
+    ok, message = settings(fabric, profile).verify(recorded(name))
+    assert ok, message
+
+
+@pytest.mark.parametrize('name,profile,fabric,wrong', MISMATCHED)
+def test_wrong_transport_fails(name, profile, fabric, wrong):
+    ok, message = settings(fabric, profile).verify(recorded(name))
+    assert not ok
+    assert f"fabric '{fabric}' asked for, but {profile} used {wrong} " in message
+
+
+@pytest.mark.parametrize('fabric', ['roce', 'ib', 'shm', 'tcp'])
+def test_mvapich2_fails_closed_without_a_transport_report(fabric):
+    '''The only real MVAPICH2 output found (a parameter listing) proves nothing.'''
+    ok, message = settings(fabric, 'mvapich2').verify(recorded('mgpm7-mvapich2-234-params.txt'))
+    assert not ok and 'mvapich2 printed no transport report' in message
+    assert 'MV2_SHOW_HCA_BINDING' in message
+
+
+# MVAPICH2 2.3 user guide, "MVAPICH2 General Parameters" and "MVAPICH2 Parameters
+# (CH3-Based Interfaces)": the run-time parameters the table may use.
+MV2_DOCUMENTED = {'MV2_SHOW_ENV_INFO', 'MV2_SHOW_HCA_BINDING', 'MV2_USE_RoCE', 'MV2_IBA_HCA',
+                  'MV2_DEFAULT_PORT', 'MV2_DEFAULT_GID_INDEX', 'MV2_USE_SHARED_MEM',
+                  'MV2_SMP_USE_CMA'}
+
+
+@pytest.mark.parametrize('fabric', ['shm', 'tcp', 'roce', 'ib'])
+def test_mvapich2_table_uses_documented_variables(fabric):
+    env = settings(fabric, 'mvapich2').env
+    assert set(env) <= MV2_DOCUMENTED
+    assert env['MV2_SHOW_HCA_BINDING'] == '2'     # 2: all nodes, 1: rank 0's node only
+
+
+def test_rdma_settings_pin_the_partition_device():
+    roce = settings('roce', 'mvapich2').env
+    assert (roce['MV2_USE_RoCE'], roce['MV2_IBA_HCA'], roce['MV2_DEFAULT_PORT'],
+            roce['MV2_DEFAULT_GID_INDEX']) == ('1', 'mlx5_0', '1', '3')
+    assert 'MV2_USE_RoCE' not in settings('ib', 'mvapich2').env
+    assert settings('ib', 'impi').env['UCX_NET_DEVICES'] == 'mlx5_0:1'
+    for profile in ('openmpi', 'mpich-ucx'):
+        for fabric in ('roce', 'ib'):
+            assert settings(fabric, profile).env['UCX_NET_DEVICES'] == 'mlx5_0:1'
