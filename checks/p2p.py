@@ -26,6 +26,11 @@ class P2PBase(MpiBenchmark):
     max_size = variable(int, value=4 * 1024 * 1024)
     #: Wall time spent per message size (ms); sets the iteration count.
     time_per_size_ms = variable(int, value=40)
+    #: Fewest timed iterations per size, and untimed warm-up iterations.
+    min_iters = variable(int, value=20)
+    warmup = variable(int, value=10)
+    #: Messages in flight per iteration of the bw and bibw modes.
+    window = variable(int, value=64)
     #: The whole curve: one dict per size with every statistic (JSON report).
     curve = variable(typ.List[typ.Dict[str, float]], value=[], loggable=True)
     #: First exchange between the two ranks (pays connection set-up), µs.
@@ -39,7 +44,9 @@ class P2PBase(MpiBenchmark):
         self.executable = os.path.join(self.kernels.stagedir, 'bin', 'p2p')
         self.executable_opts = ['--mode', self.mode, '--validate',
                                 '--min-size', str(self.min_size), '--max-size', str(self.max_size),
-                                '--time-per-size', str(self.time_per_size_ms)]
+                                '--time-per-size', str(self.time_per_size_ms),
+                                '--min-iters', str(self.min_iters), '--warmup', str(self.warmup),
+                                '--window', str(self.window)]
 
     @run_after('setup')
     def set_perf_variables(self):
@@ -107,3 +114,8 @@ class hpcnet_p2p_multinode(P2PBase):
     valid_systems = [f'+{PartitionFeature.MULTINODE}']
     num_nodes = 2
     tags = {'p2p', 'mpi', 'multinode'}
+    # Sized for real links: at 1 Gbit/s one 4 MiB message takes 35 ms, so a
+    # window of 64 would make one streaming sample 2.2 s.
+    window = 8
+    min_iters = 10
+    warmup = 3

@@ -97,6 +97,11 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     if not any(a in ('-r', '--run', '-l', '-L', '--list', '--list-detailed', '--dry-run')
                for a in reframe_args):
         cmd.append('-r')
+    if not any(a.startswith('--max-retries') for a in reframe_args):
+        # One retry of a failed case: a transient failure (an MPI that
+        # intermittently hangs in finalize, a noisy neighbour) does not fail
+        # the night; the report keeps both attempts.
+        cmd.append('--max-retries=1')
     if not any(a.startswith('--exec-policy') for a in reframe_args):
         # Timed runs must never share cores with each other.
         cmd.append('--exec-policy=serial')

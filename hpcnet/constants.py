@@ -91,6 +91,25 @@ class PartitionFeature:
     MULTINODE = 'multinode'
 
 
+class Collective:
+    '''Operations of the collectives kernel (src/collectives.c --op).'''
+    BARRIER = 'barrier'
+    BCAST = 'bcast'
+    REDUCE = 'reduce'
+    ALLREDUCE = 'allreduce'
+    GATHER = 'gather'
+    ALLGATHER = 'allgather'
+    ALLTOALL = 'alltoall'
+    REDUCE_SCATTER = 'reduce_scatter'
+    ALL = (BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, ALLGATHER, ALLTOALL, REDUCE_SCATTER)
+    #: Reductions work on MPI_FLOAT: sizes below one float are skipped.
+    REDUCTIONS = (REDUCE, ALLREDUCE, REDUCE_SCATTER)
+
+
+#: Sizes (bytes per rank) with their own collective performance variables.
+COLLECTIVE_SIZES = (8, 65536, 1048576)
+
+
 class Unit:
     US = 'us'
     MBPS = 'MB/s'   # 10^6 bytes per second

@@ -51,6 +51,14 @@ def check_transport(settings: fabrics.FabricSettings, mpi_output: str) -> str:
     return message
 
 
+def _row_label(row) -> str:
+    if 'size_bytes' in row:
+        return f'{int(row["size_bytes"])} B'
+    if 'rank_a' in row:
+        return f'pair {int(row["rank_a"])}-{int(row["rank_b"])}'
+    return str(row)
+
+
 def check_finite_positive(rows, columns, allow_zero_at_size0=(), what='value'):
     '''Every value of ``columns`` in every row is finite and > 0 (or >= 0 for
     the columns named in ``allow_zero_at_size0`` at size 0).'''
@@ -58,10 +66,10 @@ def check_finite_positive(rows, columns, allow_zero_at_size0=(), what='value'):
         for col in columns:
             v = row[col]
             if not math.isfinite(v):
-                raise SanityError(f'{what} {col} at {int(row["size_bytes"])} B is {v}')
+                raise SanityError(f'{what} {col} at {_row_label(row)} is {v}')
             zero_ok = col in allow_zero_at_size0 and row.get('size_bytes') == 0
             if v < 0 or (v == 0 and not zero_ok):
-                raise SanityError(f'{what} {col} at {int(row["size_bytes"])} B is {v} (must be > 0)')
+                raise SanityError(f'{what} {col} at {_row_label(row)} is {v} (must be > 0)')
 
 
 def check_sizes(found: tuple, expected: tuple) -> None:
@@ -145,3 +153,11 @@ def rdma_missing_reason(fabric: str, partition_extras: dict, partition_name: str
                 f'but {RDMA_SYSFS}/{dev} does not exist (RDMA devices here: '
                 f'{", ".join(present) or "none; the kernel has no RDMA device or driver"})')
     return None
+
+
+def check_kernel_errors(stderr: str, environ_extras: dict) -> None:
+    '''Our kernels report every failure as one ``error: ...`` line on stderr.'''
+    for line in stderr.splitlines():
+        if line.startswith('error: '):
+            hint = environ_extras.get('mpi_known_issue')
+            raise SanityError(f'kernel: {line[7:]}' + (f' [known issue: {hint}]' if hint else ''))

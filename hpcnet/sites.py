@@ -52,7 +52,7 @@ def _local() -> dict:
             {**common, 'name': Fabric.TCP,
              'descr': 'shared memory off, MPI forced onto TCP over loopback '
                       '(one-host stand-in for an Ethernet fabric)',
-             'extras': {'fabric': Fabric.TCP, 'iface': 'lo'}},
+             'extras': {'fabric': Fabric.TCP, 'iface': 'lo', 'mtu': 65536}},
         ],
     }
 
@@ -73,7 +73,7 @@ def _testbed() -> dict:
             'environs': envs,
             'max_jobs': 1,
             'time_limit': DEFAULT_JOB_TIME_LIMIT,
-            'extras': {'fabric': Fabric.TCP, 'iface': 'eth0',
+            'extras': {'fabric': Fabric.TCP, 'iface': 'eth0', 'mtu': 1500,
                        # Gigabit Ethernet: what the testbed shapes its links to.
                        'link_rate_bps': 10**9},
             'features': [PartitionFeature.MULTINODE],

@@ -176,6 +176,8 @@ class Environment:
                 'mpi_version': self.mpi.version,
                 'mpi_major': self.mpi.major,
                 'mpi_source': cand.source,
+                'mpi_known_issue': known_issue(self.mpi.family, self.mpi.version,
+                                               cand.transport_layer) or '',
                 'mpi_prefix': cand.prefix,
                 'compiler_family': self.compiler.family,
                 'compiler_version': self.compiler.version,
@@ -462,6 +464,19 @@ LIBRARY_PATTERNS = {
     MpiFamily.OPENMPI: re.compile(r'Open MPI v(\d+\.\d+\.\d+)'),
     MpiFamily.MPICH: re.compile(r'MPICH Version:?\s+(\d+\.\d+\.\d+)'),
 }
+
+
+#: Known defects of specific MPI builds: (family, version, transport layer) ->
+#: what a failure caused by it looks like and what to do.
+KNOWN_ISSUES = {
+    (MpiFamily.MPICH, '4.0.2', 'ucx'):
+        'MPICH 4.0.2 over UCX can hang in MPI_Finalize (fixed upstream after 4.0.2 by '
+        '"ch4/ucx: remove MPIR_pmi_barrier in finalize"): use a newer MPICH',
+}
+
+
+def known_issue(family: str, version: str, layer: str | None) -> str | None:
+    return KNOWN_ISSUES.get((family, version, layer))
 
 
 def library_family(library_version: str) -> tuple | None:

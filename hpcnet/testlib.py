@@ -132,32 +132,31 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
         # what is valid, never with a half-applied reference.
         self.reference = references.reference_for_test(self.current_system.name)
 
+    def _read(self, name: str) -> str:
+        path = os.path.join(self.stagedir, name)
+        if not os.path.exists(path):
+            return ''
+        with open(path, errors='replace') as fp:
+            return fp.read()
+
     def mpi_output(self) -> str:
         '''Everything the job printed (MPI libraries report on either stream).'''
-        text = ''
-        for name in (self.stdout.evaluate(), self.stderr.evaluate()):
-            path = os.path.join(self.stagedir, name)
-            if os.path.exists(path):
-                with open(path, errors='replace') as fp:
-                    text += fp.read()
-        return text
+        return self._read(self.stdout.evaluate()) + self._read(self.stderr.evaluate())
 
     def kernel_output(self, kernel: str):
         '''The kernel's parsed stdout (parsed once).'''
         cached = getattr(self, '_kernel_output', None)
         if cached is None:
             path = os.path.join(self.stagedir, self.stdout.evaluate())
-            try:
-                with open(path, errors='replace') as fp:
-                    text = fp.read()
-            except OSError as err:
-                raise SanityError(f'{path}: {err.strerror}') from None
+            text = self._read(self.stdout.evaluate())
             # A binary linked to the wrong MPI usually also breaks the run
             # (e.g. two 1-rank jobs): name that cause, not the symptom.
             library = re.search(r'^mpi-library: (.*)$', text, re.M)
             if library:
                 hooks.check_library(library.group(1), self.current_environ.extras,
                                     self.current_environ.name)
+            hooks.check_kernel_errors(self._read(self.stderr.evaluate()),
+                                      self.current_environ.extras)
             try:
                 cached = parse_kernel_output(text, source=path, expect_kernel=kernel)
             except KernelOutputError as err:

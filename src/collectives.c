@@ -417,6 +417,6 @@ int main(int argc, char **argv)
     free(b.sbuf);
     free(hosts);
     free(sizes.v);
-    MPI_Finalize();
+    hk_finalize();
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <mpi.h>
 
 #include <ctype.h>
+#include <signal.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -641,6 +642,35 @@ static inline void hk_print_done(void)
         printf("done: ok\n");
         fflush(stdout);
     }
+}
+
+/* Seconds MPI_Finalize may take once the results are printed.  Some MPI
+ * builds hang there (Debian MPICH 4.0.2 over UCX; fixed upstream by
+ * "ch4/ucx: remove MPIR_pmi_barrier in finalize"): the process then reports
+ * it on stderr and exits 3 at once, instead of the job waiting for its time
+ * limit with the cause unnamed. */
+#define HK_FINALIZE_TIMEOUT_S 20
+
+static void hk_finalize_hung(int sig)
+{
+    static const char msg[] = "error: MPI_Finalize did not return within 20 s "
+                              "(the results above are complete: the MPI library hangs in "
+                              "finalize)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)sig;
+    (void)w;
+    _exit(3);
+}
+
+static inline void hk_finalize(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = hk_finalize_hung;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(HK_FINALIZE_TIMEOUT_S);
+    MPI_Finalize();
+    alarm(0);
 }
 
 #endif /* HPCNET_KERNEL_H */

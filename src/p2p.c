@@ -343,6 +343,6 @@ int main(int argc, char **argv)
     free(c.sbuf);
     free(hosts);
     free(sizes.v);
-    MPI_Finalize();
+    hk_finalize();
     return 0;
 }

@@ -194,6 +194,6 @@ int main(int argc, char **argv)
     free(rbuf);
     free(sbuf);
     free(hosts);
-    MPI_Finalize();
+    hk_finalize();
     return 0;
 }

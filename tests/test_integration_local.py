@@ -57,7 +57,8 @@ def test_reference_file_end_to_end(tmp_path, one_env_per_stack, ref, result):
     refdir = _write_refs(tmp_path, ref)
     proc, cases = run_reframe(tmp_path, '-c', str(P2P), '-n', '^hpcnet_p2p%mode=pingpong$',
                               '-p', env_regex([_one_env(one_env_per_stack)]), '--partition', 'shm',
-                              '-S', 'time_per_size_ms=5', env={'HPCNET_REFERENCE_DIR': str(refdir)})
+                              '-S', 'time_per_size_ms=5', env={'HPCNET_REFERENCE_DIR': str(refdir)},
+                              retries=0)
     (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p')]
     assert case['result'] == result, proc.stdout[-2000:]
     perf = {k.split(':')[-1]: v for k, v in case['perfvalues'].items()}
@@ -71,7 +72,7 @@ def test_malformed_reference_fails_with_file_and_key(tmp_path, one_env_per_stack
     refdir = _write_refs(tmp_path, '[fast, -0.1, 0.1, us]')
     proc, cases = run_reframe(tmp_path, '-c', str(P2P), '-n', '^hpcnet_p2p%mode=pingpong$',
                               '-p', env_regex([_one_env(one_env_per_stack)]), '--partition', 'shm',
-                              env={'HPCNET_REFERENCE_DIR': str(refdir)})
+                              env={'HPCNET_REFERENCE_DIR': str(refdir)}, retries=0)
     (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p')]
     assert case['result'] == 'fail'
     assert (f"{refdir / 'local.yaml'}: hpcnet_p2p.local:shm..*.pingpong.latency_8B: "
@@ -84,7 +85,7 @@ def test_faults_fail_with_their_cause_and_the_session_goes_on(tmp_path, one_env_
     proc, cases = run_reframe(tmp_path, '-c', str(FAULTS), '-c', str(P2P),
                               '-n', '^(fault_|hpcnet_p2p%mode=pingpong$)', '--partition', 'shm',
                               '-p', env_regex([envs[0]] + mpich[:1]), '-S', 'time_per_size_ms=5',
-                              timeout=600)
+                              timeout=600, retries=0)
     by = {}
     for c in cases:
         by.setdefault(c['name'].split()[0], []).append(c)
