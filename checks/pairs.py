@@ -5,7 +5,6 @@ import os
 import statistics
 
 import reframe as rfm
-import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 

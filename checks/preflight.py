@@ -5,7 +5,6 @@ what is missing; they never pass."""
 import shlex
 
 import reframe as rfm
-import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 

@@ -29,7 +29,7 @@ from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import SanityError
 
 from hpcnet import hooks, linkstats, stacks
-from hpcnet.constants import P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES
+from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES
 from hpcnet.parsers.imb import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
 from hpcnet.testlib import MpiBenchmark
@@ -127,8 +127,8 @@ LATENCY_SIZES = P2P_LATENCY_SIZES          # 0 and 8 bytes, where present
 BANDWIDTH_SIZES = P2P_BANDWIDTH_SIZES      # 64 KiB, 1 MiB, 4 MiB
 #: Message rate: small messages (its figure of merit) and the bandwidth sizes.
 MSG_RATE_SIZES = (8,) + P2P_BANDWIDTH_SIZES
-#: Collectives: per-rank sizes (as hpcnet.constants.COLLECTIVE_SIZES).
-COLLECTIVE_PERF_SIZES = (8, 65536, 1048576)
+#: Collectives: per-rank sizes (8 B, 64 KiB, 1 MiB), as hpcnet_collectives.
+COLLECTIVE_PERF_SIZES = COLLECTIVE_SIZES
 
 # IMB defaults
 #: -msglog maxima: 4 MiB for point-to-point, 1 MiB for collectives.

@@ -33,6 +33,16 @@ PYPI_PINS = {
 REFERENCE_INDEX = {
     'hpcnet_p2p': ('mpi_family', 'mode'),
     'hpcnet_p2p_multinode': ('mpi_family', 'mode'),
+    'hpcnet_collectives': ('mpi_family', 'op'),
+    'hpcnet_collectives_multinode': ('mpi_family', 'op'),
+    'hpcnet_pairs': ('mpi_family',),
+    'hpcnet_pairs_multinode': ('mpi_family',),
+    'hpcnet_imb': ('mpi_family', 'benchmark'),
+    'hpcnet_imb_nbc': ('mpi_family', 'benchmark'),
+    'hpcnet_osu': ('mpi_family', 'benchmark'),
+    'hpcnet_sockets': ('test',),
+    'hpcnet_sockets_multinode': ('test',),
+    'hpcnet_iperf3_multinode': (),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 
 from reframe.core.exceptions import SanityError
 
@@ -157,7 +158,24 @@ def rdma_missing_reason(fabric: str, partition_extras: dict, partition_name: str
 
 def check_kernel_errors(stderr: str, environ_extras: dict) -> None:
     '''Our kernels report every failure as one ``error: ...`` line on stderr.'''
+    symptom, explanation = environ_extras.get('mpi_known_issue') or ('', '')
     for line in stderr.splitlines():
         if line.startswith('error: '):
-            hint = environ_extras.get('mpi_known_issue')
-            raise SanityError(f'kernel: {line[7:]}' + (f' [known issue: {hint}]' if hint else ''))
+            known = symptom and symptom in line
+            raise SanityError(f'kernel: {line[7:]}' +
+                              (f' [known issue: {explanation}]' if known else ''))
+
+
+def exit_status(exitcode, signum=None) -> str:
+    '''"; the job exited with code 139 (SIGSEGV)" for a failed job, "" else.'''
+    def name(n):
+        try:
+            return signal.Signals(n).name
+        except ValueError:
+            return f'signal {n}'
+    if signum:
+        return f'; the job was killed by {name(signum)}'
+    if exitcode in (0, None):
+        return ''
+    return f'; the job exited with code {exitcode}' + (f' ({name(exitcode - 128)})'
+                                                       if exitcode > 128 else '')

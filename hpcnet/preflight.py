@@ -38,7 +38,7 @@ def probe_script(iface: str | None, rdma_dev: str | None, rdma_port: int = 1,
                   f'  p iface_present yes; p operstate "$(rd {n}/operstate)"',
                   f'  p flags "$(rd {n}/flags)"; p mtu "$(rd {n}/mtu)"',
                   f'  p speed_mbps "$(rd {n}/speed 2>/dev/null)"',
-                  f'  for c in rx_errors tx_errors rx_dropped tx_dropped rx_crc_errors carrier_changes; do',
+                  '  for c in rx_errors tx_errors rx_dropped tx_dropped rx_crc_errors carrier_changes; do',
                   f'    if [ -r {n}/statistics/$c ]; then p $c "$(cat {n}/statistics/$c)"; fi; done',
                   f'  if [ -r {n}/carrier_changes ]; then p carrier_changes "$(cat {n}/carrier_changes)"; fi',
                   'else p iface_present no; fi']
@@ -53,7 +53,7 @@ def probe_script(iface: str | None, rdma_dev: str | None, rdma_port: int = 1,
             lines += [f'  p gid "$(rd {port}/gids/{gid_index})"',
                       f'  p gid_type "$(rd {port}/gid_attrs/types/{gid_index} 2>/dev/null)"',
                       f'  p gid_ndev "$(rd {port}/gid_attrs/ndevs/{gid_index} 2>/dev/null)"']
-        lines += [f'else p rdma_present no; p rdma_devices "$(ls $R/class/infiniband 2>/dev/null | tr "\\n" " ")"; fi']
+        lines += ['else p rdma_present no; p rdma_devices "$(ls $R/class/infiniband 2>/dev/null | tr "\\n" " ")"; fi']
     return '\n'.join(lines)
 
 

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from hpcnet.constants import (DEFAULT_STATE_DIR, STATE_DIR_ENV, WRAPPER_CC_VARIABLE,
                               CompilerFamily, Feature, MpiFamily)
@@ -176,12 +176,13 @@ class Environment:
                 'mpi_version': self.mpi.version,
                 'mpi_major': self.mpi.major,
                 'mpi_source': cand.source,
-                'mpi_known_issue': known_issue(self.mpi.family, self.mpi.version,
-                                               cand.transport_layer) or '',
+                'mpi_known_issue': list(known_issue(self.mpi.family, self.mpi.version,
+                                                    cand.transport_layer)),
                 'mpi_prefix': cand.prefix,
                 'compiler_family': self.compiler.family,
                 'compiler_version': self.compiler.version,
                 'tools': dict(self.mpi.tools),
+                'tool_prefixes': list(cand.tool_prefixes),
             },
         }
 
@@ -470,13 +471,15 @@ LIBRARY_PATTERNS = {
 #: what a failure caused by it looks like and what to do.
 KNOWN_ISSUES = {
     (MpiFamily.MPICH, '4.0.2', 'ucx'):
-        'MPICH 4.0.2 over UCX can hang in MPI_Finalize (fixed upstream after 4.0.2 by '
-        '"ch4/ucx: remove MPIR_pmi_barrier in finalize"): use a newer MPICH',
+        ('MPI_Finalize', 'MPICH 4.0.2 over UCX can hang in MPI_Finalize (fixed upstream after '
+                         '4.0.2 by "ch4/ucx: remove MPIR_pmi_barrier in finalize"): use a newer '
+                         'MPICH'),
 }
 
 
-def known_issue(family: str, version: str, layer: str | None) -> str | None:
-    return KNOWN_ISSUES.get((family, version, layer))
+def known_issue(family: str, version: str, layer: str | None) -> tuple:
+    '''(what the failure message contains, explanation), or ('', '').'''
+    return KNOWN_ISSUES.get((family, version, layer), ('', ''))
 
 
 def library_family(library_version: str) -> tuple | None:
@@ -560,7 +563,7 @@ def find_tools(candidate: MpiCandidate) -> tuple:
 # --------------------------------------------------------------------------
 
 #: Bump when the cached data changes shape: old caches are then recomputed.
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 
 
 def _fingerprint(candidates, compilers) -> str:

@@ -17,7 +17,7 @@ import re
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, run_after, run_before, sanity_function,
+from reframe.core.builtins import (run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import SanityError
 
@@ -51,17 +51,80 @@ class build_kernels(rfm.CompileOnlyRegressionTest):
                        for k in ('p2p', 'collectives', 'pairs')])
 
 
-class MpiBenchmark(rfm.RunOnlyRegressionTest):
+class NetworkRun(rfm.RunOnlyRegressionTest):
+    '''Base of every run whose bytes should cross the partition's link: the
+    interface's counters are read on every node before and after the run
+    (partitions that name an ``iface``), and the references come from
+    ``reference/<system>.yaml``.'''
+
+    exclusive_access = True
+    #: Nodes the ranks/tasks must span (1: all on one node).
+    num_nodes = variable(int, value=1)
+    #: Read the interface's counters on every node before and after the run,
+    #: and require the bytes it sent to cover what the benchmark sent.
+    check_link_counters = variable(typ.Bool, value=True)
+    #: Per node: counter deltas over the run (errors and drops included).
+    link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
+
+    @run_after('setup')
+    def set_references(self):
+        # Validated first: a malformed file fails here with file, key and
+        # what is valid, never with a half-applied reference.
+        self.reference = references.reference_for_test(self.current_system.name)
+
+    def link_iface(self):
+        '''The interface whose counters prove the traffic, or None.'''
+        if not self.check_link_counters:
+            return None
+        return self.current_partition.extras.get('iface')
+
+    @run_before('run')
+    def read_link_counters(self):
+        iface = self.link_iface()
+        if iface is None:
+            return
+        launcher = self.current_partition.launcher_type.registered_name
+        self.prerun_cmds.append(linkstats.per_node(
+            linkstats.snapshot_command('before', iface), launcher, self.num_nodes))
+        # The job's exit status stays the benchmark's, not the last
+        # snapshot's: saved first, restored last.
+        self.postrun_cmds = ['hpcnet_status=$?',
+                             linkstats.per_node(linkstats.snapshot_command('after', iface),
+                                                launcher, self.num_nodes),
+                             *self.postrun_cmds, 'exit $hpcnet_status']
+
+    def _read(self, name: str) -> str:
+        path = os.path.join(self.stagedir, name)
+        if not os.path.exists(path):
+            return ''
+        with open(path, errors='replace') as fp:
+            return fp.read()
+
+    def job_output(self) -> str:
+        '''Everything the job printed (MPI libraries report on either stream).'''
+        return self._read(self.stdout.evaluate()) + self._read(self.stderr.evaluate())
+
+    def check_link(self, bytes_sent_by_host: dict) -> None:
+        '''Each node's interface sent at least the payload sent from there.'''
+        iface = self.link_iface()
+        if iface is None:
+            return
+        try:
+            deltas = linkstats.parse(self.job_output())
+        except linkstats.LinkStatsError as err:
+            raise SanityError(f'link counters: {err}') from None
+        self.link_counters = [{'host': d.host, 'iface': d.iface, **d.delta} for d in deltas]
+        hooks.check_link_bytes(deltas, bytes_sent_by_host, iface)
+
+
+class MpiBenchmark(NetworkRun):
     '''Base of every MPI benchmark run.'''
 
     valid_systems = ['*']
     valid_prog_environs = [f'+{Feature.MPI}']
-    exclusive_access = True
     num_tasks = 2
-    #: Nodes the ranks must span (1: every rank on one node).
-    num_nodes = variable(int, value=1)
     #: Fail unless the MPI's own report proves the partition's fabric was used.
-    verify_transport = variable(bool, value=True)
+    verify_transport = variable(typ.Bool, value=True)
     #: MPI library the binary reported (logged with every performance value).
     mpi_library = variable(str, value='', loggable=True)
     #: What the transport proof found.
@@ -69,12 +132,6 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
     #: MPI family of the environment (a reference $index level).
     mpi_family = variable(str, value='', loggable=True)
 
-    #: Read the fabric interface's counters on every node before and after
-    #: the run (partitions that name an ``iface``), and require the bytes the
-    #: interface sent to cover what the benchmark says it sent.
-    check_link_counters = variable(bool, value=True)
-    #: Per node: counter deltas over the run (errors and drops included).
-    link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
 
     @run_after('setup')
     def apply_fabric(self):
@@ -97,51 +154,13 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
         self.job.launcher.options += list(self.fabric_settings.launcher_options)
 
     def link_iface(self):
-        '''The interface whose counters prove the traffic, or None (shared
-        memory has none).'''
-        if self.fabric_settings.fabric == 'shm' or not self.check_link_counters:
+        # Shared memory has no link to count.
+        if self.fabric_settings.fabric == 'shm':
             return None
-        return self.current_partition.extras.get('iface')
-
-    @run_before('run')
-    def read_link_counters(self):
-        iface = self.link_iface()
-        if iface is None:
-            return
-        launcher = self.current_partition.launcher_type.registered_name
-        self.prerun_cmds.append(linkstats.per_node(
-            linkstats.snapshot_command('before', iface), launcher, self.num_nodes))
-        self.postrun_cmds.insert(0, linkstats.per_node(
-            linkstats.snapshot_command('after', iface), launcher, self.num_nodes))
-
-    def check_link(self, bytes_sent_by_host: dict) -> None:
-        '''Each node's interface sent at least the payload its ranks sent.'''
-        iface = self.link_iface()
-        if iface is None:
-            return
-        try:
-            deltas = linkstats.parse(self.mpi_output())
-        except linkstats.LinkStatsError as err:
-            raise SanityError(f'link counters: {err}') from None
-        self.link_counters = [{'host': d.host, 'iface': d.iface, **d.delta} for d in deltas]
-        hooks.check_link_bytes(deltas, bytes_sent_by_host, iface)
-
-    @run_after('setup')
-    def set_references(self):
-        # Validated first: a malformed file fails here with file, key and
-        # what is valid, never with a half-applied reference.
-        self.reference = references.reference_for_test(self.current_system.name)
-
-    def _read(self, name: str) -> str:
-        path = os.path.join(self.stagedir, name)
-        if not os.path.exists(path):
-            return ''
-        with open(path, errors='replace') as fp:
-            return fp.read()
+        return super().link_iface()
 
     def mpi_output(self) -> str:
-        '''Everything the job printed (MPI libraries report on either stream).'''
-        return self._read(self.stdout.evaluate()) + self._read(self.stderr.evaluate())
+        return self.job_output()
 
     def kernel_output(self, kernel: str):
         '''The kernel's parsed stdout (parsed once).'''
@@ -160,7 +179,7 @@ class MpiBenchmark(rfm.RunOnlyRegressionTest):
             try:
                 cached = parse_kernel_output(text, source=path, expect_kernel=kernel)
             except KernelOutputError as err:
-                raise SanityError(str(err)) from None
+                raise SanityError(f'{err}{hooks.exit_status(self.job.exitcode, self.job.signal)}') from None
             self._kernel_output = cached
         return cached
 

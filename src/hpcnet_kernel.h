@@ -51,6 +51,8 @@ static int hk_rank = 0;   /* rank in MPI_COMM_WORLD */
 static int hk_nranks = 1; /* size of MPI_COMM_WORLD */
 static const char *hk_kernel_name = "kernel";
 
+static inline void hk_library_version(char *out, size_t outlen);
+
 /* Call right after MPI_Init. */
 static inline void hk_init(const char *kernel_name)
 {
@@ -59,6 +61,15 @@ static inline void hk_init(const char *kernel_name)
     MPI_Comm_size(MPI_COMM_WORLD, &hk_nranks);
     /* one write() per line: the launcher forwards whole lines */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* Identify the kernel and the MPI library it really loaded before
+     * anything can fail: a binary run by another MPI's launcher (e.g. as
+     * two 1-rank jobs) is then reported as such, not by its symptom. */
+    if (hk_rank == 0) {
+        char lib[4 * MPI_MAX_LIBRARY_VERSION_STRING];
+        hk_library_version(lib, sizeof lib);
+        printf("hpcnet-kernel: %s %d\n", hk_kernel_name, HK_FORMAT_VERSION);
+        printf("mpi-library: %s\n", lib);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -590,10 +601,6 @@ static inline void hk_print_preamble(const char *hosts)
 {
     if (hk_rank != 0)
         return;
-    char lib[4 * MPI_MAX_LIBRARY_VERSION_STRING];
-    hk_library_version(lib, sizeof lib);
-    printf("hpcnet-kernel: %s %d\n", hk_kernel_name, HK_FORMAT_VERSION);
-    printf("mpi-library: %s\n", lib);
     printf("ranks: %d\n", hk_nranks);
     for (int r = 0; r < hk_nranks; r++)
         printf("host: %d %s\n", r, hk_host_of(hosts, r));

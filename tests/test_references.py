@@ -2,7 +2,6 @@
 from pathlib import Path
 
 import pytest
-import yaml
 
 from hpcnet import references
 from hpcnet.constants import REFERENCE_DIR

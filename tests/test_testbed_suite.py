@@ -29,13 +29,13 @@ def tb():
 
 
 def run_on_testbed(t, tmp_path, *args, timeout=1500):
-    return run_reframe(tmp_path, '-c', str(P2P), *args, system='testbed', timeout=timeout,
+    return run_reframe(tmp_path, '-c', str(P2P), *args, system='testbed:eth', timeout=timeout,
                        prefix=t.head_prefix(cwd=str(PROJECT_ROOT)), env=t.env())
 
 
 def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_per_stack):
     proc, cases = run_on_testbed(tb, tmp_path, '-n', '^hpcnet_p2p_multinode%',
-                                 '--partition', 'eth', '-p', env_regex(one_env_per_stack))
+                                 '-p', env_regex(one_env_per_stack))
     cases = [c for c in cases if c['name'].startswith('hpcnet_p2p_multinode')]
     assert len(cases) == len(one_env_per_stack) * len(P2PMode.ALL), proc.stdout[-4000:]
     failed = [(c['name'], c['environ'], c.get('fail_reason')) for c in cases
@@ -58,7 +58,7 @@ def test_degraded_link_fails_the_bandwidth_checks(tb, tmp_path, one_env_per_stac
     tb.shape('500mbit')
     try:
         proc, cases = run_on_testbed(tb, tmp_path, '-n', '^hpcnet_p2p_multinode%mode=bw$',
-                                     '--partition', 'eth', '-p', env_regex(one_env_per_stack[:1]))
+                                     '-p', env_regex(one_env_per_stack[:1]))
     finally:
         tb.shape('1gbit')
     (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p_multinode')]

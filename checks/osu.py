@@ -1,0 +1,150 @@
+"""OSU Micro-Benchmarks between two ranks: point-to-point latency, bandwidth,
+bidirectional bandwidth, message rate, and blocking collectives, one program
+per test, with the OMB installed with the environment's MPI.
+
+The programs are found by hpcnet.stacks (``extras['tools']``: the MPI
+prefix's bin and libexec/osu-micro-benchmarks/mpi/{pt2pt,collective});
+environments without OMB are not selected (``+osu``), and a test whose program
+is missing is skipped, naming it. The whole table goes into the report
+(``curve``); performance variables at the sizes of hpcnet.benchlib.
+
+Options: ``-m <max>`` (4 MiB point-to-point, 1 MiB collectives: OMB's own
+maxima). Only the maximum is passed: OMB ignores a minimum of 0 (its
+``set_min_message_size`` rejects it, and the error is lost), so the first size
+is OMB's own (0 or 1 depending on benchmark and release). ``-f`` (min, max,
+iterations) for collectives (``full_stats``); ``-x``/``-i`` only when set
+(``warmup``, ``iterations``): OMB's defaults already use fewer iterations for
+large messages, which ``-i`` would undo.
+"""
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.exceptions import SanityError
+
+from hpcnet import hooks
+from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, LATENCY_SIZES,
+                             MSG_RATE_SIZES, MSG_RATE_UNIT, OSU_COLLECTIVE_MAX_SIZE,
+                             OSU_PT2PT_MAX_SIZE, OsuProgram, ToolBenchmark, check_values,
+                             curve_rows, osu_required_sizes)
+from hpcnet.constants import Feature, Unit
+from hpcnet.parsers.errors import BenchmarkOutputError
+from hpcnet.parsers.osu import parse_osu
+
+#: Columns that are counts or verdicts, not measurements.
+COUNT_COLUMNS = ('size', 'iterations', 'transmit_size', 'validation')
+#: Columns that may be 0 at size 0 (0 bytes in any time is 0 MB/s).
+ZERO_AT_SIZE0 = ('bandwidth_MBps',)
+#: What -f adds to a blocking collective's table.
+FULL_STATS_COLUMNS = ('min_latency_us', 'max_latency_us')
+
+
+@rfm.simple_test
+class hpcnet_osu(ToolBenchmark):
+    '''One OSU Micro-Benchmarks program, two ranks on one node.'''
+    benchmark = parameter(OsuProgram.ALL)
+    tool_suite = 'OSU Micro-Benchmarks (OMB)'
+    # A prebuilt binary: its result does not depend on the compiler.
+    valid_prog_environs = [f'+{Feature.OSU} +{Feature.PRIMARY}']
+    tags = {'osu', 'mpi'}
+    #: Largest message (-m); None: OSU_PT2PT_MAX_SIZE / OSU_COLLECTIVE_MAX_SIZE.
+    max_size = variable(int, type(None), value=None)
+    #: -f for collectives: min/max latency and iterations (max_* variables).
+    full_stats = variable(typ.Bool, value=True)
+    #: -x (warm-up iterations) and -i (iterations); None: OMB's defaults.
+    warmup = variable(int, type(None), value=None)
+    iterations = variable(int, type(None), value=None)
+    #: OMB's version, as its title prints it.
+    osu_version = variable(str, value='', loggable=True)
+    # OMB does not print how many iterations a point-to-point size ran, and a
+    # collective's traffic depends on its algorithm: no payload to hold the
+    # link counters against.
+    check_link_counters = False
+
+    @run_after('init')
+    def set_tool(self):
+        self.tool = self.benchmark
+
+    def is_collective(self) -> bool:
+        return self.benchmark in OsuProgram.COLLECTIVES
+
+    def size_max(self) -> int:
+        if self.max_size is not None:
+            return self.max_size
+        return OSU_COLLECTIVE_MAX_SIZE if self.is_collective() else OSU_PT2PT_MAX_SIZE
+
+    @run_after('setup')
+    def set_options(self):
+        self.descr = f'OSU {self.benchmark} over {self.current_partition.fullname}'
+        opts = ['-m', str(self.size_max())]
+        if self.is_collective() and self.full_stats:
+            opts.append('-f')
+        if self.warmup is not None:
+            opts += ['-x', str(self.warmup)]
+        if self.iterations is not None:
+            opts += ['-i', str(self.iterations)]
+        self.executable_opts = opts
+
+    def osu_output(self):
+        '''The parsed, checked table (once).'''
+        cached = getattr(self, '_osu_output', None)
+        if cached is not None:
+            return cached
+        try:
+            out = parse_osu(self.benchmark_output(), source=self.stdout_path(),
+                            expect_benchmark=self.benchmark, expect_max_size=self.size_max())
+            out.headline        # the benchmark's figure of merit is there
+        except BenchmarkOutputError as err:
+            raise SanityError(str(err)) from None
+        hooks.check_sizes(out.sizes, osu_required_sizes(self.size_max()))
+        if self.is_collective() and self.full_stats:
+            missing = [c for c in FULL_STATS_COLUMNS if c not in out.columns]
+            if missing:
+                raise SanityError(f'{self.benchmark} ran with -f but printed no '
+                                  f'{", ".join(missing)} (columns: {", ".join(out.columns)}): '
+                                  'this OMB ignores -f; set full_stats=False to accept it')
+        values = [c for c in out.columns if c not in COUNT_COLUMNS]
+        check_values(out.rows, values, 'size', self.benchmark, zero_at_size0=ZERO_AT_SIZE0,
+                     nonnegative=('overlap_percent',))
+        failed = [r['size'] for r in out.rows if r.get('validation', 1.0) != 1.0]
+        if failed:
+            raise SanityError(f'{self.benchmark} data validation failed at sizes {failed}')
+        self.osu_version = out.version
+        self._osu_output = out
+        return out
+
+    @sanity_function
+    def assert_valid(self):
+        out = self.osu_output()
+        self.prove_run(f'OMB {out.version or "?"}')
+        self.curve = curve_rows(out.rows, 'size')
+        return True
+
+    @run_before('performance')
+    def set_perf_variables(self):
+        # Here, not at setup: which optional sizes (0 B) and columns
+        # (Latency (us) or Avg Latency(us)) an OMB prints depends on its release.
+        out = self.osu_output()
+        headline, _ = out.headline
+        bench = self.benchmark
+        if bench in OsuProgram.PT2PT_LATENCY:
+            self._perf('latency', LATENCY_SIZES, headline, Unit.US)
+        elif bench in OsuProgram.PT2PT_BANDWIDTH:
+            self._perf('bandwidth', BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
+        elif bench in OsuProgram.MESSAGE_RATE:
+            self._perf('bandwidth', BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
+            self._perf('msgrate', MSG_RATE_SIZES, 'messages_per_s', MSG_RATE_UNIT)
+        else:
+            self._perf('avg', COLLECTIVE_PERF_SIZES, headline, Unit.US)
+            if 'max_latency_us' in out.columns:
+                self._perf('max', COLLECTIVE_PERF_SIZES, 'max_latency_us', Unit.US)
+
+    def _perf(self, name, sizes, column, unit):
+        present = self.osu_output().sizes
+        for size in sizes:
+            if size in present:
+                self.add_perf(f'{name}_{hooks.size_label(size)}', self._value(size, column), unit)
+
+    @sn.deferrable
+    def _value(self, size, column):
+        return self.osu_output().row_for_size(size)[column]
+

@@ -1,0 +1,425 @@
+"""The IMB and OSU checks (checks/imb.py, checks/osu.py) and hpcnet.benchlib.
+
+- Pure functions of hpcnet.benchlib, on real outputs (fast, no ReFrame run).
+- IMB: a real ReFrame run on `local` (shm and tcp) with the Intel MPI
+  environment that ships IMB, asserted on the JSON report; and one run that
+  must fail because IMB's own time budget ran out.
+- OSU: no OMB is installed here, so the checks run unchanged against a fake
+  installation: an MPI prefix (the `bin/mpicc`, `mpirun` of a real MPI found
+  by hpcnet.stacks) whose libexec/osu-micro-benchmarks/mpi/... holds scripts
+  printing the REAL OMB 7.4 outputs of /work/shared/samples. hpcnet.stacks finds
+  it through HPCNET_MPI_PREFIXES, with a fresh HPCNET_STATE_DIR. Two settings
+  differ from a real run, both with `-S`: `verify_transport=False` (the scripts
+  do not call MPI, so the MPI prints no transport report) and
+  `full_stats=False` for the collectives (the samples were recorded without
+  `-f`; one run keeps `-f` and must fail, naming the missing columns).
+- Without OMB the OSU checks skip, naming the program.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import reframe.utility.typecheck as typ
+from reframe.core.exceptions import SanityError
+
+from hpcnet import benchlib, stacks
+from hpcnet.benchlib import ImbBenchmark, OsuProgram
+from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT, MpiFamily
+from hpcnet.parsers.imb import parse_imb
+from hpcnet.parsers.osu import parse_osu
+from hpcnet.testlib import MpiBenchmark
+
+REFRAME = Path(sys.executable).with_name('reframe')
+IMB_CHECKS = PROJECT_ROOT / 'checks' / 'imb.py'
+OSU_CHECKS = PROJECT_ROOT / 'checks' / 'osu.py'
+IMB_DATA = Path(__file__).parent / 'data' / 'imb'
+SAMPLES = Path(os.environ.get('HPCNET_OSU_SAMPLES', '/work/shared/samples'))
+#: The MPI the OSU samples were recorded with (file name suffix).
+SAMPLE_MPI = 'openmpi-4.1.4'
+
+
+def run_reframe(tmp_path, *args, partition=None, env=None, timeout=900):
+    '''reframe on `local` (or one of its partitions), serial, everything it
+    writes under tmp_path.'''
+    system = f'local:{partition}' if partition else 'local'
+    report = tmp_path / 'report.json'
+    cmd = [str(REFRAME), '-C', str(CONFIG_DIR / 'settings.py'), '-r', '--exec-policy', 'serial',
+           '--prefix', str(tmp_path / 'out'), '--perflogdir', str(tmp_path / 'perflogs'),
+           '--report-file', str(report), '--system', system, *args]
+    proc = subprocess.run(cmd, env={**os.environ, **(env or {})}, text=True, timeout=timeout,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cases = []
+    if report.exists():
+        cases = [tc for run in json.loads(report.read_text())['runs'] for tc in run['testcases']]
+    return proc, cases
+
+
+def set_false(test_cls, name: str) -> str:
+    '''``-S name=<false>`` for a variable of ``test_cls``. ReFrame converts a
+    ``-S`` string with the declared type: ``typ.Bool`` takes 'false', but a
+    variable declared ``bool`` gets ``bool('false')``, which is True; only ''
+    makes it False.'''
+    types = test_cls._rfm_var_space[name].field.valid_types
+    return f'{name}=false' if typ.Bool in types else f'{name}='
+
+
+#: No transport proof for the fake OMB: its programs do not call MPI.
+NO_TRANSPORT_PROOF = set_false(MpiBenchmark, 'verify_transport')
+
+
+def perf(case) -> dict:
+    return {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
+
+
+def by_benchmark(cases) -> dict:
+    out = {}
+    for c in cases:
+        out.setdefault(c['benchmark'], []).append(c)
+    return out
+
+
+# --------------------------------------------------------------------------
+# hpcnet.benchlib on real outputs
+# --------------------------------------------------------------------------
+
+def test_imb_sizes_match_real_tables():
+    collectives = parse_imb((IMB_DATA / 'IMB-MPI1_collectives.impi-2021.19.txt').read_text())
+    for table in collectives.tables:
+        assert table.sizes == benchlib.imb_sizes(table.benchmark, 0, 10), table.benchmark
+    nbc = parse_imb((IMB_DATA / 'IMB-NBC_Iallreduce_Ibcast_Ibarrier.impi-2021.19.txt').read_text())
+    for table in nbc.tables:
+        assert table.sizes == benchlib.imb_sizes(table.benchmark, 0, 10), table.benchmark
+    assert benchlib.imb_sizes(ImbBenchmark.PINGPONG, 0, 22)[-1] == 4 << 20
+
+
+def test_imb_timeout_is_named():
+    # The line IMB 2021.11 printed here when -time ran out (Uniband over TCP).
+    text = ((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()
+            .replace('\n# All processes', '           64 time-out.; Time limit (secs_per_sample * '
+                     'msg_sizes_list_len) is over; use "-time X" or SECS_PER_SAMPLE=X '
+                     '(IMB_settings.h) to increase time limit.\n\n# All processes', 1))
+    with pytest.raises(SanityError, match=r'IMB stopped PingPong at 64 B: its time budget '
+                                          r'\(-time 2 s per size x 12 sizes = 24 s\)'):
+        benchlib.check_imb_timeout(text, 'PingPong', 2.0, 12)
+    benchlib.check_imb_timeout((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text(),
+                               'PingPong', 2.0, 12)
+
+
+def test_intel_mpi_startup_report_gives_library_and_hosts():
+    text = (IMB_DATA / 'IMB-MPI1_PingPong_Allreduce.I_MPI_DEBUG-5.impi-2021.19.txt').read_text()
+    lib = benchlib.runtime_library(text)
+    assert lib.startswith('Intel(R) MPI Library, Version 2021.19.0')
+    assert stacks.library_family(lib) == (MpiFamily.IMPI, '2021.19.0')
+    assert benchlib.rank_hosts(text) == {0: 'vm', 1: 'vm'}
+    assert benchlib.runtime_library((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()) \
+        is None
+
+
+def test_foreign_lines_are_dropped_and_cut_lines_kept():
+    sample = SAMPLES / f'osu_latency.{SAMPLE_MPI}.txt'
+    if not sample.exists():
+        pytest.skip(f'OSU sample {sample} missing (set HPCNET_OSU_SAMPLES)')
+    lines = sample.read_text().splitlines(keepends=True)
+    # Transport reports and our link counters can land inside the table.
+    noisy = (['hpcnet-link: before vm lo tx_bytes=1 rx_bytes=1\n'] + lines[:6]
+             + ['[1732162583.123456] [vm:4242:0]     ucp_worker.c:1866 UCX  INFO  '
+                'ep_cfg[1]: tag(tcp/lo)\n', '[vm:4242] mca: bml: Using tcp btl for send to '
+                '[[123,1],1] on node vm\n'] + lines[6:]
+             + ['hpcnet-link: after vm lo tx_bytes=2 rx_bytes=2\n'])
+    with pytest.raises(Exception):
+        parse_osu(''.join(noisy), expect_benchmark='osu_latency')
+    out = parse_osu(benchlib.benchmark_text(''.join(noisy)), expect_benchmark='osu_latency',
+                    expect_max_size=benchlib.OSU_PT2PT_MAX_SIZE)
+    assert out.sizes[-1] == 4 << 20
+    # A last line without terminator is not hidden by the filter.
+    assert benchlib.benchmark_text('a\nb').endswith('\nb')
+
+
+def test_tool_missing_reason_names_the_program():
+    extras = {'mpi_prefix': '/opt/mpi', 'tools': {'IMB-MPI1': '/opt/mpi/bin/IMB-MPI1'}}
+    assert benchlib.tool_missing_reason('IMB-MPI1', 'IMB', 'gcc12-x', extras) is None
+    reason = benchlib.tool_missing_reason('osu_latency', 'OSU Micro-Benchmarks', 'gcc12-x', extras)
+    assert 'osu_latency' in reason and 'gcc12-x' in reason and 'OSU' in reason
+    assert '/opt/mpi/libexec/osu-micro-benchmarks/mpi/pt2pt' in reason
+    assert 'IMB-MPI1' in reason          # what the environment does have
+
+
+def test_tool_must_belong_to_the_environment_mpi():
+    extras = {'mpi_prefix': '/opt/mpi', 'tool_prefixes': ['/opt/spack/osu-7.4-abc']}
+    benchlib.check_tool_prefix('osu_bw', '/opt/mpi/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_bw',
+                               extras, 'e')
+    benchlib.check_tool_prefix('osu_bw', '/opt/spack/osu-7.4-abc/bin/osu_bw', extras, 'e')
+    with pytest.raises(SanityError, match='not under the prefix of the MPI of environment e'):
+        benchlib.check_tool_prefix('IMB-MPI1', '/opt/mpi-other/bin/IMB-MPI1', extras, 'e')
+    with pytest.raises(SanityError):
+        benchlib.check_tool_prefix('IMB-MPI1', '/opt/mpix/bin/IMB-MPI1', extras, 'e')
+
+
+# --------------------------------------------------------------------------
+# IMB: real runs
+# --------------------------------------------------------------------------
+
+#: The subset run by the test (one of each kind), and its -msglog maximum (64 KiB).
+IMB_SUBSET = (ImbBenchmark.PINGPONG, ImbBenchmark.UNIBAND, ImbBenchmark.ALLREDUCE,
+              ImbBenchmark.BARRIER, ImbBenchmark.IALLREDUCE)
+TEST_MSGLOG = 16
+EXPECTED_IMB_PERF = {
+    ImbBenchmark.PINGPONG: {'latency_0B', 'latency_8B', 'bandwidth_64KiB'},
+    ImbBenchmark.UNIBAND: {'bandwidth_64KiB', 'msgrate_8B', 'msgrate_64KiB'},
+    ImbBenchmark.ALLREDUCE: {'avg_8B', 'avg_64KiB', 'max_8B', 'max_64KiB'},
+    ImbBenchmark.BARRIER: {'avg_0B', 'max_0B'},
+    ImbBenchmark.IALLREDUCE: {'overall_8B', 'overall_64KiB', 'pure_8B', 'pure_64KiB',
+                              'overlap_8B', 'overlap_64KiB'},
+}
+
+
+@pytest.fixture(scope='module')
+def imb_environment():
+    '''The environment the IMB checks run in: an MPI shipping IMB-MPI1 and
+    IMB-NBC, its first compiler (feature +primary).'''
+    found = stacks.discover()
+    for env in found.environments:
+        tools = dict(env.mpi.tools)
+        if env.primary and {'IMB-MPI1', 'IMB-NBC'} <= set(tools):
+            return env
+    pytest.skip('no environment has IMB-MPI1 and IMB-NBC (hpcnet.stacks found: '
+                f'{", ".join(e.name for e in found.environments) or "none"}): install Intel MPI '
+                '(`make stacks`) or an IMB build against one of the MPIs')
+
+
+def names_regex(cls_names, benchmarks):
+    return f'^({"|".join(cls_names)})%benchmark=({"|".join(benchmarks)})$'
+
+
+@pytest.mark.integration
+def test_imb_runs_on_both_partitions(tmp_path, imb_environment):
+    prefix = imb_environment.mpi.candidate.prefix
+    proc, cases = run_reframe(tmp_path, '-c', str(IMB_CHECKS), '-p', f'^{imb_environment.name}$',
+                              '-n', names_regex(('hpcnet_imb', 'hpcnet_imb_nbc'), IMB_SUBSET),
+                              '-S', f'msglog_max={TEST_MSGLOG}')
+    assert len(cases) == len(IMB_SUBSET) * 2, proc.stdout[-3000:]
+    failed = [(c['name'], c['partition'], c['fail_reason']) for c in cases if c['result'] != 'pass']
+    assert not failed, failed
+    assert proc.returncode == 0
+    for bench, runs in by_benchmark(cases).items():
+        assert sorted(c['partition'] for c in runs) == ['shm', 'tcp']
+        for c in runs:
+            values = perf(c)
+            assert set(values) == EXPECTED_IMB_PERF[bench], (bench, values)
+            assert all(v is not None and v >= 0 for v in values.values()), values
+            # The whole table is in the report.
+            sizes = [r.get('size_bytes') for r in c['curve']]
+            assert sizes == list(benchlib.imb_sizes(bench, 0, TEST_MSGLOG)) or \
+                (bench == ImbBenchmark.BARRIER and sizes == [None])
+            # The transport the MPI used, the library it loaded, the binary.
+            assert f"on fabric '{c['partition']}'" in c['transport']
+            assert c['mpi_library'].startswith('Intel(R) MPI Library')
+            assert c['tool_path'].startswith(prefix + '/') and c['imb_version']
+            assert f'0:{TEST_MSGLOG}' in c['executable_opts']
+            if c['partition'] == 'tcp' and bench in (ImbBenchmark.PINGPONG, ImbBenchmark.UNIBAND):
+                # Loopback carried at least the payload IMB reports.
+                assert c['link_counters'] and c['link_counters'][0]['tx_bytes'] > 0
+
+
+@pytest.mark.integration
+def test_imb_time_budget_exhausted_fails_with_reason(tmp_path, imb_environment):
+    proc, cases = run_reframe(tmp_path, '-c', str(IMB_CHECKS), '-p', f'^{imb_environment.name}$',
+                              '-n', names_regex(('hpcnet_imb',), (ImbBenchmark.PINGPONG,)),
+                              '-S', 'time_per_size=0.001', partition='tcp')
+    (case,) = cases
+    assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', proc.stdout[-2000:]
+    assert 'IMB stopped PingPong at' in case['fail_reason']
+    assert 'time budget (-time 0.001 s per size x 24 sizes' in case['fail_reason']
+
+
+# --------------------------------------------------------------------------
+# OSU: the checks against a fake OMB installation
+# --------------------------------------------------------------------------
+
+FAKE_SCRIPT = '''#!/bin/sh
+# Fake {name} (hpcnet tests): prints the real OMB output {sample}, on rank 0 only.
+rank=${{OMPI_COMM_WORLD_RANK:-${{PMIX_RANK:-${{PMI_RANK:-0}}}}}}
+[ "$rank" = 0 ] || exit 0
+echo "{name} $*" >> {prefix}/calls.log
+case "$(cat {prefix}/mode.{name} 2>/dev/null)" in
+  stop-early) head -n -3 {sample} ;;        # the run ended between two rows
+  cut-row)    head -c -4 {sample} ;;        # the last row cut while being written
+  *)          cat {sample} ;;
+esac
+'''
+
+
+def osu_subdir(program: str) -> str:
+    kind = 'collective' if program in OsuProgram.COLLECTIVES else 'pt2pt'
+    return f'libexec/osu-micro-benchmarks/mpi/{kind}'
+
+
+def make_fake_osu_prefix(root: Path, real: stacks.MpiStack) -> tuple:
+    '''A view of a real MPI prefix (like a Spack view) with a fake OSU
+    program for every sample; returns (prefix, faked programs).
+
+    Every top-level entry but bin/ is a symlink to the real one; every program
+    of the real bin/ is a script exec'ing it (not a symlink: MPI launchers and
+    wrappers find their own files from the path they were started through).'''
+    prefix = root / f'fake-osu-{real.label}'
+    (prefix / 'bin').mkdir(parents=True)
+    real_prefix = Path(real.candidate.prefix)
+    for entry in sorted(real_prefix.iterdir()):
+        if entry.name != 'bin':
+            (prefix / entry.name).symlink_to(entry)
+    bindir = Path(real.candidate.bindir)
+    for program in sorted(bindir.iterdir()):
+        if program.is_file() and os.access(program, os.X_OK):
+            shim = prefix / 'bin' / program.name
+            shim.write_text(f'#!/bin/sh\nexec {program} "$@"\n')
+            shim.chmod(0o755)
+    faked = []
+    for program in OsuProgram.ALL:
+        sample = SAMPLES / f'{program}.{SAMPLE_MPI}.txt'
+        if not sample.exists():
+            continue
+        d = prefix / osu_subdir(program)
+        d.mkdir(parents=True, exist_ok=True)
+        script = d / program
+        script.write_text(FAKE_SCRIPT.format(name=program, sample=sample, prefix=prefix))
+        script.chmod(0o755)
+        faked.append(program)
+    return prefix, tuple(faked)
+
+
+@pytest.fixture(scope='module')
+def fake_osu(tmp_path_factory):
+    '''(environment name, prefix, faked programs, environment variables for
+    reframe) of a fresh discovery that sees the fake OMB installation.'''
+    if not SAMPLES.is_dir():
+        pytest.skip(f'the OSU samples directory {SAMPLES} is missing (real OMB 7.4 outputs; '
+                    'set HPCNET_OSU_SAMPLES)')
+    found = stacks.discover()
+    # Debian's MPIs are found again by the fresh discovery and would take the
+    # environment name first: wrap an MPI from another source.
+    candidates = sorted({e.mpi.label: e.mpi for e in found.environments
+                         if e.mpi.candidate.source != 'debian'}.values(),
+                        key=lambda m: MpiFamily.ALL.index(m.family))
+    if not candidates:
+        pytest.skip('no MPI outside Debian\'s to wrap in a fake OSU prefix (run `make stacks`); '
+                    f'found: {", ".join(e.name for e in found.environments) or "none"}')
+    root = tmp_path_factory.mktemp('fake-osu')
+    prefix, faked = make_fake_osu_prefix(root, candidates[0])
+    if not faked:
+        pytest.skip(f'no OSU sample in {SAMPLES} (expected e.g. osu_latency.{SAMPLE_MPI}.txt)')
+    env = {'HPCNET_STATE_DIR': str(root / 'state'), 'HPCNET_MPI_PREFIXES': str(prefix),
+           'HPCNET_SPACK_ENV': ''}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        fresh = stacks.discover()        # also the cache reframe will read
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    mine = [e for e in fresh.environments if e.mpi.candidate.prefix == str(prefix) and e.primary]
+    if not mine:
+        pytest.fail(f'the fake OSU prefix {prefix} gave no environment: {fresh.rejected}')
+    tools = dict(mine[0].mpi.tools)
+    assert set(faked) <= set(tools), tools
+    assert 'osu' in mine[0].features
+    return mine[0].name, prefix, faked, env
+
+
+@pytest.mark.integration
+def test_osu_checks_parse_real_outputs(tmp_path, fake_osu):
+    env_name, prefix, faked, env = fake_osu
+    proc, cases = run_reframe(tmp_path, '-c', str(OSU_CHECKS), '-p', f'^{env_name}$',
+                              '-S', NO_TRANSPORT_PROOF, '-S', 'full_stats=false', env=env,
+                              timeout=600)
+    assert len(cases) == len(OsuProgram.ALL) * 2, proc.stdout[-3000:]
+    for bench, runs in by_benchmark(cases).items():
+        for c in runs:
+            if bench not in faked:
+                assert c['result'] == 'skip', (bench, c['result'], c['fail_reason'])
+                assert f'program {bench} not found' in c['tool_missing']
+                continue
+            assert c['result'] == 'pass', (bench, c['partition'], c['fail_reason'])
+            sample = parse_osu((SAMPLES / f'{bench}.{SAMPLE_MPI}.txt').read_text())
+            values = perf(c)
+            if bench in OsuProgram.PT2PT_LATENCY:
+                assert values == {'latency_8B': sample.row_for_size(8)['avg_latency_us']}
+            elif bench in OsuProgram.PT2PT_BANDWIDTH:
+                assert values == {f'bandwidth_{k}': sample.row_for_size(s)['bandwidth_MBps']
+                                  for k, s in (('64KiB', 65536), ('1MiB', 1 << 20),
+                                               ('4MiB', 4 << 20))}
+            else:
+                assert values == {f'avg_{k}': sample.row_for_size(s)['avg_latency_us']
+                                  for k, s in (('8B', 8), ('64KiB', 65536), ('1MiB', 1 << 20))}
+            assert [r['size_bytes'] for r in c['curve']] == list(sample.sizes)
+            assert c['osu_version'] == '7.4'
+            assert c['tool_path'].startswith(str(prefix))
+            assert c['mpi_library'].startswith(c['mpi_family'])
+    # What the checks asked OMB for.
+    calls = (prefix / 'calls.log').read_text().splitlines()
+    for program in faked:
+        want = (f'{program} -m 1048576' if program in OsuProgram.COLLECTIVES
+                else f'{program} -m 4194304')
+        assert want in calls, calls
+    assert proc.returncode == 0
+
+
+@pytest.mark.integration
+def test_osu_damaged_outputs_fail_with_reason(tmp_path, fake_osu):
+    env_name, prefix, faked, env = fake_osu
+    wanted = (OsuProgram.LATENCY, OsuProgram.BW, OsuProgram.ALLREDUCE)
+    if not set(wanted) <= set(faked):
+        pytest.skip(f'needs OSU samples of {", ".join(wanted)} in {SAMPLES}')
+    (prefix / f'mode.{OsuProgram.LATENCY}').write_text('stop-early\n')
+    (prefix / f'mode.{OsuProgram.BW}').write_text('cut-row\n')
+    try:
+        # full_stats stays on: the allreduce sample has no -f columns.
+        proc, cases = run_reframe(tmp_path, '-c', str(OSU_CHECKS), '-p', f'^{env_name}$',
+                                  '-S', NO_TRANSPORT_PROOF,
+                                  '-n', names_regex(('hpcnet_osu',), wanted), partition='shm',
+                                  env=env, timeout=600)
+    finally:
+        for name in (OsuProgram.LATENCY, OsuProgram.BW):
+            (prefix / f'mode.{name}').unlink()
+    got = {c['benchmark']: c for c in cases}
+    assert set(got) == set(wanted), proc.stdout[-3000:]
+    assert all(c['result'] == 'fail' and c['fail_phase'] == 'sanity' for c in got.values())
+    assert ('osu_latency: the last size is 524288, expected 4194304: the run stopped early'
+            in got[OsuProgram.LATENCY]['fail_reason'])
+    assert 'has no line terminator: the output was cut' in got[OsuProgram.BW]['fail_reason']
+    assert ('osu_allreduce ran with -f but printed no min_latency_us, max_latency_us'
+            in got[OsuProgram.ALLREDUCE]['fail_reason'])
+    assert f'{OsuProgram.ALLREDUCE} -m 1048576 -f' in (prefix / 'calls.log').read_text()
+    assert proc.returncode != 0
+
+
+@pytest.mark.integration
+def test_osu_checks_skip_without_osu(tmp_path):
+    '''An MPI environment without OMB: not selected by +osu; forced onto it
+    (--skip-prgenv-check), every OSU test skips and names its program.'''
+    found = stacks.discover()
+    plain = [e for e in found.environments if not any(t.startswith('osu_')
+                                                       for t, _ in e.mpi.tools)]
+    if not plain:
+        pytest.skip('every environment found has OSU programs')
+    env_name = plain[0].name
+    proc, cases = run_reframe(tmp_path, '-c', str(OSU_CHECKS), '-p', f'^{env_name}$',
+                              partition='shm', timeout=300)
+    assert not cases, proc.stdout[-2000:]
+    proc, cases = run_reframe(tmp_path, '-c', str(OSU_CHECKS), '-p', f'^{env_name}$',
+                              '--skip-prgenv-check', partition='shm', timeout=300)
+    assert len(cases) == len(OsuProgram.ALL), proc.stdout[-3000:]
+    for c in cases:
+        assert c['result'] == 'skip', (c['name'], c['result'], c['fail_reason'])
+        assert f'program {c["benchmark"]} not found in environment {env_name}' in \
+            c['tool_missing']
+        assert 'OSU Micro-Benchmarks' in c['tool_missing']
+        # ReFrame's own summary line gives the reason too.
+        assert f'{env_name} [OSU Micro-Benchmarks (OMB) program {c["benchmark"]} not found' in \
+            proc.stdout
+    assert proc.returncode == 0
