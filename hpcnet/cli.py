@@ -3,6 +3,7 @@
     hpcnet install-stacks        install the PyPI MPI stacks, one prefix each
     hpcnet stacks                list the compiler x MPI environments (and why others are out)
     hpcnet run [reframe args]    run the suite with ReFrame, keep the report
+    hpcnet crosscheck            our ping-pong against IMB PingPong, as ratios
     hpcnet refs validate [FILE]  check reference files
     hpcnet refs generate REPORT  reference data from a good run's JSON report
     hpcnet testbed ...           the Slurm virtual cluster (see ci/testbed/README.md)
@@ -20,7 +21,7 @@ import time
 from pathlib import Path
 
 from hpcnet import references, stacks
-from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT, REFERENCE_DIR
+from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT, REFERENCE_DIR, Feature
 
 #: Exact versions: the suite must be reproducible; bump deliberately.
 PYPI_PINS = {
@@ -148,8 +149,8 @@ def cmd_testbed(args) -> int:
     p.add_argument('--nodes', type=int, default=2)
     p.add_argument('--rate', default='1gbit', help="tbf rate of every link ('none': unshaped)")
     p.add_argument('--burst', default='128kb')
-    p.add_argument('reframe_args', nargs=argparse.REMAINDER)
-    opts = p.parse_args(args.testbed_args[1:])
+    # Everything else goes to reframe (e.g. -n NAME, -p ENV).
+    opts, reframe_args = p.parse_known_args(args.testbed_args[1:])
     tb = testbed.Testbed()
     tb.log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
@@ -158,11 +159,39 @@ def cmd_testbed(args) -> int:
         _say(f'testbed did not come up: {err}')
         return 1
     try:
-        return run_suite('testbed', ['--system', 'testbed', *opts.reframe_args],
+        return run_suite('testbed', ['--system', 'testbed', *reframe_args],
                          prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env(dict(os.environ)))
     finally:
         tb.down()
         _say('testbed down')
+
+
+def cmd_crosscheck(args) -> int:
+    from hpcnet import crosscheck
+    if args.report:
+        report = Path(args.report)
+    else:
+        envs = [e.name for e in stacks.discover().environments
+                if e.primary and Feature.IMB in e.features]
+        if not envs:
+            _say('no environment ships IMB-MPI1 (feature +imb): nothing to cross-check')
+            return 1
+        rc = run_suite('crosscheck', ['-n', r'^(hpcnet_p2p%mode=pingpong|hpcnet_imb%benchmark=PingPong)$',
+                                      '-p', '^(' + '|'.join(envs) + ')$', *args.reframe_args])
+        report = PROJECT_ROOT / 'reports' / 'crosscheck-latest.json'
+        if rc != 0:
+            _say(f'some runs failed (exit {rc}); ratios below use the ones that passed')
+    data = references.load_report(report)
+    final = {}
+    for run in data.get('runs', []):
+        for tc in run['testcases']:
+            final[(tc['name'], tc['system'], tc['partition'], tc['environ'])] = tc
+    rows = crosscheck.ratios(list(final.values()))
+    if not rows:
+        _say(f'{report}: no environment with both our ping-pong and IMB PingPong passing')
+        return 1
+    print(crosscheck.table(rows))
+    return 0 if all(r.ok for r in rows) else 2
 
 
 def cmd_refs(args) -> int:
@@ -206,9 +235,11 @@ def main(argv=None) -> int:
 
     p = sub.add_parser('run', help='run the suite with ReFrame')
     p.add_argument('--name', default='run', help='report name (reports/<name>-latest.json)')
-    p.add_argument('reframe_args', nargs=argparse.REMAINDER,
-                   help='passed to reframe (e.g. --system local -n hpcnet_p2p)')
-    p.set_defaults(func=cmd_run)
+    p.set_defaults(func=cmd_run, takes_reframe_args=True)
+
+    p = sub.add_parser('crosscheck', help='our ping-pong against IMB PingPong (ratios)')
+    p.add_argument('--report', help='use this ReFrame JSON report instead of running')
+    p.set_defaults(func=cmd_crosscheck, takes_reframe_args=True)
 
     p = sub.add_parser('refs', help='reference files')
     rs = p.add_subparsers(dest='refs_cmd', required=True)
@@ -226,7 +257,13 @@ def main(argv=None) -> int:
     p.add_argument('testbed_args', nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_testbed)
 
-    args = parser.parse_args(argv)
+    # Options hpcnet does not know go to reframe (hpcnet run -n hpcnet_p2p ...).
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, 'takes_reframe_args', False) and args.cmd != 'testbed':
+        parser.error(f'unrecognized arguments: {" ".join(extra)}')
+    args.reframe_args = extra
+    if args.cmd == 'testbed':
+        args.testbed_args = args.testbed_args + extra
     return args.func(args)
 
 

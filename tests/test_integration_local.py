@@ -108,3 +108,31 @@ def test_unknown_system_is_one_clear_message(tmp_path):
     proc, _ = run_reframe(tmp_path, '-c', str(P2P), '--system', 'nosuchsystem', timeout=120)
     assert proc.returncode != 0
     assert 'nosuchsystem' in proc.stdout
+
+
+def test_collectives_pairs_and_preflight(tmp_path, one_env_per_stack):
+    '''Collectives (a reduction and a personalized exchange), the pair
+    matrix and the preflight, every MPI, both partitions.'''
+    proc, cases = run_reframe(
+        tmp_path, '-c', str(PROJECT_ROOT / 'checks'), '-R',
+        '-n', r'^(hpcnet_collectives%op=(allreduce|alltoall)|hpcnet_pairs|hpcnet_preflight)$',
+        '-p', env_regex(one_env_per_stack + ['builtin']), '-S', 'time_per_size_ms=5')
+    by = {}
+    for c in cases:
+        by.setdefault(c['name'].split()[0], []).append(c)
+    failed = [(c['name'], c['partition'], c['environ'], c.get('fail_reason')) for c in cases
+              if c['result'] not in ('pass', 'skip') and not c['fixture']]
+    assert not failed, failed
+    assert len(by['hpcnet_collectives']) == len(one_env_per_stack) * 2 * 2, proc.stdout[-3000:]
+    for c in by['hpcnet_collectives']:
+        perf = {k.split(':')[-1]: v[0] for k, v in c['perfvalues'].items()}
+        assert perf['avg_8B'] > 0 and perf['max_1MiB'] >= perf['avg_1MiB'] > 0
+        assert all(r['op'] == c['name'].split('=')[1] for r in c['curve'])
+        assert f"on fabric '{c['partition']}'" in c['transport']
+    assert len(by['hpcnet_pairs']) == len(one_env_per_stack) * 2
+    for c in by['hpcnet_pairs']:
+        perf = {k.split(':')[-1]: v[0] for k, v in c['perfvalues'].items()}
+        assert perf['latency_worst_over_median'] >= 1.0 >= perf['bandwidth_worst_over_median']
+        assert len(c['pair_table']) == 1          # 2 ranks: one pair
+    (shm, tcp) = sorted(by['hpcnet_preflight'], key=lambda c: c['partition'])
+    assert shm['result'] == 'skip' and tcp['result'] == 'pass'

@@ -39,7 +39,7 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
     cases = [c for c in cases if c['name'].startswith('hpcnet_p2p_multinode')]
     assert len(cases) == len(one_env_per_stack) * len(P2PMode.ALL), proc.stdout[-4000:]
     failed = [(c['name'], c['environ'], c.get('fail_reason')) for c in cases
-              if c['result'] != 'pass']
+              if c['result'] not in ('pass', 'xfail')]
     assert not failed, failed
     for c in cases:
         values = perf(c)
@@ -48,9 +48,14 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
         refs = {k.split(':')[-1]: v[1] for k, v in c['perfvalues'].items()}
         assert refs['bandwidth_4MiB'] > 0, 'no reference for bandwidth_4MiB on testbed:eth'
         assert 0.5 < values['efficiency_4MiB'] < 1.0
-        # One rank per node, and each node's eth0 carried its rank's bytes.
+        # One rank per node; the sanity already required each node's eth0 to
+        # have sent at least what its rank sent (in bw mode the receiver
+        # sends only acks, so only the sender's count is large).
         assert sorted(lc['host'] for lc in c['link_counters']) == ['cn1', 'cn2']
-        assert all(lc['tx_bytes'] > 4 * 2**20 for lc in c['link_counters'])
+        assert max(lc['tx_bytes'] for lc in c['link_counters']) > 4 * 2**20
+    xfails = sorted((c['environ'], c['name']) for c in cases if c['result'] == 'xfail')
+    # The known deviation of reference/testbed.yaml: Open MPI's bidirectional rate.
+    assert all('openmpi' in env and 'bibw' in name for env, name in xfails), xfails
         assert "on fabric 'tcp'" in c['transport']
 
 
