@@ -35,7 +35,7 @@ from reframe.core.builtins import (fixture, parameter, performance_function, run
 from reframe.core.exceptions import SanityError
 
 from hpcnet import hooks
-from hpcnet.constants import SRC_DIR, PartitionFeature, Unit
+from hpcnet.constants import SRC_DIR, Fabric, PartitionFeature, Unit
 from hpcnet.parsers.kernel import KernelOutputError, parse_kernel_output
 from hpcnet.sites import BUILTIN_ENV
 from hpcnet.testlib import NetworkRun
@@ -390,7 +390,7 @@ class hpcnet_sockets(SocketsBase):
     '''Server and client on this host, over the partition's interface
     (loopback on local:tcp).'''
 
-    valid_systems = ['local:tcp']
+    valid_systems = [f'+{Fabric.TCP} -{PartitionFeature.MULTINODE}']
     num_tasks = 1
     udp_rate_mbps = LOCAL_UDP_RATE_MBPS
     tags = {'sockets', 'tcp', 'udp'}
@@ -427,7 +427,7 @@ class hpcnet_sockets_multinode(SocketsBase):
     partition's interface, rank 1 is the client; the bytes must cross the
     link.'''
 
-    valid_systems = [f'+{PartitionFeature.MULTINODE}']
+    valid_systems = [f'+{PartitionFeature.MULTINODE} +{Fabric.TCP}']
     num_tasks = 2
     num_tasks_per_node = 1
     num_nodes = 2
@@ -452,7 +452,7 @@ class hpcnet_iperf3_multinode(LinkCheckedRun):
     the partition's interface, client on the second; receiver-side
     throughput.'''
 
-    valid_systems = [f'+{PartitionFeature.MULTINODE}']
+    valid_systems = [f'+{PartitionFeature.MULTINODE} +{Fabric.TCP}']
     num_tasks = 2
     num_tasks_per_node = 1
     num_nodes = 2

@@ -113,9 +113,18 @@ def _example_site() -> dict:
     }
 
 
+def _with_fabric_features(system: dict) -> dict:
+    '''Each partition also carries its fabric as a feature (``+tcp``,
+    ``+roce``), so checks select fabrics declaratively.'''
+    for part in system['partitions']:
+        fabric = part['extras']['fabric']
+        part['features'] = sorted(set(part.get('features', [])) | {fabric})
+    return system
+
+
 def systems() -> list:
     # ReFrame picks the first system whose hostnames match: 'local' is last.
-    return [_testbed(), _example_site(), _local()]
+    return [_with_fabric_features(s) for s in (_testbed(), _example_site(), _local())]
 
 
 def environments() -> list:

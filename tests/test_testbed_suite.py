@@ -47,16 +47,21 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
         # only inside the bounds); the reference must really be there.
         refs = {k.split(':')[-1]: v[1] for k, v in c['perfvalues'].items()}
         assert refs['bandwidth_4MiB'] > 0, 'no reference for bandwidth_4MiB on testbed:eth'
-        assert 0.5 < values['efficiency_4MiB'] < 1.0
+        # Payload over wire rate: 0.956 streaming, 0.983 ping-pong (burst); the
+        # known deviation (XFAIL) is far below.
+        if c['result'] == 'pass':
+            assert 0.85 < values['efficiency_4MiB'] < 1.0, c['name']
+        else:
+            assert values['efficiency_4MiB'] < 0.85, c['name']
         # One rank per node; the sanity already required each node's eth0 to
         # have sent at least what its rank sent (in bw mode the receiver
         # sends only acks, so only the sender's count is large).
         assert sorted(lc['host'] for lc in c['link_counters']) == ['cn1', 'cn2']
         assert max(lc['tx_bytes'] for lc in c['link_counters']) > 4 * 2**20
+        assert "on fabric 'tcp'" in c['transport']
     xfails = sorted((c['environ'], c['name']) for c in cases if c['result'] == 'xfail')
     # The known deviation of reference/testbed.yaml: Open MPI's bidirectional rate.
     assert all('openmpi' in env and 'bibw' in name for env, name in xfails), xfails
-        assert "on fabric 'tcp'" in c['transport']
 
 
 def test_degraded_link_fails_the_bandwidth_checks(tb, tmp_path, one_env_per_stack):
