@@ -35,10 +35,10 @@ from reframe.core.builtins import (fixture, parameter, performance_function, run
 from reframe.core.exceptions import SanityError
 
 from hpcnet import hooks
-from hpcnet.constants import SRC_DIR, Fabric, PartitionFeature, Unit
+from hpcnet.constants import Fabric, PartitionFeature, Unit
 from hpcnet.parsers.kernel import KernelOutputError, parse_kernel_output
 from hpcnet.sites import BUILTIN_ENV
-from hpcnet.testlib import NetworkRun
+from hpcnet.testlib import MakeBuild, NetworkRun
 
 #: The tests of the kernel (src/sockets.c --test).
 TCP_STREAM = 'tcp_stream'
@@ -113,28 +113,17 @@ def job_errors(stagedir: str, names) -> str:
     return '; '.join(lines[:5])
 
 
-class build_sockets(rfm.CompileOnlyRegressionTest):
-    '''Build src/sockets.c (no MPI) with the environment's C compiler.'''
+class build_sockets(MakeBuild):
+    '''Build src/sockets.c (no MPI) with the environment's C compiler
+    (-pthread is added by the Makefile's rule).'''
 
     descr = 'Build the hpcnet socket kernel'
-    valid_systems = ['*']
     valid_prog_environs = [BUILTIN_ENV]
-    build_system = 'Make'
-    sourcesdir = str(SRC_DIR)
-    build_locally = True
-    #: Warnings are errors; -pthread is added by the Makefile's rule.
-    cflags = variable(typ.List[str], value=['-O2', '-Wall', '-Wextra', '-Werror'])
+    make_targets = ['sockets']
+    programs = [KERNEL]
 
-    @run_before('compile')
-    def set_make_options(self):
-        self.build_system.options = ['sockets', f'CC={self.current_environ.cc}', 'BINDIR=bin',
-                                     f'CFLAGS={" ".join(self.cflags)}']
-        self.build_system.max_concurrency = 1
-
-    @sanity_function
-    def binary_built(self):
-        return sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'bin', KERNEL)),
-                              msg=f'bin/{KERNEL} was not built')
+    def compiler_vars(self) -> list:
+        return [f'CC={self.current_environ.cc}']
 
 
 class LinkCheckedRun(NetworkRun):

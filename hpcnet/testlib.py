@@ -26,29 +26,45 @@ from hpcnet.constants import SRC_DIR, Feature
 from hpcnet.parsers.kernel import KernelOutputError, parse_kernel_output
 
 
-class build_kernels(rfm.CompileOnlyRegressionTest):
-    '''Build src/ (all MPI kernels) with the environment's MPI wrapper.'''
+class MakeBuild(rfm.CompileOnlyRegressionTest):
+    '''Build targets of src/Makefile once per environment (use as a fixture
+    with scope 'environment'); warnings are errors.'''
 
-    descr = 'Build the hpcnet MPI kernels'
     valid_systems = ['*']
-    valid_prog_environs = [f'+{Feature.MPI}']
     build_system = 'Make'
     sourcesdir = str(SRC_DIR)
     build_locally = True
     #: Compiler flags; warnings are errors so a new compiler's complaint is seen.
     cflags = variable(typ.List[str], value=['-O2', '-Wall', '-Wextra', '-Werror'])
+    #: Make targets, and the variables naming the compiler.
+    make_targets = variable(typ.List[str], value=[])
+    #: Programs the build must leave in bin/.
+    programs = variable(typ.List[str], value=[])
+
+    def compiler_vars(self) -> list:
+        raise NotImplementedError
 
     @run_before('compile')
     def set_make_options(self):
-        self.build_system.options = [f'MPICC={self.current_environ.cc}', 'BINDIR=bin',
+        self.build_system.options = [*self.make_targets, *self.compiler_vars(), 'BINDIR=bin',
                                      f'CFLAGS={" ".join(self.cflags)}']
         self.build_system.max_concurrency = 1
 
     @sanity_function
     def binaries_built(self):
-        return sn.all([sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'bin', k)),
-                                      msg=f'bin/{k} was not built')
-                       for k in ('p2p', 'collectives', 'pairs')])
+        return sn.all([sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'bin', p)),
+                                      msg=f'bin/{p} was not built') for p in self.programs])
+
+
+class build_kernels(MakeBuild):
+    '''Build src/ (all MPI kernels) with the environment's MPI wrapper.'''
+
+    descr = 'Build the hpcnet MPI kernels'
+    valid_prog_environs = [f'+{Feature.MPI}']
+    programs = ['p2p', 'collectives', 'pairs']
+
+    def compiler_vars(self) -> list:
+        return [f'MPICC={self.current_environ.cc}']
 
 
 class NetworkRun(rfm.RunOnlyRegressionTest):

@@ -35,9 +35,8 @@ class fault_crash(MpiBenchmark):
 class build_with_other_mpi(build_kernels):
     '''Builds with the Debian Open MPI wrapper whatever the environment: a
     binary linked to the wrong MPI.'''
-    @run_before('compile')
-    def use_other_wrapper(self):
-        self.build_system.options[0] = 'MPICC=mpicc.openmpi'
+    def compiler_vars(self) -> list:
+        return ['MPICC=mpicc.openmpi']
 
 
 @rfm.simple_test
