@@ -231,8 +231,13 @@ def test_imb_time_budget_exhausted_fails_with_reason(tmp_path, imb_environment):
                               '-S', 'time_per_size=0.001', partition='tcp')
     (case,) = cases
     assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', proc.stdout[-2000:]
-    assert 'IMB stopped PingPong at' in case['fail_reason']
-    assert 'time budget (-time 0.001 s per size x 24 sizes' in case['fail_reason']
+    # IMB either writes its time-out line (named by the check) or, with a
+    # budget this small, a row of garbage with 0 repetitions (seen in CI:
+    # '0   8076104204288000672.00   0.00'): both must fail, never pass.
+    reason = case['fail_reason']
+    assert ('IMB stopped PingPong at' in reason
+            and 'time budget (-time 0.001 s per size x 24 sizes' in reason) \
+        or 'truncated or damaged row' in reason, reason
 
 
 # --------------------------------------------------------------------------

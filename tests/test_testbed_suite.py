@@ -4,7 +4,7 @@ bytes across the shaped veth links, references derived from the wire rate.
 Needs root and namespaces (CI has both); skipped with the reason otherwise.
 """
 import pytest
-from conftest import env_regex, perf, run_reframe
+from conftest import env_regex, perf, run_reframe, unexplained_failures
 
 from hpcnet import testbed as tbm
 from hpcnet.constants import PROJECT_ROOT, P2PMode
@@ -38,15 +38,20 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
                                  '-p', env_regex(one_env_per_stack))
     cases = [c for c in cases if c['name'].startswith('hpcnet_p2p_multinode')]
     assert len(cases) == len(one_env_per_stack) * len(P2PMode.ALL), proc.stdout[-4000:]
-    failed = [(c['name'], c['environ'], c.get('fail_reason')) for c in cases
-              if c['result'] not in ('pass', 'xfail')]
+    failed = unexplained_failures(cases)
     assert not failed, failed
     for c in cases:
+        if c['result'] == 'fail':
+            continue          # a known defect of the stack (allowed above)
         values = perf(c)
         # Judged against reference/testbed.yaml (ReFrame's verdict is 'pass'
         # only inside the bounds); the reference must really be there.
         refs = {k.split(':')[-1]: v[1] for k, v in c['perfvalues'].items()}
-        assert refs['bandwidth_4MiB'] > 0, 'no reference for bandwidth_4MiB on testbed:eth'
+        if c['environ'].endswith('impi2021') and 'bibw' in c['name']:
+            # No reference (reference/testbed.yaml: bimodal, CPU-bound here).
+            assert refs['bandwidth_4MiB'] == 0
+            continue
+        assert refs['bandwidth_4MiB'] > 0, f'no reference for {c["name"]} {c["environ"]}'
         # Payload over wire rate: 0.956 streaming, 0.983 ping-pong (burst); the
         # known deviation (XFAIL) is far below.
         if c['result'] == 'pass':
