@@ -21,6 +21,13 @@ site_configuration = {
         'report_file': os.path.join(str(PROJECT_ROOT), 'reports', 'run-report-{sessionid}.json'),
         'check_search_path': [os.path.join(str(PROJECT_ROOT), 'checks')],
     }],
+    # ReFrame's results database: every session's performance values, for
+    # `reframe --performance-compare` (RFM_SQLITE_DB_FILE moves it to storage
+    # that outlives a CI job).
+    'storage': [{
+        'enable': True,
+        'sqlite_db_file': os.path.join(str(PROJECT_ROOT), 'reports', 'results.db'),
+    }],
     'logging': [{
         'handlers': [{
             'type': 'stream', 'name': 'stdout', 'level': 'info',
