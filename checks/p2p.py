@@ -29,8 +29,10 @@ class P2PBase(MpiBenchmark):
     #: Fewest timed iterations per size, and untimed warm-up iterations.
     min_iters = variable(int, value=20)
     warmup = variable(int, value=10)
-    #: Messages in flight per iteration of the bw and bibw modes.
+    #: Messages in flight per iteration of the bw and bibw modes, and at most
+    #: this many bytes in flight (large messages need few to fill the pipe).
     window = variable(int, value=64)
+    window_bytes = variable(int, value=16 * 1024 * 1024)
     #: The whole curve: one dict per size with every statistic (JSON report).
     curve = variable(typ.List[typ.Dict[str, float]], value=[], loggable=True)
     #: First exchange between the two ranks (pays connection set-up), µs.
@@ -46,7 +48,8 @@ class P2PBase(MpiBenchmark):
                                 '--min-size', str(self.min_size), '--max-size', str(self.max_size),
                                 '--time-per-size', str(self.time_per_size_ms),
                                 '--min-iters', str(self.min_iters), '--warmup', str(self.warmup),
-                                '--window', str(self.window)]
+                                '--window', str(self.window),
+                                '--window-bytes', str(self.window_bytes)]
 
     @run_after('setup')
     def set_perf_variables(self):
@@ -117,5 +120,6 @@ class hpcnet_p2p_multinode(P2PBase):
     # Sized for real links: at 1 Gbit/s one 4 MiB message takes 35 ms, so a
     # window of 64 would make one streaming sample 2.2 s.
     window = 8
+    window_bytes = 8 * 1024 * 1024
     min_iters = 10
     warmup = 3

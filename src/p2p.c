@@ -27,7 +27,9 @@ static const char *const mode_names[NMODES] = {"pingpong", "pingping", "bw", "bi
 
 typedef struct {
     int mode;
-    int window;
+    int window;        /* --window: messages in flight per iteration (at most) */
+    size_t window_bytes; /* --window-bytes: bytes in flight per iteration (0: no cap) */
+    int cur_window;    /* window used at the current size */
     int peer;
     unsigned char *sbuf;
     unsigned char *rbuf;
@@ -49,7 +51,8 @@ static void usage(void)
            "Point-to-point benchmark between ranks 0 and 1; output is hpcnet kernel\n"
            "output format 1 on stdout (see src/README.md).\n"
            "  --mode M             pingpong (default), pingping, bw, bibw\n"
-           "  --window W           messages in flight per window for bw/bibw (default 64)\n" HK_COMMON_USAGE);
+           "  --window W           messages in flight per window for bw/bibw (default 64)\n"
+           "  --window-bytes B     at most B bytes in flight per window (0: no cap; default 0)\n" HK_COMMON_USAGE);
 }
 
 static size_t slot_stride(size_t size)
@@ -58,11 +61,27 @@ static size_t slot_stride(size_t size)
     return (s + 63) / 64 * 64;
 }
 
+static int window_for(const ctx_t *c, size_t size);
+
 static int slot_count(const ctx_t *c, size_t size)
 {
     if (c->mode != BW && c->mode != BIBW)
         return 1;
     size_t fit = RECV_REGION_CAP / slot_stride(size);
+    if (fit < 1)
+        fit = 1;
+    int w = window_for(c, size);
+    return fit < (size_t)w ? (int)fit : w;
+}
+
+/* Messages in flight per bw/bibw iteration at 'size': --window, but at most
+ * --window-bytes of payload (at least one message).  Large messages fill the
+ * pipe with a few in flight; a 64 x 4 MiB window only makes samples long. */
+static int window_for(const ctx_t *c, size_t size)
+{
+    if (c->window_bytes == 0 || size == 0)
+        return c->window;
+    size_t fit = c->window_bytes / size;
     if (fit < 1)
         fit = 1;
     return fit < (size_t)c->window ? (int)fit : c->window;
@@ -73,7 +92,7 @@ static int slot_count(const ctx_t *c, size_t size)
  * pingping/bibw, unused).  Returns this rank's wall time for the loop. */
 static double run(ctx_t *c, int size, long n, double *samples)
 {
-    const int W = c->window, peer = c->peer;
+    const int W = c->cur_window, peer = c->peer;
     double start = MPI_Wtime();
     switch (c->mode) {
     case PINGPONG:
@@ -162,7 +181,7 @@ static double iter_factor(const ctx_t *c)
         return 2.0; /* sample is half the round trip */
     case BW:
     case BIBW:
-        return (double)c->window; /* sample is per message */
+        return (double)c->cur_window; /* sample is per message */
     default:
         return 1.0;
     }
@@ -231,6 +250,7 @@ int main(int argc, char **argv)
     memset(&c, 0, sizeof c);
     c.mode = PINGPONG;
     c.window = 64;
+    c.window_bytes = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
@@ -248,6 +268,8 @@ int main(int argc, char **argv)
             c.mode = m;
         } else if (hk_opt(argc, argv, &i, "--window", &v)) {
             c.window = (int)hk_parse_long("--window", v, 1, MAX_WINDOW);
+        } else if (hk_opt(argc, argv, &i, "--window-bytes", &v)) {
+            c.window_bytes = hk_parse_size("--window-bytes", v);
         } else if (!hk_common_option(&opt, argc, argv, &i)) {
             hk_usage_error("unknown option '%s'", argv[i]);
         }
@@ -270,6 +292,7 @@ int main(int argc, char **argv)
     }
     c.sbuf = (unsigned char *)hk_alloc(maxsize, 0x11);
     c.rbuf = (unsigned char *)hk_alloc(region, HK_POISON);
+    c.cur_window = c.window;
     c.reqs = (MPI_Request *)calloc(2 * (size_t)c.window, sizeof *c.reqs);
     c.stats = (MPI_Status *)calloc(2 * (size_t)c.window, sizeof *c.stats);
     long nsamples = opt.iters > 0 ? opt.iters : opt.max_iters;
@@ -289,8 +312,10 @@ int main(int argc, char **argv)
     hk_print_preamble(hosts);
     if (hk_rank == 0) {
         printf("mode: %s\n", mode_names[c.mode]);
-        if (c.mode == BW || c.mode == BIBW)
+        if (c.mode == BW || c.mode == BIBW) {
             printf("window: %d\n", c.window);
+            printf("window-bytes: %zu\n", c.window_bytes);
+        }
         printf("bw-formula: %s\n", c.mode == BIBW ? "2*size_bytes/median_us" : "size_bytes/median_us");
     }
     hk_print_common(&opt);
@@ -304,6 +329,7 @@ int main(int argc, char **argv)
     int validated = 0;
     for (int k = 0; k < sizes.n; k++) {
         size_t size = sizes.v[k];
+        c.cur_window = window_for(&c, size);
         c.stride = slot_stride(size);
         c.slots = slot_count(&c, size);
         if (opt.validate) {

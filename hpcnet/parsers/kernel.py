@@ -63,7 +63,7 @@ KNOWN_KEYS = frozenset({
     # p2p, pairs: payload bytes each rank sent, in rank order
     'bytes-sent',
     # p2p
-    'mode', 'window', 'bw-formula', 'first-exchange-us', 'second-exchange-us',
+    'mode', 'window', 'window-bytes', 'bw-formula', 'first-exchange-us', 'second-exchange-us',
     # collectives
     'ops', 'root', 'reduction',
     # pairs
@@ -76,7 +76,8 @@ KNOWN_KEYS = frozenset({
 
 #: Header keys whose value must be a finite number.
 NUMERIC_HEADER_KEYS = frozenset({
-    'ranks', 'warmup', 'time-per-size-ms', 'min-iters', 'max-iters', 'window', 'root',
+    'ranks', 'warmup', 'time-per-size-ms', 'min-iters', 'max-iters', 'window', 'window-bytes',
+    'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'lat-size', 'bw-size',
     'samples', 'bw-samples',
 })
