@@ -8,7 +8,7 @@ import reframe as rfm
 from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks, preflight
+from hpcnet import fabrics, hooks, preflight
 from hpcnet.constants import Fabric, PartitionFeature
 
 
@@ -28,10 +28,12 @@ class PreflightBase(rfm.RunOnlyRegressionTest):
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
         self.descr = f'Preflight of the {self.fabric} fabric of {part.fullname}'
-        script = preflight.probe_script(
-            part.extras.get('iface'),
-            part.extras.get('rdma_device') if self.fabric in (Fabric.ROCE, Fabric.IB) else None,
-            part.extras.get('rdma_port', 1), part.extras.get('gid_index'))
+        self.rdma_devices = (fabrics.rdma_devices(part.extras)
+                             if self.fabric in (Fabric.ROCE, Fabric.IB) else [])
+        script = '\n'.join(
+            [preflight.probe_script(part.extras.get('iface'), None)] +
+            [preflight.probe_script(None, dev, part.extras.get('rdma_port', 1),
+                                    part.extras.get('gid_index')) for dev in self.rdma_devices])
         self.executable_opts = ['-c', shlex.quote(script)]
 
     @run_before('run')
@@ -42,9 +44,12 @@ class PreflightBase(rfm.RunOnlyRegressionTest):
         elif self.current_partition.launcher_type.registered_name == 'srun':
             self.job.launcher.options += ['--mpi=none']
 
-    def nodes(self):
+    def stdout_text(self):
         with open(f'{self.stagedir}/{self.stdout.evaluate()}') as fp:
-            return preflight.parse(fp.read())
+            return fp.read()
+
+    def nodes(self):
+        return preflight.parse(self.stdout_text())
 
     @sanity_function
     def fabric_ready(self):
@@ -56,8 +61,9 @@ class PreflightBase(rfm.RunOnlyRegressionTest):
         for node in nodes.values():
             if extras.get('iface'):
                 problems += preflight.ethernet_problems(node, extras['iface'], extras)
-            if self.fabric in (Fabric.ROCE, Fabric.IB):
-                problems += preflight.rdma_problems(node, self.fabric, extras['rdma_device'],
+        for dev in self.rdma_devices:
+            for node in preflight.parse_device(self.stdout_text(), dev).values():
+                problems += preflight.rdma_problems(node, self.fabric, dev,
                                                     extras.get('gid_index'))
         if problems:
             raise SanityError('; '.join(problems))

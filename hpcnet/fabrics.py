@@ -22,10 +22,23 @@ class FabricTableError(ValueError):
 
 
 #: Partition extras that fill the table's placeholders, with their defaults.
-PLACEHOLDER_DEFAULTS = {'iface': None, 'rdma_dev': None, 'rdma_port': '1', 'gid_index': '3'}
+PLACEHOLDER_DEFAULTS = {'iface': None, 'rdma_dev': None, 'rdma_port': '1', 'gid_index': '3',
+                        'rdma_ports': None}
 #: Partition extras key for each placeholder (the name a site writes).
+#: rdma_device may list several devices (multi-rail nodes): 'mlx5_0,mlx5_1'.
 PLACEHOLDER_EXTRAS = {'iface': 'iface', 'rdma_dev': 'rdma_device',
-                      'rdma_port': 'rdma_port', 'gid_index': 'gid_index'}
+                      'rdma_port': 'rdma_port', 'gid_index': 'gid_index',
+                      'rdma_ports': 'rdma_device'}
+
+
+def rdma_devices(partition_extras: dict) -> list:
+    '''The partition's RDMA devices: extras.rdma_device, a name, a
+    comma-separated string or a list.'''
+    dev = partition_extras.get('rdma_device')
+    if dev is None:
+        return []
+    names = dev if isinstance(dev, (list, tuple)) else str(dev).split(',')
+    return [n.strip() for n in names if n.strip()]
 
 
 # --------------------------------------------------------------------------
@@ -65,7 +78,8 @@ _MV2_HCA_AFFINITY = re.compile(r'^-+HCA AFFINITY-+[ \t]*$', re.M)
 _MV2_HCA_BINDING = re.compile(r'^Process: \d+ HCAs: \S', re.M)
 
 
-def _ucx_transports(text: str) -> set:
+def _ucx_peer_lanes(text: str) -> set:
+    '''(transport, device) of every tag lane of the endpoints to peers.'''
     found = set()
     for line in text.splitlines():
         m = _UCX_EP_CFG.search(line)
@@ -74,10 +88,25 @@ def _ucx_transports(text: str) -> set:
         for group, lanes in _UCX_LANE_GROUP.findall(m.group(2)):
             if group != 'tag':
                 continue
-            names = {token.split('/')[0] for token in lanes.split()}
-            if 'self' not in names:       # old format: the self endpoint
-                found |= names
+            pairs = {tuple((token.split('/', 1) + [''])[:2]) for token in lanes.split()}
+            if 'self' not in {tl for tl, _ in pairs}:     # old format: the self endpoint
+                found |= pairs
     return found
+
+
+def _ucx_transports(text: str) -> set:
+    return {tl for tl, _ in _ucx_peer_lanes(text)}
+
+
+#: UCX transports that do not go through an RDMA device.
+_UCX_NON_RDMA = {'tcp', 'sysv', 'posix', 'cma', 'knem', 'xpmem', 'cuda_ipc', 'cuda_copy',
+                 'rocm_ipc', 'rocm_copy', 'gdr_copy', 'self'}
+
+
+def ucx_rdma_devices(text: str) -> set:
+    '''RDMA devices ('mlx5_0', without the port) UCX used for peers.'''
+    return {dev.split(':')[0] for tl, dev in _ucx_peer_lanes(text)
+            if tl not in _UCX_NON_RDMA and dev}
 
 
 def _openmpi_transports(text: str) -> set:
@@ -125,6 +154,9 @@ class FabricSettings:
     launcher_options: tuple
     expect: frozenset       #: transport names that count as this fabric
     parser: str             #: key of TRANSPORT_PARSERS
+    #: RDMA devices the partition names (roce/ib): where the MPI reports the
+    #: devices it used (UCX), they must be among these, not just any port.
+    devices: frozenset = frozenset()
 
     def verify(self, text: str) -> tuple:
         '''(ok, message) for the MPI output ``text``.'''
@@ -138,6 +170,12 @@ class FabricSettings:
             return False, (f'fabric {self.fabric!r} asked for, but {self.profile} used '
                            f'{", ".join(sorted(wrong))} (expected one of: '
                            f'{", ".join(sorted(self.expect))})')
+        if self.devices and self.parser in ('ucx', 'openmpi'):
+            other = ucx_rdma_devices(text) - self.devices
+            if other:
+                return False, (f'fabric {self.fabric!r} on {", ".join(sorted(self.devices))} '
+                               f'asked for, but {self.profile} also used RDMA device(s) '
+                               f'{", ".join(sorted(other))}')
         return True, f'{self.profile} used {", ".join(sorted(used))} on fabric {self.fabric!r}'
 
     @property
@@ -236,6 +274,12 @@ def settings_for(fabric: str, profile: str, family: str, launcher: str,
                                f'(valid: {", ".join(known)})')
     values = {k: partition_extras.get(PLACEHOLDER_EXTRAS[k], d)
               for k, d in PLACEHOLDER_DEFAULTS.items()}
+    devices = rdma_devices(partition_extras)
+    # {rdma_dev}: the first device (MPIs that take one); {rdma_ports}: every
+    # device with its port, as UCX_NET_DEVICES wants them (mlx5_0:1,mlx5_1:1).
+    values['rdma_dev'] = devices[0] if devices else None
+    values['rdma_ports'] = (','.join(f'{d}:{values["rdma_port"]}' for d in devices)
+                            if devices else None)
     where = f'{path}: fabrics.{fabric}.{profile}'
     env = {k: _fill(v, values, f'{where}.env.{k}') for k, v in entry.get('env', {}).items()}
     report = table['profiles'][profile]['report']
@@ -243,4 +287,5 @@ def settings_for(fabric: str, profile: str, family: str, launcher: str,
     options = list(table['launchers'].get(launcher, {}).get(family, []))
     options += [_fill(o, values, f'{where}.launcher_options') for o in entry.get('launcher_options', [])]
     return FabricSettings(fabric, profile, env, tuple(options), frozenset(entry['expect']),
-                          report['parser'])
+                          report['parser'],
+                          frozenset(devices) if fabric in ('roce', 'ib') else frozenset())

@@ -145,14 +145,15 @@ def rdma_missing_reason(fabric: str, partition_extras: dict, partition_name: str
     '''Why an RDMA fabric cannot run here, or None when it can.'''
     if fabric not in ('roce', 'ib'):
         return None
-    dev = partition_extras.get('rdma_device')
-    if not dev:
+    devices = fabrics.rdma_devices(partition_extras)
+    if not devices:
         return (f'partition {partition_name} declares fabric {fabric} but no extras.rdma_device')
-    if not os.path.isdir(os.path.join(RDMA_SYSFS, dev)):
-        present = sorted(os.listdir(RDMA_SYSFS)) if os.path.isdir(RDMA_SYSFS) else []
-        return (f'partition {partition_name} declares fabric {fabric} on RDMA device {dev}, '
-                f'but {RDMA_SYSFS}/{dev} does not exist (RDMA devices here: '
-                f'{", ".join(present) or "none; the kernel has no RDMA device or driver"})')
+    for dev in devices:
+        if not os.path.isdir(os.path.join(RDMA_SYSFS, dev)):
+            present = sorted(os.listdir(RDMA_SYSFS)) if os.path.isdir(RDMA_SYSFS) else []
+            return (f'partition {partition_name} declares fabric {fabric} on RDMA device {dev}, '
+                    f'but {RDMA_SYSFS}/{dev} does not exist (RDMA devices here: '
+                    f'{", ".join(present) or "none; the kernel has no RDMA device or driver"})')
     return None
 
 

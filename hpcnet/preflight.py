@@ -43,6 +43,8 @@ def probe_script(iface: str | None, rdma_dev: str | None, rdma_port: int = 1,
                   f'  if [ -r {n}/carrier_changes ]; then p carrier_changes "$(cat {n}/carrier_changes)"; fi',
                   'else p iface_present no; fi']
     if rdma_dev:
+        # RDMA keys carry the device: 'rdma_present@mlx5_0=yes' (several per node).
+        lines.append(f'p() {{ echo "hpcnet-preflight: $H $1@{rdma_dev}=$2"; }}')
         d = f'$R/class/infiniband/{rdma_dev}'
         port = f'{d}/ports/{rdma_port}'
         lines += [f'if [ -d {d} ]; then',
@@ -72,6 +74,15 @@ def parse(text: str) -> dict:
     nodes = {}
     for host, key, value in _LINE.findall(text):
         nodes.setdefault(host, NodeReport(host)).values[key] = value.strip()
+    return nodes
+
+
+def parse_device(text: str, dev: str) -> dict:
+    '''host -> NodeReport of the RDMA keys of device ``dev``.'''
+    nodes = {}
+    for host, key, value in _LINE.findall(text):
+        if key.endswith(f'@{dev}'):
+            nodes.setdefault(host, NodeReport(host)).values[key[:-len(dev) - 1]] = value.strip()
     return nodes
 
 

@@ -59,8 +59,14 @@ MISMATCHED = [
 ]
 
 
-def settings(fabric, profile):
-    return fabrics.settings_for(fabric, profile, FAMILY[profile], 'srun', EXTRAS)
+#: The HCAs each multi-rail recording really used: its partition declares them.
+RAILS = {'ompi9080-ucx-ep_cfg-rc_mlx5.txt': 'mlx5_0,mlx5_1',
+         'ucx-pr3511-ep_cfg-rc_mlx5.txt': 'mlx5_0,mlx5_2,mlx5_4'}
+
+
+def settings(fabric, profile, name=None):
+    extras = {**EXTRAS, 'rdma_device': RAILS.get(name, EXTRAS['rdma_device'])}
+    return fabrics.settings_for(fabric, profile, FAMILY[profile], 'srun', extras)
 
 
 def recorded(name):
@@ -88,7 +94,7 @@ def test_impi_mlx_provider_runs_on_ucx():
 
 @pytest.mark.parametrize('name,profile,fabric', PROVEN)
 def test_rdma_report_proves_the_rdma_fabric(name, profile, fabric):
-    ok, message = settings(fabric, profile).verify(recorded(name))
+    ok, message = settings(fabric, profile, name).verify(recorded(name))
     assert ok, message
 
 
@@ -130,3 +136,19 @@ def test_rdma_settings_pin_the_partition_device():
     for profile in ('openmpi', 'mpich-ucx'):
         for fabric in ('roce', 'ib'):
             assert settings(fabric, profile).env['UCX_NET_DEVICES'] == 'mlx5_0:1'
+
+
+@pytest.mark.parametrize('name,profile', [('ompi9080-ucx-ep_cfg-rc_mlx5.txt', 'openmpi'),
+                                          ('ucx-pr3511-ep_cfg-rc_mlx5.txt', 'mpich-ucx')])
+def test_rdma_device_outside_the_partition_fails(name, profile):
+    '''Multi-rail runs: every HCA UCX used must be one the partition declares.'''
+    ok, message = settings('ib', profile).verify(recorded(name))      # declares mlx5_0 only
+    assert not ok
+    assert "fabric 'ib' on mlx5_0 asked for, but" in message and 'also used RDMA device' in message
+
+
+def test_multi_rail_devices_reach_ucx_with_their_port():
+    s = fabrics.settings_for('roce', 'openmpi', 'openmpi', 'srun',
+                             {'iface': 'eth0', 'rdma_device': ['mlx5_0', 'mlx5_1']})
+    assert s.env['UCX_NET_DEVICES'] == 'mlx5_0:1,mlx5_1:1'
+    assert s.devices == {'mlx5_0', 'mlx5_1'}

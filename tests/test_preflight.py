@@ -38,6 +38,9 @@ def probe(root, iface='eth0', rdma=None):
                                                    'PATH': '/usr/bin:/bin'},
                          capture_output=True, text=True, check=True).stdout
     (node,) = preflight.parse(out).values()
+    if rdma:
+        (rdma_node,) = preflight.parse_device(out, rdma).values()
+        node.values.update(rdma_node.values)
     return node
 
 
