@@ -1922,6 +1922,20 @@ static void tcp_transaction(struct client *c, int fd, unsigned char *sbuf, unsig
         die("tcp_rr size %zu: echoed payload differs from what was sent (--validate)", size);
 }
 
+/* Book-keeping shared by the round-trip tests after a size's row is written. */
+static void rr_done(struct rowbuf *rb, const struct opts *o, size_t size, double first_us,
+                    double median_us)
+{
+    if (rb->n == 1)
+        rb->first_rtt = first_us;
+    if (rb->best == 0 || median_us < rb->best) {
+        rb->best = median_us;
+        rb->best_size = size;
+    }
+    if (o->validate)
+        rb->validated++;
+}
+
 static void client_tcp_rr(struct client *c, size_t size, struct rowbuf *rb)
 {
     const struct opts *o = c->o;
@@ -1963,14 +1977,7 @@ static void client_tcp_rr(struct client *c, size_t size, struct rowbuf *rb)
     struct stats st = compute_stats(sm.v, sm.n);
     snprintf(rb->rows[rb->n++], sizeof rb->rows[0], "%zu %ld %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.1f", size, sm.n,
              first_us, st.min, st.median, st.mean, st.max, st.sd, st.p99, elapsed > 0 ? sm.n / elapsed : 0.0);
-    if (rb->n == 1)
-        rb->first_rtt = first_us;
-    if (rb->best == 0 || st.median < rb->best) {
-        rb->best = st.median;
-        rb->best_size = size;
-    }
-    if (o->validate)
-        rb->validated++;
+    rr_done(rb, o, size, first_us, st.median);
     free(sm.v);
     free(sbuf);
     free(rbuf);
@@ -2171,14 +2178,7 @@ static void client_udp_rr(struct client *c, size_t size, struct rowbuf *rb)
              "%zu %ld %" PRIu64 " %.4f %.3f %.3f %.3f %.3f %.3f %.3f %.3f %.1f", size, sm.n, lost,
              100.0 * (double)lost / attempts, first_us, st.min, st.median, st.mean, st.max, st.sd, st.p99,
              elapsed > 0 ? sm.n / elapsed : 0.0);
-    if (rb->n == 1)
-        rb->first_rtt = first_us;
-    if (rb->best == 0 || st.median < rb->best) {
-        rb->best = st.median;
-        rb->best_size = size;
-    }
-    if (o->validate)
-        rb->validated++;
+    rr_done(rb, o, size, first_us, st.median);
     free(sm.v);
     free(sbuf);
     free(rbuf);

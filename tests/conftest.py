@@ -1,4 +1,5 @@
 """Fixtures shared by the tests that run ReFrame for real."""
+import contextlib
 import json
 import os
 import subprocess
@@ -73,3 +74,17 @@ def unexplained_failures(cases, ok=('pass', 'xfail', 'skip')):
     if len(known) > KNOWN_ISSUE_BUDGET:
         return failed
     return [f for f in failed if KNOWN_ISSUE not in f[3]]
+
+
+@contextlib.contextmanager
+def running_testbed(name: str, rate: str = '1gbit'):
+    '''A 2-node testbed named ``name`` (never a developer's 'hpcnet' one),
+    torn down whatever happens.'''
+    from hpcnet import testbed as tbm
+    t = tbm.Testbed(name=name)
+    t.down()         # leftovers of an interrupted earlier run, if any
+    t.up(nodes=2, rate=rate, burst='128kb')
+    try:
+        yield t
+    finally:
+        t.down()

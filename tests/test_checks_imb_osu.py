@@ -7,7 +7,7 @@
 - OSU: no OMB is installed here, so the checks run unchanged against a fake
   installation: an MPI prefix (the `bin/mpicc`, `mpirun` of a real MPI found
   by hpcnet.stacks) whose libexec/osu-micro-benchmarks/mpi/... holds scripts
-  printing the REAL OMB 7.4 outputs of /work/shared/samples. hpcnet.stacks finds
+  printing the REAL OMB 7.4 outputs of ../shared/samples. hpcnet.stacks finds
   it through HPCNET_MPI_PREFIXES, with a fresh HPCNET_STATE_DIR. Two settings
   differ from a real run, both with `-S`: `verify_transport=False` (the scripts
   do not call MPI, so the MPI prints no transport report) and
@@ -36,7 +36,9 @@ REFRAME = Path(sys.executable).with_name('reframe')
 IMB_CHECKS = PROJECT_ROOT / 'checks' / 'imb.py'
 OSU_CHECKS = PROJECT_ROOT / 'checks' / 'osu.py'
 IMB_DATA = Path(__file__).parent / 'data' / 'imb'
-SAMPLES = Path(os.environ.get('HPCNET_OSU_SAMPLES', '/work/shared/samples'))
+# ../shared/samples beside the checkout (where CI puts it), or HPCNET_OSU_SAMPLES.
+SAMPLES = Path(os.environ.get('HPCNET_OSU_SAMPLES',
+                              PROJECT_ROOT.parent / 'shared' / 'samples'))
 #: The MPI the OSU samples were recorded with (file name suffix).
 SAMPLE_MPI = 'openmpi-4.1.4'
 

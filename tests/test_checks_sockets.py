@@ -8,7 +8,7 @@ Run: /tmp/rfvenv/bin/python -m pytest tests/test_checks_sockets.py -s
 import shutil
 
 import pytest
-from conftest import perf, run_reframe
+from conftest import perf, run_reframe, running_testbed
 
 from hpcnet import testbed as tbm
 from hpcnet.constants import PROJECT_ROOT
@@ -80,13 +80,8 @@ TB_NAME = 'hpcnetk'     # never touches a developer's 'hpcnet' testbed
 
 @pytest.fixture(scope='module')
 def tb():
-    t = tbm.Testbed(name=TB_NAME)
-    t.down()         # leftovers of an interrupted earlier run, if any
-    t.up(nodes=2, rate='1gbit', burst='128kb')
-    try:
+    with running_testbed(TB_NAME) as t:
         yield t
-    finally:
-        t.down()
 
 
 @pytest.mark.testbed

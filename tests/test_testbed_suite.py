@@ -4,7 +4,7 @@ bytes across the shaped veth links, references derived from the wire rate.
 Needs root and namespaces (CI has both); skipped with the reason otherwise.
 """
 import pytest
-from conftest import env_regex, perf, run_reframe, unexplained_failures
+from conftest import env_regex, perf, run_reframe, running_testbed, unexplained_failures
 
 from hpcnet import testbed as tbm
 from hpcnet.constants import PROJECT_ROOT, P2PMode
@@ -19,13 +19,8 @@ P2P = PROJECT_ROOT / 'checks' / 'p2p.py'
 
 @pytest.fixture(scope='module')
 def tb():
-    t = tbm.Testbed(name=NAME)
-    t.down()         # leftovers of an interrupted earlier run, if any
-    t.up(nodes=2, rate='1gbit', burst='128kb')
-    try:
+    with running_testbed(NAME) as t:
         yield t
-    finally:
-        t.down()
 
 
 def run_on_testbed(t, tmp_path, *args, timeout=1500):
