@@ -330,7 +330,7 @@ class ToolBenchmark(MpiBenchmark):
         program says of the MPI, for the record).'''
         env = self.current_environ
         check_tool_prefix(self.tool, self.tool_path, env.extras, env.name)
-        text = self.mpi_output()
+        text = self.job_output()
         library = runtime_library(text)
         hosts = rank_hosts(text)
         if library is not None:
@@ -351,7 +351,7 @@ class ToolBenchmark(MpiBenchmark):
         naming an ``iface``; see MpiBenchmark.check_link).'''
         if self.link_iface() is None:
             return
-        text = self.mpi_output()
+        text = self.job_output()
         hosts = rank_hosts(text)
         if not hosts and self.num_nodes == 1:
             try:

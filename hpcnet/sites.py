@@ -7,6 +7,7 @@ environments are shared by all systems (see :func:`environments`).
 """
 from __future__ import annotations
 
+import functools
 import sys
 
 from hpcnet import stacks
@@ -17,7 +18,10 @@ from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric, PartitionFeature
 BUILTIN_ENV = 'builtin'
 
 
+@functools.lru_cache(maxsize=None)
 def _discovery():
+    # Once per process: the configuration asks for it per system and again
+    # for the environments, and each discovery runs the compilers.
     try:
         return stacks.discover()
     except stacks.StackError as err:
@@ -122,9 +126,12 @@ def _with_fabric_features(system: dict) -> dict:
     return system
 
 
+#: In order: ReFrame picks the first system whose hostnames match ('local' last).
+SYSTEMS_IN_ORDER = (_testbed, _example_site, _local)
+
+
 def systems() -> list:
-    # ReFrame picks the first system whose hostnames match: 'local' is last.
-    return [_with_fabric_features(s) for s in (_testbed(), _example_site(), _local())]
+    return [_with_fabric_features(make()) for make in SYSTEMS_IN_ORDER]
 
 
 def environments() -> list:

@@ -175,9 +175,6 @@ class MpiBenchmark(NetworkRun):
             return None
         return super().link_iface()
 
-    def mpi_output(self) -> str:
-        return self.job_output()
-
     def kernel_output(self, kernel: str):
         '''The kernel's parsed stdout (parsed once).'''
         cached = getattr(self, '_kernel_output', None)
@@ -206,4 +203,4 @@ class MpiBenchmark(NetworkRun):
                             self.current_environ.name)
         hooks.distinct_hosts(out.hosts, self.num_nodes)
         if self.verify_transport:
-            self.transport = hooks.check_transport(self.fabric_settings, self.mpi_output())
+            self.transport = hooks.check_transport(self.fabric_settings, self.job_output())

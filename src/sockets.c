@@ -1779,6 +1779,15 @@ struct rowbuf {
     int validated;
 };
 
+/* Stream tests: remember the size with the highest throughput. */
+static void stream_best(struct rowbuf *rb, size_t size, double rate)
+{
+    if (rate > rb->best) {
+        rb->best = rate;
+        rb->best_size = size;
+    }
+}
+
 static void client_tcp_stream(struct client *c, size_t size, struct rowbuf *rb)
 {
     const struct opts *o = c->o;
@@ -1832,10 +1841,7 @@ static void client_tcp_stream(struct client *c, size_t size, struct rowbuf *rb)
         snprintf(rb->rows[rb->n++], sizeof rb->rows[0], "%zu %.6f %.6f %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f",
                  size, send_s, srspan, sd.bytes, srecv, mbps(sd.bytes, send_s), r, mbps(sd.bytes, send_s) * 8.0,
                  r * 8.0);
-        if (r > rb->best) {
-            rb->best = r;
-            rb->best_size = size;
-        }
+        stream_best(rb, size, r);
     } else {
         if (ssent != rv.bytes)
             die("tcp_bidir size %zu: server sent %" PRIu64 " bytes but the client received %" PRIu64, size, ssent,
@@ -1846,10 +1852,7 @@ static void client_tcp_stream(struct client *c, size_t size, struct rowbuf *rb)
         snprintf(rb->rows[rb->n++], sizeof rb->rows[0],
                  "%zu %.6f %" PRIu64 " %" PRIu64 " %.3f %.3f %.3f %.3f %.3f %.3f", size, send_s, sd.bytes, rv.bytes,
                  mbps(sd.bytes, send_s), c2s_r, mbps(ssent, ssspan), s2c_r, tot, tot * 8.0);
-        if (tot > rb->best) {
-            rb->best = tot;
-            rb->best_size = size;
-        }
+        stream_best(rb, size, tot);
     }
     if (o->validate)
         rb->validated++;
@@ -2065,10 +2068,7 @@ static void client_udp_stream(struct client *c, size_t size, struct rowbuf *rb, 
     snprintf(rb->rows[rb->n++], sizeof rb->rows[0],
              "%zu %.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.4f %" PRIu64 " %.3f %.3f %.3f", size, send_s, sent,
              recvd, lost, loss, ooo, sr, rr, rr * 8.0);
-    if (rr > rb->best) {
-        rb->best = rr;
-        rb->best_size = size;
-    }
+    stream_best(rb, size, rr);
     if (o->validate)
         rb->validated++;
     *send_fail_total += failed;
