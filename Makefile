@@ -8,14 +8,28 @@ BIN    := $(VENV)/bin
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test venv stacks testbed-run clean
+.PHONY: run test venv stacks deps testbed-run clean clean-history
+
+# The Debian packages the suite uses (root): compilers, the Debian MPIs, Slurm and munge
+# for the testbed, RDMA/libfabric/UCX user space (Intel MPI's TCP path needs libfabric1),
+# network tools, Lmod, and Chromium for the report test.  `make run` works without
+# them (the PyPI MPIs alone), `make testbed-run` and the full `make test` need them.
+DEBIAN_PACKAGES = make gcc gcc-11 clang python3-venv openssh-client \
+    openmpi-bin libopenmpi-dev mpich libmpich-dev \
+    slurm-wlm slurm-client munge \
+    rdma-core ibverbs-utils libfabric1 libfabric-bin ucx-utils \
+    iperf3 netpipe-tcp sockperf hwloc lmod iproute2 ethtool procps psmisc util-linux chromium
+
+deps:
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES)
 
 venv: $(VENV)/.hpcnet-installed
 
 $(VENV)/.hpcnet-installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,plots]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
 stacks: venv
@@ -26,11 +40,18 @@ run: stacks
 	$(BIN)/hpcnet run $(RUN_ARGS)
 
 test: stacks
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -rs $(PYTEST_ARGS)
 
 # The Slurm virtual cluster (root): up, the suite on it, down whatever happened.
 testbed-run: stacks
 	$(BIN)/hpcnet testbed run $(RUN_ARGS)
 
+# What runs leave behind, except the history `--performance-compare` and
+# baselines read (reports/results.db, perflogs/): `make clean-history` removes that.
 clean:
-	rm -rf output stage perflogs reports .state/shims .state/stacks.json
+	rm -rf output stage .state/shims .state/stacks.json
+	find reports -mindepth 1 -maxdepth 1 ! -name results.db -exec rm -rf {} + 2>/dev/null || true
+
+clean-history:
+	@echo "removing the results database and perflogs (every stored session): reports/results.db perflogs/"
+	rm -rf reports/results.db perflogs

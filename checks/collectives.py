@@ -1,15 +1,20 @@
 """MPI collectives with our own kernel (src/collectives.c): one test per
-operation, IMB's t_min/t_avg/t_max across ranks, results validated."""
-import os
+operation, IMB's t_min/t_avg/t_max across ranks, results validated.
+
+Scale ``1_node``: one rank per core of one node; scale ``all_nodes``: one
+rank on each node of a multi-node partition, whose interfaces must carry the
+traffic.
+"""
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks
-from hpcnet.constants import COLLECTIVE_SIZES, Collective, Feature, PartitionFeature, Unit
-from hpcnet.testlib import MpiBenchmark, build_kernels
+from hpcnet import sanity
+from hpcnet.constants import COLLECTIVE_SIZES, Collective, Feature, Scale, Unit
+from hpcnet.sizes import message_sizes, size_label
+from hpcnet.testlib import KernelRun
 
 
 def first_valid_size(op: str, ranks: int) -> int:
@@ -21,9 +26,12 @@ def first_valid_size(op: str, ranks: int) -> int:
     return 0
 
 
-class CollectivesBase(MpiBenchmark):
+@rfm.simple_test
+class hpcnet_collectives(KernelRun):
+    scale = parameter(Scale.WHOLE_PARTITION)
     #: Collective operation (src/collectives.c --op).
     op = parameter(Collective.ALL)
+    reference_index = ['$partition', 'mpi_family', 'op']
     #: Largest size, bytes per rank; every power of two from 0.
     max_size = variable(int, value=1024 * 1024)
     #: Wall time per size (ms); sets the iteration count.
@@ -31,33 +39,31 @@ class CollectivesBase(MpiBenchmark):
     #: The whole table: one dict per size (JSON report).
     curve = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
 
+    tags = {'collectives', 'mpi'}
     # The network result does not depend on the compiler: one per MPI.
     valid_prog_environs = [f'+{Feature.MPI} +{Feature.PRIMARY}']
-    kernels = fixture(build_kernels, scope='environment')
+    kernel_name = 'collectives'
 
-    @run_after('setup')
-    def set_executable(self):
+    def kernel_args(self) -> list:
         self.descr = f'MPI {self.op} over {self.current_partition.fullname}'
-        self.executable = os.path.join(self.kernels.stagedir, 'bin', 'collectives')
-        self.executable_opts = ['--op', self.op, '--validate', '--max-size', str(self.max_size),
-                                '--time-per-size', str(self.time_per_size_ms)]
+        return ['--op', self.op, '--validate', '--max-size', str(self.max_size),
+                '--time-per-size', str(self.time_per_size_ms)]
 
     def expected_sizes(self):
         if self.op == Collective.BARRIER:
             return (0,)
         lowest = first_valid_size(self.op, self.num_tasks)
-        return tuple(s for s in hooks.powers_of_two(0, self.max_size) if s >= lowest)
+        return message_sizes(lowest, self.max_size)
 
     @run_after('setup')
     def set_perf_variables(self):
         sizes = (0,) if self.op == Collective.BARRIER else COLLECTIVE_SIZES
-        for size in sizes:
-            if size in self.expected_sizes():
-                label = hooks.size_label(size)
-                for stat in ('t_avg_us', 't_max_us'):
-                    name = f'{stat.split("_")[1]}_{label}'          # avg_8B, max_64KiB
-                    self.perf_variables[name] = sn.make_performance_function(
-                        self._stat(size, stat), Unit.US)
+        for size in set(sizes) & set(self.expected_sizes()):
+            label = size_label(size)
+            for stat in ('t_avg_us', 't_max_us'):
+                name = f'{stat.split("_")[1]}_{label}'          # avg_8B, max_64KiB
+                self.perf_variables[name] = sn.make_performance_function(
+                    self._stat(size, stat), Unit.US)
 
     @sn.deferrable
     def _stat(self, size, column):
@@ -67,27 +73,16 @@ class CollectivesBase(MpiBenchmark):
     def assert_valid(self):
         out = self.kernel_output('collectives')
         rows = out.rows_where(op=self.op)
-        hooks.check_sizes(tuple(int(r['size_bytes']) for r in rows), self.expected_sizes())
-        hooks.check_finite_positive(rows, ('t_min_us', 't_avg_us', 't_max_us'), what=self.op)
+        sanity.check_sizes(tuple(int(r['size_bytes']) for r in rows), self.expected_sizes())
+        with sanity.sanity_from_output_errors():
+            out.require_finite_positive(('t_min_us', 't_avg_us', 't_max_us'), what=self.op)
         if not out.header.get('validation', '').startswith('passed'):
             raise SanityError(f'{self.op} results were not validated: '
                               f'{out.header.get("validation", "(no result)")}')
-        self.check_common(out)
+        # The library decides how many bytes each node sends; with one rank
+        # per node, each must at least carry one message of the largest size
+        # (a barrier: one packet's worth).
+        largest = max(self.expected_sizes())
+        self.prove(out.mpi_library, out.hosts, min_link_bytes=max(largest, 64))
         self.curve = [dict(r) for r in rows]
         return True
-
-
-@rfm.simple_test
-class hpcnet_collectives(CollectivesBase):
-    '''Ranks on one node (one per core).'''
-    num_tasks = 2
-    tags = {'collectives', 'mpi'}
-
-
-@rfm.simple_test
-class hpcnet_collectives_multinode(CollectivesBase):
-    '''One rank per node across two nodes.'''
-    valid_systems = [f'+{PartitionFeature.MULTINODE}']
-    num_nodes = 2
-    num_tasks = 2
-    tags = {'collectives', 'mpi', 'multinode'}

@@ -15,16 +15,18 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks
+from hpcnet import sanity
+from hpcnet.sanity import sanity_from_output_errors
 from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
                              IMB_P2P_MSGLOG_MAX, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
-                             IMB_WINDOW, IMB_WINDOWED_REPETITIONS, LATENCY_SIZES,
+                             IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE, LATENCY_SIZES,
                              MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
-                             ToolBenchmark, check_imb_timeout, check_values, curve_rows,
-                             imb_sizes)
+                             ToolBenchmark, check_imb_timeout, imb_sizes)
 from hpcnet.constants import Feature, Unit
-from hpcnet.parsers.errors import BenchmarkOutputError
+from hpcnet.parsers import parsed_once
 from hpcnet.parsers.imb import imb_command, parse_imb
+from hpcnet.parsers.table import SIZE_COLUMN
+from hpcnet.sizes import size_label
 
 #: Messages each of the two ranks sends per repetition: the payload the
 #: link counters must account for (collectives: algorithm-dependent, none).
@@ -44,21 +46,40 @@ LATENCY_COLUMN = {
     ImbBenchmark.EXCHANGE: 't_avg_usec',
 }
 #: Columns that are counts, not measurements.
-COUNT_COLUMNS = ('bytes', 'group', 'defects')
+COUNT_COLUMNS = (SIZE_COLUMN, 'group', 'defects')
+#: Measurements that are > 0 even at 0 bytes; the others (times, MB/s) may be 0.00 there.
+POSITIVE_AT_SIZE0 = ('repetitions', 'msg_per_sec')
+#: Measurements that may be 0 at any size (IMB-NBC: no overlap at all).
+NONNEGATIVE_COLUMNS = ('overlap_percent',)
+#: The IMB executable of each benchmark, and the environment feature that says it is there.
+SUITE_OF = {**{name: ImbSuite.MPI1 for name in ImbBenchmark.MPI1},
+            **{name: ImbSuite.NBC for name in ImbBenchmark.NBC}}
+SUITE_FEATURE = {ImbSuite.MPI1: Feature.IMB, ImbSuite.NBC: Feature.IMB_NBC}
 
 
 class ImbBase(ToolBenchmark):
+    '''One IMB benchmark (parameter ``benchmark`` of the subclasses) with the
+    IMB executable that runs it.'''
     tool_suite = 'Intel(R) MPI Benchmarks (IMB)'
+    tags = {'imb', 'mpi'}
+    reference_index = ['$partition', 'mpi_family', 'benchmark']
     #: IMB -msglog 0:msglog_max; None: IMB_P2P_MSGLOG_MAX point-to-point,
     #: IMB_COLLECTIVE_MSGLOG_MAX collectives.
     msglog_max = variable(int, type(None), value=None)
-    #: IMB -time: seconds per message size (also sets the job's time limit).
-    time_per_size = variable(float, value=IMB_TIME_PER_SIZE)
+    #: IMB -time: seconds per message size (also sets the job's time limit);
+    #: None: IMB_TIME_PER_SIZE, IMB_WINDOWED_TIME_PER_SIZE for Uniband/Biband.
+    time_per_size = variable(float, type(None), value=None)
     #: IMB -iter (maximum repetitions); None: IMB's own, except the windowed
     #: benchmarks (IMB_WINDOWED_REPETITIONS).
     repetitions = variable(int, type(None), value=None)
     #: IMB's version, as its header prints it.
     imb_version = variable(str, value='', loggable=True)
+
+    @run_after('init')
+    def select_suite(self):
+        self.tool = SUITE_OF[self.benchmark]
+        # A prebuilt binary: its result does not depend on the compiler.
+        self.valid_prog_environs = [f'+{SUITE_FEATURE[self.tool]} +{Feature.PRIMARY}']
 
     def msglog(self) -> int:
         if self.msglog_max is not None:
@@ -74,6 +95,12 @@ class ImbBase(ToolBenchmark):
         '''Rows IMB prints (what its time budget is multiplied by).'''
         return max(1, len(self.expected_sizes()))
 
+    @run_after('init')
+    def set_time_per_size(self):
+        if self.time_per_size is None:
+            self.time_per_size = (IMB_WINDOWED_TIME_PER_SIZE
+                                  if self.benchmark in ImbBenchmark.WINDOWED else IMB_TIME_PER_SIZE)
+
     @run_after('setup')
     def set_command(self):
         self.descr = f'IMB {self.benchmark} over {self.current_partition.fullname}'
@@ -88,8 +115,6 @@ class ImbBase(ToolBenchmark):
         if self.time_limit is None:
             self.time_limit = math.ceil(self.num_samples() * self.time_per_size
                                         + IMB_STARTUP_MARGIN_S)
-        if self.benchmark not in LINK_PAYLOAD or self.num_tasks != 2:
-            self.check_link_counters = False
 
     @run_after('setup')
     def set_perf_variables(self):
@@ -111,60 +136,55 @@ class ImbBase(ToolBenchmark):
 
     def _perf(self, name, perf_sizes, sizes, column, unit):
         if not sizes:       # a barrier: one row, named like hpcnet_collectives' 0 B
-            self.add_perf(f'{name}_{hooks.size_label(0)}', self._value(None, column), unit)
+            self.add_perf(f'{name}_{size_label(0)}', self._value(None, column), unit)
             return
         for size in perf_sizes:
             if size in sizes:
-                self.add_perf(f'{name}_{hooks.size_label(size)}', self._value(size, column), unit)
+                self.add_perf(f'{name}_{size_label(size)}', self._value(size, column), unit)
 
     @sn.deferrable
     def _value(self, size, column):
         table = self.imb_table()
-        try:
+        with sanity_from_output_errors():
             row = table.rows[0] if size is None else table.row_for_size(size)
-        except BenchmarkOutputError as err:
-            raise SanityError(str(err)) from None
         return row[column]
 
+    @parsed_once
     def imb_table(self):
-        '''The benchmark's table (parsed and checked once).'''
-        cached = getattr(self, '_imb_table', None)
-        if cached is not None:
-            return cached
+        '''The benchmark's table, parsed and checked.'''
         text = self.benchmark_output()
         check_imb_timeout(text, self.benchmark, self.time_per_size, self.num_samples())
-        try:
+        with sanity_from_output_errors():
             out = parse_imb(text, source=self.stdout_path())
             if out.invalid_names:
                 raise SanityError(f'IMB rejected the benchmark name(s) '
                                   f'{", ".join(out.invalid_names)} (and then ran its default list)')
             table = out.table(self.benchmark, processes=self.num_tasks)
-        except BenchmarkOutputError as err:
-            raise SanityError(str(err)) from None
-        hooks.check_sizes(table.sizes, self.expected_sizes())
-        values = [c for c in table.columns if c not in COUNT_COLUMNS]
-        check_values(table.rows, values, 'bytes', f'IMB {self.benchmark}',
-                     zero_at_size0=[c for c in values if c not in ('repetitions', 'msg_per_sec')],
-                     nonnegative=('overlap_percent',))
-        bad = [r for r in table.rows if r.get('defects', 0)]
-        if bad:
+            sanity.check_sizes(table.sizes, self.expected_sizes())
+            values = [c for c in table.columns if c not in COUNT_COLUMNS]
+            table.require_finite_positive(
+                values, zero_ok_at_size0=[c for c in values if c not in POSITIVE_AT_SIZE0],
+                nonnegative=NONNEGATIVE_COLUMNS)
+        defects = [table.row_label(row, index) for index, row in enumerate(table.rows)
+                   if row.get('defects', 0)]
+        if defects:
             raise SanityError(f'IMB {self.benchmark} found defects in the received data at '
-                              f'{", ".join(str(r.get("bytes", "")) for r in bad)} B')
+                              f'{", ".join(defects)}')
         self.imb_version = out.version
-        self._imb_output = out
-        self._imb_table = table
         return table
 
     @sanity_function
     def assert_valid(self):
         table = self.imb_table()
-        out = self._imb_output
-        self.prove_run(f'IMB {out.version} reports MPI standard {out.mpi_version or "?"}')
-        if self.check_link_counters:
-            per_rep = LINK_PAYLOAD[self.benchmark]
-            self.check_link_payload([sum(r['bytes'] * r['repetitions'] * n for r in table.rows)
-                                     for n in per_rep])
-        self.curve = curve_rows(table.rows, 'bytes')
+        if self.benchmark in LINK_PAYLOAD and self.num_tasks == 2:
+            self.prove_run(bytes_per_rank=[
+                sum(r[SIZE_COLUMN] * r['repetitions'] * n for r in table.rows)
+                for n in LINK_PAYLOAD[self.benchmark]])
+        else:
+            # Collectives: the library decides each rank's traffic; every node
+            # carries at least one message of the largest size.
+            self.prove_run(min_link_bytes=max(max(self.expected_sizes(), default=0), 64))
+        self.curve = [dict(row) for row in table.rows]
         return True
 
 
@@ -172,16 +192,9 @@ class ImbBase(ToolBenchmark):
 class hpcnet_imb(ImbBase):
     '''IMB-MPI1: point-to-point, windowed bandwidth and blocking collectives.'''
     benchmark = parameter(ImbBenchmark.MPI1)
-    tool = ImbSuite.MPI1
-    # A prebuilt binary: its result does not depend on the compiler.
-    valid_prog_environs = [f'+{Feature.IMB} +{Feature.PRIMARY}']
-    tags = {'imb', 'mpi'}
 
 
 @rfm.simple_test
 class hpcnet_imb_nbc(ImbBase):
     '''IMB-NBC: non-blocking collectives (overall, pure and overlap).'''
     benchmark = parameter(ImbBenchmark.NBC)
-    tool = ImbSuite.NBC
-    valid_prog_environs = [f'+{Feature.IMB_NBC} +{Feature.PRIMARY}']
-    tags = {'imb', 'mpi'}

@@ -21,19 +21,24 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks
+from hpcnet import sanity
+from hpcnet.sanity import sanity_from_output_errors
 from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, LATENCY_SIZES,
                              MSG_RATE_SIZES, MSG_RATE_UNIT, OSU_COLLECTIVE_MAX_SIZE,
-                             OSU_PT2PT_MAX_SIZE, OsuProgram, ToolBenchmark, check_values,
-                             curve_rows, osu_required_sizes)
+                             OSU_MIN_REQUIRED_SIZE, OSU_PT2PT_MAX_SIZE, OsuProgram,
+                             ToolBenchmark)
 from hpcnet.constants import Feature, Unit
-from hpcnet.parsers.errors import BenchmarkOutputError
+from hpcnet.parsers import parsed_once
 from hpcnet.parsers.osu import parse_osu
+from hpcnet.parsers.table import SIZE_COLUMN
+from hpcnet.sizes import message_sizes, size_label
 
 #: Columns that are counts or verdicts, not measurements.
-COUNT_COLUMNS = ('size', 'iterations', 'transmit_size', 'validation')
+COUNT_COLUMNS = (SIZE_COLUMN, 'iterations', 'transmit_size', 'validation')
 #: Columns that may be 0 at size 0 (0 bytes in any time is 0 MB/s).
 ZERO_AT_SIZE0 = ('bandwidth_MBps',)
+#: Columns that may be 0 at any size (non-blocking collectives: no overlap at all).
+NONNEGATIVE_COLUMNS = ('overlap_percent',)
 #: What -f adds to a blocking collective's table.
 FULL_STATS_COLUMNS = ('min_latency_us', 'max_latency_us')
 
@@ -43,6 +48,7 @@ class hpcnet_osu(ToolBenchmark):
     '''One OSU Micro-Benchmarks program, two ranks on one node.'''
     benchmark = parameter(OsuProgram.ALL)
     tool_suite = 'OSU Micro-Benchmarks (OMB)'
+    reference_index = ['$partition', 'mpi_family', 'benchmark']
     # A prebuilt binary: its result does not depend on the compiler.
     valid_prog_environs = [f'+{Feature.OSU} +{Feature.PRIMARY}']
     tags = {'osu', 'mpi'}
@@ -55,10 +61,6 @@ class hpcnet_osu(ToolBenchmark):
     iterations = variable(int, type(None), value=None)
     #: OMB's version, as its title prints it.
     osu_version = variable(str, value='', loggable=True)
-    # OMB does not print how many iterations a point-to-point size ran, and a
-    # collective's traffic depends on its algorithm: no payload to hold the
-    # link counters against.
-    check_link_counters = False
 
     @run_after('init')
     def set_tool(self):
@@ -84,39 +86,37 @@ class hpcnet_osu(ToolBenchmark):
             opts += ['-i', str(self.iterations)]
         self.executable_opts = opts
 
+    @parsed_once
     def osu_output(self):
-        '''The parsed, checked table (once).'''
-        cached = getattr(self, '_osu_output', None)
-        if cached is not None:
-            return cached
-        try:
+        '''The parsed, checked table.'''
+        with sanity_from_output_errors():
             out = parse_osu(self.benchmark_output(), source=self.stdout_path(),
                             expect_benchmark=self.benchmark, expect_max_size=self.size_max())
             out.headline        # the benchmark's figure of merit is there
-        except BenchmarkOutputError as err:
-            raise SanityError(str(err)) from None
-        hooks.check_sizes(out.sizes, osu_required_sizes(self.size_max()))
-        if self.is_collective() and self.full_stats:
-            missing = [c for c in FULL_STATS_COLUMNS if c not in out.columns]
-            if missing:
-                raise SanityError(f'{self.benchmark} ran with -f but printed no '
-                                  f'{", ".join(missing)} (columns: {", ".join(out.columns)}): '
-                                  'this OMB ignores -f; set full_stats=False to accept it')
-        values = [c for c in out.columns if c not in COUNT_COLUMNS]
-        check_values(out.rows, values, 'size', self.benchmark, zero_at_size0=ZERO_AT_SIZE0,
-                     nonnegative=('overlap_percent',))
-        failed = [r['size'] for r in out.rows if r.get('validation', 1.0) != 1.0]
+            sanity.check_sizes(out.sizes, message_sizes(OSU_MIN_REQUIRED_SIZE, self.size_max()))
+            if self.is_collective() and self.full_stats:
+                missing = [c for c in FULL_STATS_COLUMNS if c not in out.columns]
+                if missing:
+                    raise SanityError(f'{self.benchmark} ran with -f but printed no '
+                                      f'{", ".join(missing)} (columns: {", ".join(out.columns)}): '
+                                      'this OMB ignores -f; set full_stats=False to accept it')
+            out.require_finite_positive([c for c in out.columns if c not in COUNT_COLUMNS],
+                                        zero_ok_at_size0=ZERO_AT_SIZE0,
+                                        nonnegative=NONNEGATIVE_COLUMNS)
+        failed = [r[SIZE_COLUMN] for r in out.rows if r.get('validation', 1.0) != 1.0]
         if failed:
             raise SanityError(f'{self.benchmark} data validation failed at sizes {failed}')
         self.osu_version = out.version
-        self._osu_output = out
         return out
 
     @sanity_function
     def assert_valid(self):
         out = self.osu_output()
-        self.prove_run(f'OMB {out.version or "?"}')
-        self.curve = curve_rows(out.rows, 'size')
+        # OMB does not print how many iterations a size ran, and a
+        # collective's traffic depends on its algorithm: every node's link
+        # carries at least one message of the largest size.
+        self.prove_run(min_link_bytes=max(self.size_max(), 64))
+        self.curve = [dict(row) for row in out.rows]
         return True
 
     @run_before('performance')
@@ -142,9 +142,10 @@ class hpcnet_osu(ToolBenchmark):
         present = self.osu_output().sizes
         for size in sizes:
             if size in present:
-                self.add_perf(f'{name}_{hooks.size_label(size)}', self._value(size, column), unit)
+                self.add_perf(f'{name}_{size_label(size)}', self._value(size, column), unit)
 
     @sn.deferrable
     def _value(self, size, column):
-        return self.osu_output().row_for_size(size)[column]
+        with sanity_from_output_errors():
+            return self.osu_output().row_for_size(size)[column]
 

@@ -1,50 +1,54 @@
 """Per-pair matrix (src/pairs.c): latency and bandwidth of every pair of
-ranks, one pair at a time, so that one bad link or node stands out instead of
-hiding in an average."""
-import os
-import statistics
+ranks, scheduled in rounds of disjoint pairs (N ranks: N-1 rounds), so that
+one bad link or node stands out instead of hiding in an average.
+
+Scale ``all_nodes``: one rank on each node of a multi-node partition; the
+worst pair over the median pair names the outlier.
+"""
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks
-from hpcnet.constants import Feature, PartitionFeature, Unit
-from hpcnet.testlib import MpiBenchmark, build_kernels
+from hpcnet import sanity
+from hpcnet.analysis import outlier_nodes, worst_median
+from hpcnet.constants import Feature, Scale, Unit
+from hpcnet.testlib import KernelRun
 
 
-def worst_median(values, worst):
-    '''(median, worst, worst / median) of per-pair figures; ``worst`` is max
-    for latency, min for bandwidth.'''
-    median = statistics.median(values)
-    w = worst(values)
-    return median, w, w / median
-
-
-class PairsBase(MpiBenchmark):
+@rfm.simple_test
+class hpcnet_pairs(KernelRun):
+    scale = parameter(Scale.WHOLE_PARTITION)
+    reference_index = ['$partition', 'mpi_family']
     #: Message sizes (bytes) of the latency and bandwidth ping-pongs.
     lat_size = variable(int, value=8)
-    bw_size = variable(int, value=1024 * 1024)
+    #: 4 MiB: where a ping-pong reaches the wire rate (the Rocks paper, Table II).
+    bw_size = variable(int, value=4 * 1024 * 1024)
     #: Samples per pair (the first is kept out of the statistics).
     samples = variable(int, value=200)
-    bw_samples = variable(int, value=20)
+    bw_samples = variable(int, value=10)
     #: The whole matrix: one dict per pair (JSON report).
     pair_table = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
+    #: A node is an outlier when its median pair is this much worse than the
+    #: median node's (bandwidth lower, latency higher).
+    outlier_fraction = variable(float, value=0.25)
+    #: The outliers found, by metric: {'bandwidth': ['cn3'], 'latency': []}.
+    outliers = variable(typ.Dict[str, typ.List[str]], value={}, loggable=True)
 
+    tags = {'pairs', 'mpi'}
     valid_prog_environs = [f'+{Feature.MPI} +{Feature.PRIMARY}']
-    kernels = fixture(build_kernels, scope='environment')
+    kernel_name = 'pairs'
 
-    @run_after('setup')
-    def set_executable(self):
+    def kernel_args(self) -> list:
         self.descr = f'Per-pair MPI latency/bandwidth over {self.current_partition.fullname}'
-        self.executable = os.path.join(self.kernels.stagedir, 'bin', 'pairs')
-        self.executable_opts = ['--lat-size', str(self.lat_size), '--bw-size', str(self.bw_size),
-                                '--samples', str(self.samples),
-                                '--bw-samples', str(self.bw_samples)]
+        # Where the nodes share one host's cores, concurrent pairs would
+        # measure CPU contention: the pairs of a round then take turns.
+        turns = ['--one-pair-at-a-time'] if self.partition.nodes_share_cores else []
+        return ['--lat-size', str(self.lat_size), '--bw-size', str(self.bw_size),
+                '--samples', str(self.samples), '--bw-samples', str(self.bw_samples)] + turns
 
     def _summary(self, column, worst):
-        values = [r[column] for r in self.kernel_output('pairs').rows]
-        return worst_median(values, worst)
+        return worst_median([r[column] for r in self.kernel_output('pairs').rows], worst)
 
     @performance_function(Unit.US)
     def latency_median_pair(self):
@@ -70,6 +74,23 @@ class PairsBase(MpiBenchmark):
     def bandwidth_worst_over_median(self):
         return self._summary('bw_mean_MBps', min)[2]
 
+    def _outliers(self):
+        out = self.kernel_output('pairs')
+        return {'bandwidth': outlier_nodes(out.rows, out.hosts, 'bw_mean_MBps',
+                                           self.outlier_fraction, low_is_bad=True),
+                'latency': outlier_nodes(out.rows, out.hosts, 'lat_mean_us',
+                                         self.outlier_fraction, low_is_bad=False)}
+
+    # Counted apart: on an emulated cluster latency is the host's, and a site
+    # may judge one and not the other.
+    @performance_function(Unit.COUNT)
+    def bandwidth_outlier_nodes(self):
+        return len(self._outliers()['bandwidth'])
+
+    @performance_function(Unit.COUNT)
+    def latency_outlier_nodes(self):
+        return len(self._outliers()['latency'])
+
     @sanity_function
     def assert_valid(self):
         out = self.kernel_output('pairs')
@@ -77,26 +98,10 @@ class PairsBase(MpiBenchmark):
         expected = ranks * (ranks - 1) // 2
         if len(out.rows) != expected:
             raise SanityError(f'{len(out.rows)} pairs measured, {ranks} ranks have {expected}')
-        hooks.check_finite_positive(out.rows, ('lat_first_us', 'lat_mean_us', 'lat_min_us',
-                                               'lat_max_us', 'bw_mean_MBps', 'bw_min_MBps',
-                                               'bw_max_MBps'), what='pair')
-        self.check_common(out)
-        self.check_link(hooks.bytes_sent_by_host(out))
+        with sanity.sanity_from_output_errors():
+            out.require_finite_positive(('lat_first_us', 'lat_mean_us', 'lat_min_us', 'lat_max_us',
+                                         'bw_mean_MBps', 'bw_min_MBps', 'bw_max_MBps'), what='pair')
+        self.prove(out.mpi_library, out.hosts, sanity.bytes_sent_by_host(out))
         self.pair_table = [dict(r) for r in out.rows]
+        self.outliers = self._outliers()
         return True
-
-
-@rfm.simple_test
-class hpcnet_pairs(PairsBase):
-    '''Every pair of ranks on one node (one rank per core).'''
-    num_tasks = 2
-    tags = {'pairs', 'mpi'}
-
-
-@rfm.simple_test
-class hpcnet_pairs_multinode(PairsBase):
-    '''One rank per node: every pair of nodes.'''
-    valid_systems = [f'+{PartitionFeature.MULTINODE}']
-    num_nodes = 2
-    num_tasks = 2
-    tags = {'pairs', 'mpi', 'multinode'}

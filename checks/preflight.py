@@ -8,32 +8,39 @@ import reframe as rfm
 from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 
-from hpcnet import fabrics, hooks, preflight
-from hpcnet.constants import Fabric, PartitionFeature
+from hpcnet import preflight
+from hpcnet.constants import Fabric, Scale, Unit
+from hpcnet.model import Partition
+from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.testlib import JudgedByReferences
 
 
-class PreflightBase(rfm.RunOnlyRegressionTest):
+@rfm.simple_test
+class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences):
+    #: One node, or every node of a multi-node partition.
+    scale = parameter(Scale.WHOLE_PARTITION)
     valid_systems = ['*']
-    valid_prog_environs = ['builtin']
+    valid_prog_environs = [BUILTIN_ENV]
     executable = 'sh'
-    num_nodes = variable(int, value=1)
+    tags = {'preflight'}
+
+    @run_after('init')
+    def select_partitions_by_scale(self):
+        # As hpcnet.testlib.NetworkRun: one node only where the partition is one node.
+        self.valid_systems = ['-multinode' if self.scale == Scale.ONE_NODE else '+multinode']
 
     @run_after('setup')
     def set_probe(self):
-        part = self.current_partition
-        self.fabric = hooks.partition_fabric(part.extras, part.fullname)
-        self.skip_if(self.fabric == Fabric.SHM, 'shared memory has no link to check')
-        missing = hooks.rdma_missing_reason(self.fabric, part.extras, part.fullname)
-        self.skip_if(missing is not None, missing)
+        self.partition = part = Partition.of(self.current_partition)
+        self.skip_if(part.fabric == Fabric.SHM, 'shared memory has no link to check')
+        self.num_nodes = 1 if self.scale == Scale.ONE_NODE else part.num_nodes
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
-        self.descr = f'Preflight of the {self.fabric} fabric of {part.fullname}'
-        self.rdma_devices = (fabrics.rdma_devices(part.extras)
-                             if self.fabric in (Fabric.ROCE, Fabric.IB) else [])
+        self.descr = f'Preflight of the {part.fabric} fabric of {part.fullname}'
         script = '\n'.join(
-            [preflight.probe_script(part.extras.get('iface'), None)] +
-            [preflight.probe_script(None, dev, part.extras.get('rdma_port', 1),
-                                    part.extras.get('gid_index')) for dev in self.rdma_devices])
+            [preflight.probe_script(part.iface, None)] +
+            [preflight.probe_script(None, dev, part.rdma_port, part.gid_index)
+             for dev in part.rdma_devices])
         self.executable_opts = ['-c', shlex.quote(script)]
 
     @run_before('run')
@@ -56,15 +63,24 @@ class PreflightBase(rfm.RunOnlyRegressionTest):
         nodes = self.nodes()
         if len(nodes) != self.num_nodes:
             raise SanityError(f'{len(nodes)} node(s) reported, expected {self.num_nodes}')
-        extras = self.current_partition.extras
+        part = self.partition
+        lacking = [f'{node.host} has no RDMA device {dev} (devices there: '
+                   f'{node.values.get("rdma_devices", "").strip() or "none"})'
+                   for dev in part.rdma_devices
+                   for node in preflight.parse_device(self.stdout_text(), dev).values()
+                   if node.values.get('rdma_present') != 'yes']
+        # A partition that declares RDMA on nodes without the device skips
+        # its RDMA checks, naming what is missing: it never passes them.
+        self.skip_if(bool(lacking), f'partition {part.fullname} declares fabric {part.fabric}, '
+                                    f'but {"; ".join(lacking)}')
         problems = []
         for node in nodes.values():
-            if extras.get('iface'):
-                problems += preflight.ethernet_problems(node, extras['iface'], extras)
-        for dev in self.rdma_devices:
+            if part.iface:
+                problems += preflight.ethernet_problems(node, part.iface, part.mtu,
+                                                        part.link_speed_mbps)
+        for dev in part.rdma_devices:
             for node in preflight.parse_device(self.stdout_text(), dev).values():
-                problems += preflight.rdma_problems(node, self.fabric, dev,
-                                                    extras.get('gid_index'))
+                problems += preflight.rdma_problems(node, part.fabric, dev, part.gid_index)
         if problems:
             raise SanityError('; '.join(problems))
         return True
@@ -72,29 +88,14 @@ class PreflightBase(rfm.RunOnlyRegressionTest):
     def _total(self, key):
         return sum(n.int(key) or 0 for n in self.nodes().values())
 
-    @performance_function('count')
+    @performance_function(Unit.COUNT)
     def link_errors(self):
         return self._total('rx_errors') + self._total('tx_errors') + self._total('rx_crc_errors')
 
-    @performance_function('count')
+    @performance_function(Unit.COUNT)
     def link_drops(self):
         return self._total('rx_dropped') + self._total('tx_dropped')
 
-    @performance_function('bytes')
+    @performance_function(Unit.BYTES)
     def mtu(self):
         return min(n.int('mtu') or 0 for n in self.nodes().values())
-
-
-@rfm.simple_test
-class hpcnet_preflight(PreflightBase):
-    '''The fabric of a one-node partition.'''
-    tags = {'preflight'}
-    valid_systems = ['-' + PartitionFeature.MULTINODE]
-
-
-@rfm.simple_test
-class hpcnet_preflight_multinode(PreflightBase):
-    '''The fabric on each of two nodes.'''
-    tags = {'preflight'}
-    valid_systems = [f'+{PartitionFeature.MULTINODE}']
-    num_nodes = 2

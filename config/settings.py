@@ -1,24 +1,46 @@
 """ReFrame configuration of hpcnet.
 
-Systems, one partition per fabric; the environments are not written here but
-come from the stack model (hpcnet.stacks), so every system sees the same
-compiler x MPI matrix.  Partition extras name the fabric and the interface or
-RDMA device; the fabric table (config/fabrics.yaml) turns those into MPI
-settings.
+Systems are files: every `config/systems/<name>.py` defines one (`local`, the
+fallback for any host, comes last).  Each partition tests one fabric, declared
+in its extras (hpcnet.model.partition_extras) and validated here, when the
+configuration loads.  The environments are not written here but come from the
+stack model (hpcnet.stacks), so every system sees the same compiler x MPI
+matrix; a partition that lists no `environs` gets all of them.
 """
 import os
+import sys
 
-from hpcnet import sites
+from hpcnet import stacks
 from hpcnet.constants import PROJECT_ROOT
+from hpcnet.model import load_system_files, system_directories
 
+REPORTS = os.path.join(str(PROJECT_ROOT), 'reports')
 # The debug log and the reports are written here; ReFrame does not create it.
-os.makedirs(os.path.join(str(PROJECT_ROOT), 'reports'), exist_ok=True)
+os.makedirs(REPORTS, exist_ok=True)
+
+
+def _discovery():
+    try:
+        return stacks.discover()
+    except stacks.StackError as err:
+        # The configuration must still load so that `reframe --list` etc.
+        # show the problem instead of a traceback.
+        print(f'hpcnet: {err}', file=sys.stderr)
+        return stacks.Discovery()
+
+
+_found = _discovery()
+_systems = load_system_files(*system_directories())
+_environ_names = [e.name for e in _found.environments] + [stacks.BUILTIN_ENV]
+for _system in _systems:
+    for _part in _system['partitions']:
+        _part.setdefault('environs', _environ_names)
 
 site_configuration = {
-    'systems': sites.systems(),
-    'environments': sites.environments(),
+    'systems': _systems,
+    'environments': stacks.reframe_environments(_found, [s['name'] for s in _systems]),
     'general': [{
-        'report_file': os.path.join(str(PROJECT_ROOT), 'reports', 'run-report-{sessionid}.json'),
+        'report_file': os.path.join(REPORTS, 'run-report-{sessionid}.json'),
         'check_search_path': [os.path.join(str(PROJECT_ROOT), 'checks')],
     }],
     # ReFrame's results database: every session's performance values, for
@@ -26,21 +48,26 @@ site_configuration = {
     # that outlives a CI job).
     'storage': [{
         'enable': True,
-        'sqlite_db_file': os.path.join(str(PROJECT_ROOT), 'reports', 'results.db'),
+        'sqlite_db_file': os.path.join(REPORTS, 'results.db'),
     }],
     'logging': [{
+        # One perflog line per performance variable: the per-variable fields
+        # of the format below are filled only in this mode (otherwise every
+        # line reads 'null=null').
+        'perflog_multiline': True,
         'handlers': [{
             'type': 'stream', 'name': 'stdout', 'level': 'info',
             'format': '%(message)s',
         }, {
-            'type': 'file', 'name': os.path.join(str(PROJECT_ROOT), 'reports', 'reframe.log'),
+            'type': 'file', 'name': os.path.join(REPORTS, 'reframe.log'),
             'level': 'debug',
             'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
             'append': False,
         }],
         'handlers_perflog': [{
-            # One file per system/partition/test, every performance variable
-            # of every run with its reference and verdict.
+            # One file per system/partition/test: every performance variable
+            # of every run, one per line, with its reference, bounds and
+            # verdict (perflog_multiline below).
             'type': 'filelog',
             'prefix': '%(check_system)s/%(check_partition)s',
             'basedir': os.path.join(str(PROJECT_ROOT), 'perflogs'),
@@ -48,9 +75,8 @@ site_configuration = {
             'format': ('%(check_job_completion_time)s|%(check_name)s|%(check_environ)s|'
                        '%(check_perf_var)s=%(check_perf_value)s|%(check_perf_unit)s|'
                        'ref=%(check_perf_ref)s (l=%(check_perf_lower_thres)s, '
-                       'u=%(check_perf_upper_thres)s)|%(check_perf_result)s|'
+                       'u=%(check_perf_upper_thres)s)|%(check_perf_result)s|%(check_judgement)s|'
                        '%(check_mpi_library)s'),
-            'format_perfvars': '',
             'append': True,
         }],
     }],

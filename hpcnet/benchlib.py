@@ -1,38 +1,40 @@
 """Shared pieces of the checks that run prebuilt benchmark suites (IMB, OSU).
 
-Those programs come with the environment (``extras['tools']``, filled by
+Those programs come with the environment (its stack's ``tools``, found by
 :mod:`hpcnet.stacks`), not from ``src/``: they print no ``mpi-library:`` line
 and no host list, so the proofs :class:`hpcnet.testlib.MpiBenchmark` owes
-are made here from what the run does print:
+are measured around them:
 
 - the program must belong to the environment's MPI: its path is under the
   MPI's prefix (or a prefix discovery attributed benchmark builds to);
-- the library really loaded is checked where the MPI names it in its own
-  report (Intel MPI's ``[0] MPI startup(): Intel(R) MPI Library, Version ...``
-  with ``I_MPI_DEBUG``, which the fabric table switches on); otherwise the
-  environment's MPI is recorded as such;
-- the transport proof is the fabric table's, as for every MPI check.
+- the library really loaded, and the host of each rank, are measured inside
+  every rank by ``src/mpiprobe.c``, preloaded into the benchmark (for every
+  MPI family, never copied from the environment);
+- the transport proof and the link counters are those of every MPI check.
 
 :class:`ToolBenchmark` wires this into the pipeline; the pure functions take
 what they need and raise with a message a site engineer can act on.
 """
 from __future__ import annotations
 
-import math
 import os
 import re
-from types import SimpleNamespace
 
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import run_after, variable
+from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
-from hpcnet import hooks, linkstats, stacks
-from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES
+from hpcnet import stacks
+from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Unit
+from hpcnet.model import Stack
 from hpcnet.parsers.imb import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
-from hpcnet.testlib import MpiBenchmark
+from hpcnet.sizes import message_sizes
+from hpcnet.testlib import MpiBenchmark, build_mpiprobe
+
+#: The probe src/mpiprobe.c builds (hpcnet.testlib.build_mpiprobe).
+PROBE_LIBRARY = 'libhpcnet_mpiprobe.so'
 
 # --------------------------------------------------------------------------
 # Names (constants, checked against the parsers' tables at import)
@@ -119,8 +121,8 @@ def _check_names():
 _check_names()
 
 #: Units of the figures that hpcnet.constants.Unit does not name.
-MSG_RATE_UNIT = 'msg/s'
-PERCENT_UNIT = '%'
+MSG_RATE_UNIT = Unit.MSG_RATE
+PERCENT_UNIT = Unit.OVERLAP_PCT
 
 # Sizes with their own performance variables (the whole table is in ``curve``).
 LATENCY_SIZES = P2P_LATENCY_SIZES          # 0 and 8 bytes, where present
@@ -131,6 +133,8 @@ MSG_RATE_SIZES = (8,) + P2P_BANDWIDTH_SIZES
 COLLECTIVE_PERF_SIZES = COLLECTIVE_SIZES
 
 # IMB defaults
+#: Reductions work on MPI_FLOAT: IMB skips the sizes below one float.
+IMB_REDUCTION_MIN_SIZE = 4
 #: -msglog maxima: 4 MiB for point-to-point, 1 MiB for collectives.
 IMB_P2P_MSGLOG_MAX = 22
 IMB_COLLECTIVE_MSGLOG_MAX = 20
@@ -138,6 +142,10 @@ IMB_COLLECTIVE_MSGLOG_MAX = 20
 #: repetitions into it and stops the benchmark ("time-out") once
 #: time x number of sizes has passed.
 IMB_TIME_PER_SIZE = 10.0
+#: ... for Uniband/Biband: a repetition is a window of 64 messages, 256 MiB each
+#: way at 4 MiB; over a Gigabit link with both directions on two cores (the
+#: testbed: 116 MB/s for both together) 10 s per size ran out at 4 MiB.
+IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: -iter for the windowed benchmarks: each repetition is a window of 64
 #: messages, so 100 repetitions are 6400 messages per size (IMB's 1000 takes
 #: minutes per size over a slow TCP path).
@@ -179,16 +187,15 @@ def benchmark_text(text: str) -> str:
                    if not any(p.match(line) for p in FOREIGN_LINES))
 
 
-def tool_missing_reason(tool: str, what: str, environ_name: str, environ_extras: dict):
+def tool_missing_reason(tool: str, what: str, stack: Stack):
     '''Why ``tool`` cannot run in this environment, or None when it can.'''
-    tools = environ_extras.get('tools') or {}
-    if tools.get(tool):
+    if stack.tool(tool):
         return None
-    prefix = environ_extras.get('mpi_prefix', '(no MPI prefix)')
+    prefix = stack.mpi_prefix or '(no MPI prefix)'
     where = ', '.join(os.path.join(prefix, sub) for sub in stacks.TOOL_SUBDIRS)
-    return (f'{what} program {tool} not found in environment {environ_name}: hpcnet.stacks '
-            f'looked in {where} (tools found: {", ".join(sorted(tools)) or "none"}); install '
-            f'{what} against this MPI, or list a prefix that has it in HPCNET_MPI_PREFIXES')
+    return (f'{what} program {tool} not found in environment {stack.environ}: hpcnet.stacks '
+            f'looked in {where} (tools found: {", ".join(name for name, _ in stack.tools) or "none"}); '
+            f'install {what} against this MPI, or list a prefix that has it in HPCNET_MPI_PREFIXES')
 
 
 def _under(path: str, root: str) -> bool:
@@ -196,35 +203,47 @@ def _under(path: str, root: str) -> bool:
     return os.path.normpath(path).startswith(root.rstrip(os.sep) + os.sep)
 
 
-def check_tool_prefix(tool: str, path: str, environ_extras: dict, environ_name: str) -> None:
+def check_tool_prefix(tool: str, path: str, stack: Stack) -> None:
     '''The program must belong to the environment's MPI: installed under its
     prefix, or under a prefix discovery attributed to it (``tool_prefixes``:
     Spack builds of IMB/OSU against that MPI).'''
-    roots = [environ_extras.get('mpi_prefix', '')] + list(environ_extras.get('tool_prefixes', ()))
-    roots = [r for r in roots if r]
+    roots = [r for r in (stack.mpi_prefix, *stack.tool_prefixes) if r]
     if not any(_under(path, r) for r in roots):
         raise SanityError(f'{tool} at {path} is not under the prefix of the MPI of environment '
-                          f'{environ_name} ({", ".join(roots) or "no prefix known"}): it may '
+                          f'{stack.environ} ({", ".join(roots) or "no prefix known"}): it may '
                           'be built against another MPI')
 
 
-_STARTUP = re.compile(r'^\[\d+\] MPI startup\(\): (?P<text>.*?)\s*$', re.M)
-_PIN_ROW = re.compile(r'^\[0\] MPI startup\(\): (?P<rank>\d+)\s+(?P<pid>\d+)\s+(?P<host>\S+)\s+\{',
-                      re.M)
+_PROBE = re.compile(r'^hpcnet-mpi-library: (\S+) (\S+) (.*?)\s*$', re.M)
 
 
-def runtime_library(mpi_output: str):
-    '''The MPI library the run loaded, as the library itself reported it at
-    start-up (Intel MPI with I_MPI_DEBUG), or None.'''
-    for m in _STARTUP.finditer(mpi_output):
-        if stacks.library_family(m.group('text')):
-            return m.group('text')
-    return None
+def measured_libraries(text: str) -> dict:
+    '''rank -> (host, library) as src/mpiprobe.c printed them from inside
+    each rank of a prebuilt benchmark.'''
+    found = {}
+    for rank, host, library in _PROBE.findall(text):
+        if not rank.isdigit():
+            raise SanityError(f'the MPI probe could not tell its rank (host {host}): the '
+                              'launcher set none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, '
+                              'SLURM_PROCID')
+        # A script around the benchmark (a wrapper exec'ing it) is probed
+        # too, and has no MPI: the program's own line wins.
+        if library != 'none' or int(rank) not in found:
+            found[int(rank)] = (host, library)
+    return found
 
 
-def rank_hosts(mpi_output: str) -> dict:
-    '''rank -> host from Intel MPI's pinning table (I_MPI_DEBUG), or {}.'''
-    return {int(m.group('rank')): m.group('host') for m in _PIN_ROW.finditer(mpi_output)}
+def measured_library(text: str, ranks: int) -> tuple:
+    '''(library, {rank: host}): the one MPI library every rank loaded.'''
+    found = measured_libraries(text)
+    if sorted(found) != list(range(ranks)):
+        raise SanityError(f'the MPI probe reported ranks {sorted(found)}, expected 0..{ranks - 1}: '
+                          'the benchmark did not run with the probe preloaded')
+    libraries = {library for _, library in found.values()}
+    if len(libraries) != 1 or libraries == {'none'}:
+        raise SanityError(f'the ranks loaded {len(libraries)} MPI libraries: '
+                          f'{"; ".join(sorted(libraries))}')
+    return libraries.pop(), {rank: host for rank, (host, _) in found.items()}
 
 
 _IMB_TIMEOUT = re.compile(r'^\s*(?P<size>\d+)\s+time-out\.', re.M)
@@ -248,36 +267,8 @@ def imb_sizes(benchmark: str, msglog_min: int, msglog_max: int) -> tuple:
     the tables without sizes (barriers).'''
     if benchmark in ImbBenchmark.SIZELESS:
         return ()
-    lowest = 4 if benchmark in ImbBenchmark.REDUCTIONS else 1
-    return (0,) + tuple(1 << k for k in range(msglog_min, msglog_max + 1) if 1 << k >= lowest)
-
-
-def osu_required_sizes(max_size: int) -> tuple:
-    '''Sizes every OSU table up to ``max_size`` must have (see
-    :data:`OSU_MIN_REQUIRED_SIZE`); the last one is ``max_size``.'''
-    return hooks.powers_of_two(OSU_MIN_REQUIRED_SIZE, max_size)
-
-
-def check_values(rows, columns, size_key, what, zero_at_size0=(), nonnegative=()) -> None:
-    '''Every value of ``columns`` is finite and > 0; ``zero_at_size0`` columns
-    may be 0 at size 0 (0 bytes in 0 s: IMB prints 0.00), ``nonnegative``
-    ones (overlap %) may be 0 anywhere.'''
-    for row in rows:
-        size = row.get(size_key)
-        where = f'{int(size)} B' if size is not None else 'the only row'
-        for col in columns:
-            v = row[col]
-            if not math.isfinite(v):
-                raise SanityError(f'{what}: {col} at {where} is {v}')
-            zero_ok = col in nonnegative or (col in zero_at_size0 and size == 0)
-            if v < 0 or (v == 0 and not zero_ok):
-                raise SanityError(f'{what}: {col} at {where} is {v} (must be > 0)')
-
-
-def curve_rows(rows, size_key) -> list:
-    '''Table rows for the report: the size under ``size_bytes`` (as in the
-    kernels' curves), every other column under the parser's name.'''
-    return [{('size_bytes' if k == size_key else k): v for k, v in row.items()} for row in rows]
+    lowest = IMB_REDUCTION_MIN_SIZE if benchmark in ImbBenchmark.REDUCTIONS else 1
+    return message_sizes(max(1 << msglog_min, lowest), 1 << msglog_max, zero=True)
 
 
 # --------------------------------------------------------------------------
@@ -304,15 +295,24 @@ class ToolBenchmark(MpiBenchmark):
     #: The whole table: one dict per size (JSON report).
     curve = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
 
+    #: Preloaded into every rank: measures the MPI library it loaded.
+    mpiprobe = fixture(build_mpiprobe, scope='environment')
+
     @run_after('setup')
     def locate_tool(self):
-        env = self.current_environ
-        reason = tool_missing_reason(self.tool, self.tool_suite, env.name, env.extras)
+        reason = tool_missing_reason(self.tool, self.tool_suite, self.stack)
         if reason is not None:
             self.tool_missing = reason
             self.skip(reason)
-        self.tool_path = env.extras['tools'][self.tool]
+        self.tool_path = self.stack.tool(self.tool)
         self.executable = self.tool_path
+
+    @run_before('run')
+    def preload_probe(self):
+        # Into the benchmark's processes only, not the launcher's.
+        probe = os.path.join(self.mpiprobe.stagedir, 'bin', PROBE_LIBRARY)
+        self.executable_opts = [f'LD_PRELOAD={probe}', self.executable, *self.executable_opts]
+        self.executable = 'env'
 
     def stdout_path(self) -> str:
         return os.path.join(self.stagedir, self.stdout.evaluate())
@@ -325,48 +325,20 @@ class ToolBenchmark(MpiBenchmark):
         except OSError as err:
             raise SanityError(f'{self.stdout_path()}: {err.strerror}') from None
 
-    def prove_run(self, reported: str = '') -> None:
-        '''Program, library, hosts and transport (``reported``: what the
-        program says of the MPI, for the record).'''
-        env = self.current_environ
-        check_tool_prefix(self.tool, self.tool_path, env.extras, env.name)
-        text = self.job_output()
-        library = runtime_library(text)
-        hosts = rank_hosts(text)
-        if library is not None:
-            self.check_common(SimpleNamespace(mpi_library=library, hosts=hosts))
-            return
-        # The MPI printed no library report: the prefix check above is the
-        # proof; record what ran.
-        if self.num_nodes > 1 and len(set(hosts.values())) < self.num_nodes:
-            raise SanityError(f'ranks were meant to run on {self.num_nodes} nodes, but the '
-                              f'output of {env.extras["mpi_family"]} names no hosts to prove it')
-        self.mpi_library = (f'{env.extras["mpi_family"]} {env.extras["mpi_version"]} '
-                            f'(environment {env.name}{"; " + reported if reported else ""})')
-        if self.verify_transport:
-            self.transport = hooks.check_transport(self.fabric_settings, text)
-
-    def check_link_payload(self, bytes_per_rank: list) -> None:
-        '''The fabric interface sent at least what the ranks sent (partitions
-        naming an ``iface``; see MpiBenchmark.check_link).'''
-        if self.link_iface() is None:
-            return
-        text = self.job_output()
-        hosts = rank_hosts(text)
-        if not hosts and self.num_nodes == 1:
-            try:
-                deltas = linkstats.parse(text)
-            except linkstats.LinkStatsError as err:
-                raise SanityError(f'link counters: {err}') from None
-            if len(deltas) == 1:
-                hosts = {rank: deltas[0].host for rank in range(len(bytes_per_rank))}
-        if len(hosts) < len(bytes_per_rank):
-            raise SanityError(f'cannot attribute the payload of {len(bytes_per_rank)} ranks to '
-                              f'hosts (known: {hosts}) for the link counter check')
-        by_host = {}
-        for rank, nbytes in enumerate(bytes_per_rank):
-            by_host[hosts[rank]] = by_host.get(hosts[rank], 0) + int(nbytes)
-        self.check_link(by_host)
+    def prove_run(self, bytes_per_rank: list | None = None, min_link_bytes: int | None = None):
+        '''The program belongs to the environment's MPI, and the run goes
+        through the one sanity step of every MPI run with the library and the
+        hosts measured inside the ranks; the link counters are held against
+        ``bytes_per_rank`` (payload each rank sent) where the benchmark's
+        table gives it, else against ``min_link_bytes`` per node.'''
+        check_tool_prefix(self.tool, self.tool_path, self.stack)
+        library, hosts = measured_library(self.job_output(), self.num_tasks)
+        by_host = None
+        if bytes_per_rank is not None:
+            by_host = {}
+            for rank, nbytes in enumerate(bytes_per_rank):
+                by_host[hosts[rank]] = by_host.get(hosts[rank], 0) + int(nbytes)
+        self.prove(library, hosts, by_host, min_link_bytes)
 
     def add_perf(self, name: str, value, unit: str) -> None:
         self.perf_variables[name] = sn.make_performance_function(value, unit)

@@ -16,8 +16,13 @@ CONFIG_DIR = PROJECT_ROOT / 'config'
 REFERENCE_DIR = PROJECT_ROOT / 'reference'
 #: Overrides REFERENCE_DIR (a site's own reference repository, or tests).
 REFERENCE_DIR_ENV = 'HPCNET_REFERENCE_DIR'
+#: Where `hpcnet run`/`baseline` keep JSON and HTML reports (default reports/).
+REPORTS_DIR_ENV = 'HPCNET_REPORTS_DIR'
 SRC_DIR = PROJECT_ROOT / 'src'
 FABRICS_FILE = CONFIG_DIR / 'fabrics.yaml'
+#: One file per system (a site is a file), and more directories of them.
+SYSTEMS_DIR = CONFIG_DIR / 'systems'
+SYSTEMS_DIRS_ENV = 'HPCNET_SYSTEMS_DIRS'
 
 
 class MpiFamily:
@@ -114,8 +119,35 @@ class Unit:
     US = 'us'
     MBPS = 'MB/s'   # 10^6 bytes per second
     RATIO = 'ratio'
+    COUNT = 'count'   # errors, drops, outlier nodes: 0 when healthy
+    BYTES = 'bytes'   # a configuration value (MTU): any change is a change
+    LOST_PCT = '% lost'          # UDP datagrams lost: lower is better
+    OVERLAP_PCT = '% overlap'    # IMB-NBC computation overlap: higher is better
+    MSG_RATE = 'msg/s'
 
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
 #: a session (Debian MPICH 4.0.2 over UCX/TCP can hang there).
 DEFAULT_JOB_TIME_LIMIT = '3m'
+
+
+class Scale:
+    '''Where a check's ranks run: one parameter instead of twin single-node and
+    multi-node classes (the EESSI test suite's ``scale``).  A single-node run
+    on a multi-node partition measures the node, not the link, so ONE_NODE runs
+    only on partitions without the MULTINODE feature, the others only on
+    partitions with it.'''
+    ONE_NODE = '1_node'
+    TWO_NODES = '2_nodes'
+    #: One rank per node on every node of the partition (its ``num_nodes``).
+    ALL_NODES = 'all_nodes'
+    POINT_TO_POINT = (ONE_NODE, TWO_NODES)
+    WHOLE_PARTITION = (ONE_NODE, ALL_NODES)
+
+
+#: Set by `hpcnet testbed run` for config/systems/testbed.py: the running
+#: testbed's compute node count and shaped link rate (bit/s; unset: unshaped).
+TESTBED_NODES_ENV = 'HPCNET_TESTBED_NODES'
+TESTBED_RATE_ENV = 'HPCNET_TESTBED_RATE_BPS'
+#: ... and the RDMA device its nodes have on eth0 (unset: none, no roce partition).
+TESTBED_RDMA_ENV = 'HPCNET_TESTBED_RDMA_DEVICE'

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hpcnet.parsers.table import SIZE_COLUMN
+from hpcnet.sizes import size_label
+
 OURS = 'hpcnet_p2p %mode=pingpong'
 IMB = 'hpcnet_imb %benchmark=PingPong'
 LATENCY_SIZES = (0, 8)
@@ -50,10 +53,6 @@ class Ratio:
         return self.ratio_median >= BANDWIDTH_MIN_RATIO
 
 
-def _label(nbytes):
-    return f'{nbytes >> 20}MiB' if nbytes >= 1 << 20 else f'{nbytes}B'
-
-
 def ratios(cases: list) -> list:
     '''Ratios from the final test cases of a ReFrame JSON report.'''
     by_where = {}
@@ -68,15 +67,15 @@ def ratios(cases: list) -> list:
     for where, curves in sorted(by_where.items()):
         if set(curves) != {OURS, IMB}:
             continue
-        ours = {int(r['size_bytes']): r for r in curves[OURS]}
-        imb = {int(r['size_bytes']): r for r in curves[IMB]}
+        ours = {int(r[SIZE_COLUMN]): r for r in curves[OURS]}
+        imb = {int(r[SIZE_COLUMN]): r for r in curves[IMB]}
         for size in LATENCY_SIZES:
             if size in ours and size in imb:
-                out.append(Ratio(where, f'latency_{_label(size)}', ours[size]['median_us'],
+                out.append(Ratio(where, f'latency_{size_label(size)}', ours[size]['median_us'],
                                  ours[size]['mean_us'], imb[size]['t_usec']))
         for size in BANDWIDTH_SIZES:
             if size in ours and size in imb:
-                out.append(Ratio(where, f'bandwidth_{_label(size)}', ours[size]['bw_MBps'],
+                out.append(Ratio(where, f'bandwidth_{size_label(size)}', ours[size]['bw_MBps'],
                                  size / ours[size]['mean_us'], imb[size]['mbytes_per_sec']))
     return out
 

@@ -73,3 +73,9 @@ def parse(text: str) -> list:
         deltas.append(LinkDelta(host, iface, {c: phases['after'][c] - phases['before'][c]
                                               for c in phases['before']}))
     return deltas
+
+
+def link_efficiency(payload_MBps: float, rate_bps: float, directions: int = 1) -> float:
+    '''Achieved payload rate over the link's wire rate (1.0 = every bit on
+    the wire is payload, unreachable: framing and headers cost ~4-6 %).'''
+    return payload_MBps * 8e6 / (float(rate_bps) * directions)

@@ -96,22 +96,22 @@ def _iface_up(node: NodeReport, iface: str) -> bool:
     return node.values.get('operstate') == 'up' or (is_up and node.values.get('operstate') == 'unknown')
 
 
-def ethernet_problems(node: NodeReport, iface: str, expected: dict) -> list:
-    '''What is wrong with ``iface`` on one node (empty: nothing).'''
+def ethernet_problems(node: NodeReport, iface: str, mtu: int | None = None,
+                      speed_mbps: int | None = None) -> list:
+    '''What is wrong with ``iface`` on one node (empty: nothing), against the
+    partition's ``mtu`` and ``speed_mbps`` where it states them.'''
     if node.values.get('iface_present') != 'yes':
         return [f'{node.host}: interface {iface} does not exist']
     problems = []
     if not _iface_up(node, iface):
         problems.append(f'{node.host}: {iface} is not up (operstate '
                         f'{node.values.get("operstate")}, flags {node.values.get("flags")})')
-    if expected.get('mtu') and node.int('mtu') != int(expected['mtu']):
+    if mtu and node.int('mtu') != mtu:
         problems.append(f'{node.host}: {iface} MTU is {node.values.get("mtu")}, '
-                        f'the partition says {expected["mtu"]}')
-    if expected.get('link_speed_mbps'):
-        speed = node.int('speed_mbps')
-        if speed != int(expected['link_speed_mbps']):
-            problems.append(f'{node.host}: {iface} speed is {node.values.get("speed_mbps")} Mb/s, '
-                            f'the partition says {expected["link_speed_mbps"]}')
+                        f'the partition says {mtu}')
+    if speed_mbps and node.int('speed_mbps') != speed_mbps:
+        problems.append(f'{node.host}: {iface} speed is {node.values.get("speed_mbps")} Mb/s, '
+                        f'the partition says {speed_mbps}')
     return problems
 
 
@@ -135,3 +135,32 @@ def rdma_problems(node: NodeReport, fabric: str, dev: str, gid_index) -> list:
             problems.append(f'{node.host}: {dev} GID {gid_index} is '
                             f'{node.values.get("gid_type")!r}, not RoCE v2')
     return problems
+
+
+# --------------------------------------------------------------------------
+# RDMA readiness inside an MPI job: on every node it uses, before the MPI runs
+# --------------------------------------------------------------------------
+
+_RDMA_MISSING = re.compile(r'^hpcnet-rdma-missing: (\S+) (\S+) ?(.*)$', re.M)
+
+
+def rdma_probe_command(devices) -> str:
+    '''A POSIX shell command printing one ``hpcnet-rdma-missing:`` line per
+    device of ``devices`` this node lacks (with the devices it has).'''
+    for dev in devices:
+        if not re.fullmatch(r'[\w.-]+', dev):
+            raise ValueError(f'RDMA device {dev!r} is not a valid device name')
+    script = (f'R="${{{SYSFS_ROOT_ENV}:-/sys}}/class/infiniband"; for d in {" ".join(devices)}; do '
+              '[ -d "$R/$d" ] || echo "hpcnet-rdma-missing: $(hostname) $d '
+              '$(ls "$R" 2>/dev/null | tr "\n" " ")"; done')
+    return f"sh -c '{script}'"
+
+
+def rdma_missing(text: str) -> str | None:
+    '''Why the job's nodes cannot run the RDMA fabric, or None.'''
+    lines = _RDMA_MISSING.findall(text)
+    if not lines:
+        return None
+    return '; '.join(f'{host} has no RDMA device {dev} (devices there: '
+                     f'{present.strip() or "none; no RDMA device or driver"})'
+                     for host, dev, present in lines)

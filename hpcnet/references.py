@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -97,6 +98,32 @@ def _check_levels(path, key, node, depth, perfvars):
         _check_levels(path, f'{key}.{k}', sub, depth - 1, perfvars)
 
 
+#: Top-level section of a reference file (ReFrame ignores it: it reads only
+#: the test's own entry) with the metrics a site deliberately does not judge:
+#: ``{test class: {regex over '<index values>/<perf variable>': reason}}``.
+NOT_ASSERTED = '$not_asserted'
+#: Top-level section with what produced the references (hpcnet.baseline).
+PROVENANCE = '$provenance'
+#: How a case on a system without a reference file is marked.
+NOT_JUDGED = 'not judged'
+
+
+def _check_not_asserted(path, node) -> None:
+    if not isinstance(node, dict):
+        _fail(path, NOT_ASSERTED, 'expected a mapping of test class: {pattern: reason}')
+    for test, patterns in node.items():
+        if not isinstance(patterns, dict) or not patterns:
+            _fail(path, f'{NOT_ASSERTED}.{test}', "expected a mapping of pattern: reason, e.g. "
+                  "'testbed:eth/.*/latency_.*': 'latency is the host's, not the link's'")
+        for pattern, reason in patterns.items():
+            try:
+                re.compile(str(pattern))
+            except re.error as err:
+                _fail(path, f'{NOT_ASSERTED}.{test}.{pattern}', f'not a regular expression ({err})')
+            if not isinstance(reason, str) or not reason.strip():
+                _fail(path, f'{NOT_ASSERTED}.{test}.{pattern}', 'the reason must be a non-empty string')
+
+
 def validate(data, path='<references>', perfvars_by_test: dict | None = None) -> dict:
     '''Check a loaded reference file.  ``perfvars_by_test`` (test class name
     -> set of performance variable names), when given, also rejects unknown
@@ -106,6 +133,13 @@ def validate(data, path='<references>', perfvars_by_test: dict | None = None) ->
     if not isinstance(data, dict):
         _fail(path, '(top level)', 'expected a mapping of test class name: references')
     for test, refs in data.items():
+        if test == NOT_ASSERTED:
+            _check_not_asserted(path, refs)
+            continue
+        if test == PROVENANCE:
+            if not isinstance(refs, dict):
+                _fail(path, PROVENANCE, 'expected a mapping (what produced the references)')
+            continue
         perfvars = None
         if perfvars_by_test is not None:
             if test not in perfvars_by_test:
@@ -152,64 +186,42 @@ def reference_dir() -> Path:
     return Path(os.environ.get(REFERENCE_DIR_ENV, REFERENCE_DIR))
 
 
-def reference_for_test(system: str, refdir: Path | None = None) -> dict:
-    '''The ``reference`` value for a test on ``system``: an external reference
-    when ``<reference dir>/<system>.yaml`` exists (validated first), else none.'''
+@dataclass(frozen=True)
+class TestReferences:
+    """What a test on a system is judged against."""
+    path: Path                #: reference/<system>.yaml (it may not exist)
+    reference: dict           #: the test's ``reference`` ({'$ref': ...} or {})
+    #: True where the system has a file: every performance variable must then
+    #: resolve to a reference, an $xfail or a not-asserted entry.
+    strict: bool
+    not_asserted: tuple = ()  #: ((pattern, reason), ...) of this test class
+
+    def not_asserted_reason(self, index_path: str) -> str | None:
+        for pattern, reason in self.not_asserted:
+            if re.fullmatch(pattern, index_path):
+                return reason
+        return None
+
+
+def for_test(system: str, test_class: str, reference_index, refdir: Path | None = None) \
+        -> TestReferences:
+    """The references of ``test_class`` on ``system``: an external reference
+    when ``<reference dir>/<system>.yaml`` exists (validated first, and its
+    ``$index`` for the class must be the one the check declares)."""
     path = reference_file(system, refdir or reference_dir())
     if not path.exists():
-        return {}
-    load(path)
+        return TestReferences(path, {}, strict=False)
+    data = load(path)
+    index = (data.get(test_class) or {}).get('$index')
+    if index is not None and list(index) != list(reference_index):
+        raise ReferenceFileError(f'{path}: {test_class}.$index is {index} but the check is '
+                                 f'indexed by {list(reference_index)} (valid: that list)')
+    patterns = tuple((str(k), v) for k, v in
+                     (data.get(NOT_ASSERTED) or {}).get(test_class, {}).items())
     # Absolute: ReFrame joins it to its reference prefix, which then has no
     # effect (4.10.4's config schema lacks general/reference_prefix).
-    return {'$ref': str(path.resolve())}
-
-
-# --------------------------------------------------------------------------
-# Generation from a good run
-# --------------------------------------------------------------------------
-
-def generate(report: dict, index_attrs: dict, tolerance: tuple = (-0.1, 0.1),
-             tests: set | None = None, by_environ: bool = False) -> dict:
-    '''Reference data from a ReFrame JSON run report.
-
-    ``index_attrs`` maps test class name -> the test attributes (after
-    ``$partition``) its references are indexed by; their values are read from
-    each test case's entry in the report.  Several runs of the same key keep
-    the median.  Review the output before committing it.
-    '''
-    values: dict = {}
-    for run in report.get('runs', []):
-        for tc in run.get('testcases', []):
-            if tc.get('result') not in ('pass', 'xfail') or not tc.get('perfvalues'):
-                continue
-            # 'hpcnet_p2p %mode=pingpong /1a2b3c4d' -> 'hpcnet_p2p'
-            cls = tc.get('name', '').split()[0]
-            if tests is not None and cls not in tests:
-                continue
-            attrs = index_attrs.get(cls, ())
-            part = f'{tc["system"]}:{tc["partition"]}'
-            keys = [part] + ([tc['environ']] if by_environ else []) + [str(tc.get(a)) for a in attrs]
-            for key, val in tc['perfvalues'].items():
-                var = key.split(':')[-1]
-                value, unit = val[0], val[4]
-                if value is None:
-                    continue
-                values.setdefault(cls, {}).setdefault(tuple(keys), {}).setdefault(
-                    var, ([], unit))[0].append(value)
-
-    out = {}
-    for cls, by_key in values.items():
-        index = ['$partition'] + (['$environ'] if by_environ else []) + list(index_attrs.get(cls, ()))
-        node = out.setdefault(cls, {'$index': index})
-        for keys, perfvars in by_key.items():
-            leaf = node
-            for k in keys:
-                leaf = leaf.setdefault(k, {})
-            for var, (vals, unit) in sorted(perfvars.items()):
-                vals = sorted(vals)
-                median = vals[len(vals) // 2]
-                leaf[var] = [float(f'{median:.6g}'), tolerance[0], tolerance[1], unit]
-    return out
+    return TestReferences(path, {'$ref': str(path.resolve())}, strict=True,
+                          not_asserted=patterns)
 
 
 def dump(data: dict) -> str:

@@ -34,6 +34,7 @@ from typing import Iterable
 
 from hpcnet.constants import (DEFAULT_STATE_DIR, STATE_DIR_ENV, WRAPPER_CC_VARIABLE,
                               CompilerFamily, Feature, MpiFamily)
+from hpcnet.model import Stack
 
 #: Programs an MPI prefix may ship that checks can use, by feature.
 TOOL_FEATURES = {
@@ -63,11 +64,10 @@ class StackError(RuntimeError):
     '''A problem with the stack model a user can cause and must be told about.'''
 
 
-@dataclass(frozen=True)
-class Compiler:
-    family: str          #: one of CompilerFamily.ALL
-    version: str         #: full version, e.g. '12.2.0'
-    command: str         #: absolute path of the C compiler
+class Labelled:
+    '''A family and a version, named in environment names by family and major
+    version: gcc12, openmpi4, impi2021 (Intel MPI keeps its year as major),
+    mvapich2 (the family already says its major).'''
 
     @property
     def major(self) -> str:
@@ -75,7 +75,20 @@ class Compiler:
 
     @property
     def label(self) -> str:
+        # mvapich2 2.3.7 -> mvapich2 (not mvapich22); a family ending in
+        # another digit keeps the major apart: mvapich2 3.0 -> mvapich2-3.
+        if self.family.endswith(self.major):
+            return self.family
+        if self.family[-1:].isdigit():
+            return f'{self.family}-{self.major}'
         return f'{self.family}{self.major}'
+
+
+@dataclass(frozen=True)
+class Compiler(Labelled):
+    family: str          #: one of CompilerFamily.ALL
+    version: str         #: full version, e.g. '12.2.0'
+    command: str         #: absolute path of the C compiler
 
 
 @dataclass(frozen=True)
@@ -104,22 +117,13 @@ class MpiCandidate:
 
 
 @dataclass(frozen=True)
-class MpiStack:
+class MpiStack(Labelled):
     '''An MPI proven to build and load a program.'''
     candidate: MpiCandidate
     family: str
     version: str
     library_version: str          #: first line of MPI_Get_library_version
     tools: tuple = ()             #: ((tool name, absolute path), ...)
-
-    @property
-    def major(self) -> str:
-        # Intel MPI's '2021.19.0' keeps its year as the major version.
-        return self.version.split('.')[0]
-
-    @property
-    def label(self) -> str:
-        return f'{self.family}{self.major}'
 
     @property
     def profile(self) -> str:
@@ -170,21 +174,19 @@ class Environment:
             'ftn': '',
             'env_vars': self.env_vars(),
             'features': self.features,
-            'extras': {
-                'mpi_family': self.mpi.family,
-                'mpi_profile': self.mpi.profile,
-                'mpi_version': self.mpi.version,
-                'mpi_major': self.mpi.major,
-                'mpi_source': cand.source,
-                'mpi_known_issue': list(known_issue(self.mpi.family, self.mpi.version,
-                                                    cand.transport_layer)),
-                'mpi_prefix': cand.prefix,
-                'compiler_family': self.compiler.family,
-                'compiler_version': self.compiler.version,
-                'tools': dict(self.mpi.tools),
-                'tool_prefixes': list(cand.tool_prefixes),
-            },
+            'extras': self.stack().to_extras(),
         }
+
+    def stack(self) -> Stack:
+        '''The typed model the checks read back (hpcnet.model.Stack).'''
+        cand = self.mpi.candidate
+        return Stack(environ=self.name, mpi_family=self.mpi.family, mpi_profile=self.mpi.profile,
+                     mpi_version=self.mpi.version, mpi_source=cand.source, mpi_prefix=cand.prefix,
+                     known_issue=known_issue(self.mpi.family, self.mpi.version,
+                                             cand.transport_layer),
+                     compiler_family=self.compiler.family,
+                     compiler_version=self.compiler.version,
+                     tools=tuple(self.mpi.tools), tool_prefixes=tuple(cand.tool_prefixes))
 
 
 @dataclass
@@ -420,9 +422,42 @@ def spack_candidates(state: Path) -> list:
     return out
 
 
+SPACK_LOCK_ENV_VAR = 'HPCNET_SPACK_LOCK'
+SPACK_INSTALL_TREE_ENV_VAR = 'HPCNET_SPACK_INSTALL_TREE'
+
+
+def spack_lock_candidates(state: Path) -> list:
+    '''MPIs of the Spack environment whose spack.lock HPCNET_SPACK_LOCK names,
+    read without Spack (hpcnet.spacklock), prefixes from the lock's externals
+    or the install tree HPCNET_SPACK_INSTALL_TREE; each build its own
+    candidate, with the OSU/IMB builds bound to it by hash.'''
+    from hpcnet import spacklock
+    lock = os.environ.get(SPACK_LOCK_ENV_VAR)
+    if not lock:
+        return []
+    tree = os.environ.get(SPACK_INSTALL_TREE_ENV_VAR)
+    try:
+        locked = spacklock.matrix(Path(lock), Path(tree) if tree else None)
+    except spacklock.SpackLockError as err:
+        raise StackError(f'{SPACK_LOCK_ENV_VAR}: {err}') from None
+    out = []
+    for m in locked:
+        label = f'spack-{m.name}-{m.version}-{m.short_hash}'
+        cand = prefix_candidate(Path(m.prefix), label, 'spack', SPACK_MPI_PACKAGES.get(m.name)) \
+            if m.prefix else None
+        if cand is None:
+            raise StackError(f'{SPACK_LOCK_ENV_VAR}={lock}: {m.name}@{m.version}/{m.short_hash} has '
+                             f'no bin/mpicc under {m.prefix or "any prefix"} (valid: an installed '
+                             f'environment; set {SPACK_INSTALL_TREE_ENV_VAR} to its install tree)')
+        out.append(dataclasses.replace(cand, tool_prefixes=tuple(
+            t[3] for t in m.tools if t[3])))
+    return out
+
+
 #: Every source of candidates, in order.  A source is a function of the state
 #: directory returning a list of MpiCandidate.
-SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, extra_prefix_candidates]
+SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, spack_lock_candidates,
+                 extra_prefix_candidates]
 
 
 # --------------------------------------------------------------------------
@@ -645,3 +680,21 @@ def discover(state: Path | None = None, sources: list | None = None,
     cache.write_text(json.dumps({'fingerprint': fingerprint, **_to_json(result)}, indent=1))
     return result
 
+
+
+# --------------------------------------------------------------------------
+# ReFrame environments
+# --------------------------------------------------------------------------
+
+#: Environment available on every partition even when no MPI is found, so that
+#: ReFrame always loads; MPI checks select ``+mpi`` and skip it.
+BUILTIN_ENV = 'builtin'
+
+
+def reframe_environments(found: Discovery, system_names: list) -> list:
+    """The ReFrame ``environments`` section: every discovered environment
+    plus :data:`BUILTIN_ENV`, on every system."""
+    envs = [e.to_reframe(system_names) for e in found.environments]
+    envs.append({'name': BUILTIN_ENV, 'cc': 'cc', 'cxx': '', 'ftn': '',
+                 'target_systems': list(system_names)})
+    return envs

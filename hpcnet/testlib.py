@@ -1,29 +1,39 @@
 """ReFrame building blocks of the hpcnet checks (the checks in checks/ stay
 declarative: parameters, fixtures, performance variables).
 
-- :class:`build_kernels`: compiles every MPI kernel of ``src/`` once per
-  environment (fixture scope ``environment``), warnings are errors.
-- :class:`MpiBenchmark`: a run-only test of an MPI program that is put on the
-  partition's fabric by the fabric table, proves it (the MPI's own transport
-  report and, when the partition names an interface, its byte counters), checks
-  that the binary ran with the environment's MPI, and takes its references
-  from ``reference/<system>.yaml``.
+- :class:`MakeBuild`, :class:`build_kernels`: compile targets of ``src/`` once
+  per environment (fixture scope ``environment``), warnings are errors.
+- :class:`NetworkRun`: any run whose bytes should cross the partition's link:
+  its ``scale`` places the ranks, the interface counters are read on every
+  node before and after, the references come from ``reference/<system>.yaml``.
+- :class:`MpiBenchmark`: an MPI run put on the partition's fabric by the fabric
+  table, judged in one step (:meth:`MpiBenchmark.prove`): exit status, the
+  MPI library really loaded, the hosts, the MPI's own transport report and the
+  link counters.
 """
 from __future__ import annotations
 
 import os
 import re
+import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (run_after, run_before, sanity_function,
+from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
                                    variable)
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import PerformanceError, SanityError
 
-from hpcnet import hooks, linkstats, references
-from hpcnet.constants import SRC_DIR, Feature
-from hpcnet.parsers.kernel import KernelOutputError, parse_kernel_output
+from hpcnet import linkstats, preflight, references, sanity
+from hpcnet.constants import SRC_DIR, Fabric, Feature, MpiFamily, PartitionFeature, Scale
+from hpcnet.model import Partition, Stack
+from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.parsers import parsed_once
+from hpcnet.parsers.kernel import parse_kernel_output
+
+
+#: Where the in-job RDMA probe writes what the nodes lack (stage directory).
+RDMA_PROBE_FILE = 'hpcnet-rdma-probe.txt'
 
 
 class MakeBuild(rfm.CompileOnlyRegressionTest):
@@ -41,13 +51,16 @@ class MakeBuild(rfm.CompileOnlyRegressionTest):
     #: Programs the build must leave in bin/.
     programs = variable(typ.List[str], value=[])
 
-    def compiler_vars(self) -> list:
+    def compiler_vars(self) -> dict:
         raise NotImplementedError
 
     @run_before('compile')
     def set_make_options(self):
-        self.build_system.options = [*self.make_targets, *self.compiler_vars(), 'BINDIR=bin',
-                                     f'CFLAGS={" ".join(self.cflags)}']
+        # ReFrame writes the options into rfm_build.sh as they are: each one
+        # is quoted, or make would read '-Wall' of 'CFLAGS=-O2 -Wall' as its own.
+        variables = {**self.compiler_vars(), 'BINDIR': 'bin', 'CFLAGS': ' '.join(self.cflags)}
+        self.build_system.options = [*self.make_targets,
+                                     *(shlex.quote(f'{k}={v}') for k, v in variables.items())]
         self.build_system.max_concurrency = 1
 
     @sanity_function
@@ -61,45 +74,151 @@ class build_kernels(MakeBuild):
 
     descr = 'Build the hpcnet MPI kernels'
     valid_prog_environs = [f'+{Feature.MPI}']
+    make_targets = ['all']
     programs = ['p2p', 'collectives', 'pairs']
 
-    def compiler_vars(self) -> list:
-        return [f'MPICC={self.current_environ.cc}']
+    def compiler_vars(self) -> dict:
+        return {'MPICC': self.current_environ.cc}
 
 
-class NetworkRun(rfm.RunOnlyRegressionTest):
-    '''Base of every run whose bytes should cross the partition's link: the
-    interface's counters are read on every node before and after the run
-    (partitions that name an ``iface``), and the references come from
-    ``reference/<system>.yaml``.'''
+class build_sockets(MakeBuild):
+    '''Build the socket kernel (src/sockets*.c, no MPI) with the environment's
+    C compiler (-pthread is added by the Makefile).'''
+
+    descr = 'Build the hpcnet socket kernel'
+    valid_prog_environs = [BUILTIN_ENV]
+    make_targets = ['sockets']
+    programs = ['sockets']
+
+    def compiler_vars(self) -> dict:
+        return {'CC': self.current_environ.cc}
+
+
+class JudgedByReferences(rfm.RegressionTestPlugin):
+    '''Performance judged against ``reference/<system>.yaml``, strictly: where
+    the system has a file, every performance variable must resolve to a
+    reference, an ``$xfail`` or a ``$not_asserted`` entry (ReFrame's
+    ``require_reference``), and one whose value cannot be computed fails.
+    Where it has none, the values are recorded and the case says "not
+    judged".'''
+
+    #: What reference/<system>.yaml indexes this check's references by (its
+    #: `$index`): each check sets it beside the attributes it names.
+    reference_index = variable(typ.List[str], value=['$partition'], loggable=True)
+    #: 'judged against <file>', or 'not judged: ...' (no reference file).
+    judgement = variable(str, value='', loggable=True)
+    #: Values the reference file deliberately does not assert, with the reason.
+    not_asserted = variable(typ.Dict[str, object], value={}, loggable=True)
+
+    @run_after('setup')
+    def set_references(self):
+        # Validated first: a malformed file fails here with file, key and
+        # what is valid, never with a half-applied reference.
+        self.references = references.for_test(self.current_system.name, type(self).__name__,
+                                               self.reference_index)
+        self.reference = self.references.reference
+        self.require_reference = self.references.strict
+        self.judgement = (f'judged against {self.references.path}' if self.references.strict
+                          else f'{references.NOT_JUDGED}: {self.references.path} does not exist')
+
+    def index_path(self) -> str:
+        '''This case's reference key path: 'local:tcp/openmpi/bw'.'''
+        special = {'$partition': self.current_partition.fullname,
+                   '$system': self.current_system.name, '$environ': self.current_environ.name}
+        return '/'.join(str(special[k]) if k in special else str(getattr(self, k))
+                        for k in self.reference_index)
+
+    @run_before('performance')
+    def evaluate_every_value(self):
+        # ReFrame skips a variable whose value cannot be computed, with a
+        # warning: here that fails the case, naming it.
+        path = self.index_path()
+        for name, expr in list(self.perf_variables.items()):
+            try:
+                value = expr.evaluate()
+            except Exception as err:
+                raise PerformanceError(f'performance variable {name} has no value: {err}') \
+                    from None
+            reason = self.references.not_asserted_reason(f'{path}/{name}')
+            if reason is not None:
+                self.not_asserted[name] = {'value': value, 'unit': expr.unit, 'reason': reason}
+                del self.perf_variables[name]
+
+
+class build_mpiprobe(MakeBuild):
+    '''Build src/mpiprobe.c, the library preloaded into prebuilt benchmarks
+    to measure the MPI they load (plain C compiler: it links no MPI).'''
+
+    descr = 'Build the hpcnet MPI library probe'
+    valid_prog_environs = [f'+{Feature.MPI}']
+    make_targets = ['mpiprobe']
+    programs = ['libhpcnet_mpiprobe.so']
+
+    def compiler_vars(self) -> dict:
+        return {'CC': 'cc'}
+
+
+class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences):
+    '''Base of every run whose bytes should cross the partition's link.'''
 
     exclusive_access = True
-    #: Nodes the ranks/tasks must span (1: all on one node).
+    #: Where the ranks run (hpcnet.constants.Scale); checks narrow the values.
+    scale = parameter(Scale.POINT_TO_POINT)
+    #: Ranks on the one node of scale ONE_NODE.
+    ranks_on_one_node = variable(int, value=2)
+    #: Nodes the ranks span (set from the scale and the partition).
     num_nodes = variable(int, value=1)
     #: Read the interface's counters on every node before and after the run,
     #: and require the bytes it sent to cover what the benchmark sent.
     check_link_counters = variable(typ.Bool, value=True)
     #: Per node: counter deltas over the run (errors and drops included).
     link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
+    #: The partition's wire rate (bit/s; None where unknown), for provenance.
+    link_rate_bps = variable(int, type(None), value=None, loggable=True)
+
+    @run_after('init')
+    def select_partitions_by_scale(self):
+        '''A single-node run on a multi-node partition measures the node, not
+        the link: scale ONE_NODE runs only where the partition is one node,
+        the multi-node scales only where it has several.'''
+        wanted = (f'-{PartitionFeature.MULTINODE}' if self.scale == Scale.ONE_NODE
+                  else f'+{PartitionFeature.MULTINODE}')
+        self.valid_systems = [wanted if entry == '*' else f'{entry} {wanted}'
+                              for entry in self.valid_systems]
 
     @run_after('setup')
-    def set_references(self):
-        # Validated first: a malformed file fails here with file, key and
-        # what is valid, never with a half-applied reference.
-        self.reference = references.reference_for_test(self.current_system.name)
+    def place_ranks(self):
+        self.partition = Partition.of(self.current_partition)
+        self.link_rate_bps = self.partition.link_rate_bps
+        if self.scale == Scale.ONE_NODE:
+            self.num_nodes, self.num_tasks = 1, self.ranks_on_one_node
+        elif self.scale == Scale.TWO_NODES:
+            self.num_nodes, self.num_tasks = 2, 2
+        else:
+            self.num_nodes = self.num_tasks = self.partition.num_nodes
+        self.num_tasks_per_node = self.num_tasks // self.num_nodes
+
 
     def link_iface(self):
         '''The interface whose counters prove the traffic, or None.'''
-        if not self.check_link_counters:
+        if not self.check_link_counters or self.partition.fabric == Fabric.SHM:
             return None
-        return self.current_partition.extras.get('iface')
+        return self.partition.iface
 
     @run_before('run')
     def read_link_counters(self):
+        launcher = self.current_partition.launcher_type.registered_name
+        if self.partition.is_rdma:
+            # RDMA readiness is judged where the ranks will run, not on the
+            # host running ReFrame: a node without the device ends the job
+            # before the MPI starts, and the case skips naming it.
+            probe = preflight.rdma_probe_command(self.partition.rdma_devices)
+            self.prerun_cmds += [
+                f'{linkstats.per_node(probe, launcher, self.num_nodes)} > {RDMA_PROBE_FILE}',
+                f'if [ -s {RDMA_PROBE_FILE} ]; then cat {RDMA_PROBE_FILE}; exit 0; fi']
         iface = self.link_iface()
         if iface is None:
             return
-        launcher = self.current_partition.launcher_type.registered_name
         self.prerun_cmds.append(linkstats.per_node(
             linkstats.snapshot_command('before', iface), launcher, self.num_nodes))
         # The job's exit status stays the benchmark's, not the last
@@ -109,6 +228,13 @@ class NetworkRun(rfm.RunOnlyRegressionTest):
                                                 launcher, self.num_nodes),
                              *self.postrun_cmds, 'exit $hpcnet_status']
 
+    @run_before('sanity')
+    def skip_without_rdma_devices(self):
+        missing = preflight.rdma_missing(self.job_stdout())
+        self.skip_if(missing is not None,
+                     f'partition {self.partition.fullname} declares fabric '
+                     f'{self.partition.fabric}, but {missing}')
+
     def _read(self, name: str) -> str:
         path = os.path.join(self.stagedir, name)
         if not os.path.exists(path):
@@ -116,21 +242,46 @@ class NetworkRun(rfm.RunOnlyRegressionTest):
         with open(path, errors='replace') as fp:
             return fp.read()
 
+    def job_stdout(self) -> str:
+        return self._read(self.stdout.evaluate())
+
+    def job_stderr(self) -> str:
+        return self._read(self.stderr.evaluate())
+
     def job_output(self) -> str:
         '''Everything the job printed (MPI libraries report on either stream).'''
-        return self._read(self.stdout.evaluate()) + self._read(self.stderr.evaluate())
+        return self.job_stdout() + self.job_stderr()
 
-    def check_link(self, bytes_sent_by_host: dict) -> None:
-        '''Each node's interface sent at least the payload sent from there.'''
-        iface = self.link_iface()
-        if iface is None:
-            return
+    def job_failure(self) -> str:
+        '''"; the job exited with code 139 (SIGSEGV)", "; the job ended as
+        NODE_FAIL on cn1" when it failed, else "".'''
+        # Only some schedulers' jobs know the signal (the local one does).
+        return (sanity.exit_status(self.job.exitcode, getattr(self.job, 'signal', None))
+                or sanity.job_end(self.job.state, self.job.nodelist))
+
+    def link_deltas(self) -> list:
         try:
             deltas = linkstats.parse(self.job_output())
         except linkstats.LinkStatsError as err:
             raise SanityError(f'link counters: {err}') from None
         self.link_counters = [{'host': d.host, 'iface': d.iface, **d.delta} for d in deltas]
-        hooks.check_link_bytes(deltas, bytes_sent_by_host, iface)
+        return deltas
+
+    def check_link(self, bytes_sent_by_host: dict) -> None:
+        '''Each node's interface sent at least the payload sent from there.'''
+        iface = self.link_iface()
+        if iface is not None:
+            sanity.check_link_bytes(self.link_deltas(), bytes_sent_by_host, iface)
+
+    def check_link_traffic(self, hosts, min_bytes: int) -> None:
+        '''Each node's interface carried at least ``min_bytes``.'''
+        iface = self.link_iface()
+        if iface is not None:
+            sanity.check_link_traffic(self.link_deltas(), hosts, min_bytes, iface)
+
+    def efficiency(self, payload_MBps: float, directions: int = 1) -> float:
+        '''Payload rate over the partition's wire rate (its link_rate_bps).'''
+        return linkstats.link_efficiency(payload_MBps, self.partition.link_rate_bps, directions)
 
 
 class MpiBenchmark(NetworkRun):
@@ -138,7 +289,6 @@ class MpiBenchmark(NetworkRun):
 
     valid_systems = ['*']
     valid_prog_environs = [f'+{Feature.MPI}']
-    num_tasks = 2
     #: Fail unless the MPI's own report proves the partition's fabric was used.
     verify_transport = variable(typ.Bool, value=True)
     #: MPI library the binary reported (logged with every performance value).
@@ -148,59 +298,104 @@ class MpiBenchmark(NetworkRun):
     #: MPI family of the environment (a reference $index level).
     mpi_family = variable(str, value='', loggable=True)
 
-
     @run_after('setup')
     def apply_fabric(self):
-        part = self.current_partition
-        self.mpi_family = self.current_environ.extras['mpi_family']
-        self.fabric_settings = hooks.fabric_settings(
-            part.extras, part.fullname, self.current_environ.extras, part.launcher_type.registered_name)
-        missing = hooks.rdma_missing_reason(self.fabric_settings.fabric, part.extras,
-                                            part.fullname)
-        self.skip_if(missing is not None, missing)
-        self.env_vars.update(self.fabric_settings.env)
-        self.num_tasks_per_node = max(1, self.num_tasks // self.num_nodes)
-        if self.current_environ.extras['mpi_family'] == 'openmpi' and os.geteuid() == 0:
+        self.stack = Stack.of(self.current_environ)
+        self.mpi_family = self.stack.mpi_family
+        launcher = self.current_partition.launcher_type.registered_name
+        self.fabric_settings = self.partition.fabric_settings(self.stack, launcher)
+        # ReFrame writes `export NAME=value` as it is: quoted here.
+        self.env_vars.update({k: shlex.quote(v) for k, v in self.fabric_settings.env.items()})
+        if self.stack.mpi_family == MpiFamily.OPENMPI and os.geteuid() == 0:
             # Open MPI refuses to start as root without these.
             self.env_vars.update({'OMPI_ALLOW_RUN_AS_ROOT': '1',
                                   'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'})
 
     @run_before('run')
     def set_launcher_options(self):
-        self.job.launcher.options += list(self.fabric_settings.launcher_options)
+        self.job.launcher.options += [shlex.quote(o) for o in self.fabric_settings.launcher_options]
 
-    def link_iface(self):
-        # Shared memory has no link to count.
-        if self.fabric_settings.fabric == 'shm':
-            return None
-        return super().link_iface()
-
+    @parsed_once
     def kernel_output(self, kernel: str):
-        '''The kernel's parsed stdout (parsed once).'''
-        cached = getattr(self, '_kernel_output', None)
-        if cached is None:
-            path = os.path.join(self.stagedir, self.stdout.evaluate())
-            text = self._read(self.stdout.evaluate())
-            # A binary linked to the wrong MPI usually also breaks the run
-            # (e.g. two 1-rank jobs): name that cause, not the symptom.
-            library = re.search(r'^mpi-library: (.*)$', text, re.M)
-            if library:
-                hooks.check_library(library.group(1), self.current_environ.extras,
-                                    self.current_environ.name)
-            hooks.check_kernel_errors(self._read(self.stderr.evaluate()),
-                                      self.current_environ.extras)
-            try:
-                cached = parse_kernel_output(text, source=path, expect_kernel=kernel)
-            except KernelOutputError as err:
-                raise SanityError(f'{err}{hooks.exit_status(self.job.exitcode, self.job.signal)}') from None
-            self._kernel_output = cached
-        return cached
+        '''The kernel's parsed stdout, after the checks that name a cause
+        better than a parse error would: the kernel's own ``error:`` lines and
+        a binary linked to the wrong MPI.'''
+        text = self.job_stdout()
+        # A binary linked to the wrong MPI usually also breaks the run (two
+        # 1-rank jobs): name that cause first, not the symptom.
+        library = re.search(r'^mpi-library: (.*)$', text, re.M)
+        if library:
+            sanity.check_library(library.group(1), self.stack)
+        sanity.check_kernel_errors(self.job_stderr(), self.stack)
+        with sanity.sanity_from_output_errors(note=self.job_failure()):
+            return parse_kernel_output(
+                text, source=os.path.join(self.stagedir, self.stdout.evaluate()),
+                expect_kernel=kernel)
 
-    def check_common(self, out) -> None:
-        '''Library, hosts and transport: the proofs every MPI run owes.'''
-        self.mpi_library = out.mpi_library
-        hooks.check_library(out.mpi_library, self.current_environ.extras,
-                            self.current_environ.name)
-        hooks.distinct_hosts(out.hosts, self.num_nodes)
+    def prove(self, mpi_library: str | None, hosts: dict, bytes_sent_by_host: dict | None = None,
+              min_link_bytes: int | None = None) -> None:
+        '''The one sanity step of every MPI run: the job's exit status (a
+        crash after complete output fails), the MPI library really loaded,
+        the hosts, the MPI's own transport report, and the link counters
+        (the exact payload per host where known, else ``min_link_bytes`` of
+        traffic per node).'''
+        failure = self.job_failure()
+        if failure:
+            said = sanity.error_lines(self.job_output())
+            raise SanityError(f'the job failed{failure}' + (f': {said}' if said else '') +
+                              sanity.known_issue_note(said, self.stack))
+        if mpi_library is not None:
+            sanity.check_library(mpi_library, self.stack)
+            self.mpi_library = mpi_library
+        sanity.distinct_hosts(hosts, self.num_nodes)
         if self.verify_transport:
-            self.transport = hooks.check_transport(self.fabric_settings, self.job_output())
+            ok, message = self.fabric_settings.verify(self.job_output())
+            if not ok:
+                raise SanityError(message)
+            self.transport = message
+        if bytes_sent_by_host is not None:
+            self.check_link(bytes_sent_by_host)
+        elif min_link_bytes is not None:
+            self.check_link_traffic(hosts.values(), min_link_bytes)
+        elif self.link_iface() is not None:
+            raise SanityError(f'{type(self).__name__} has no link proof for '
+                              f'{self.partition.iface}: it must attribute payload to hosts')
+
+
+class KernelRun(MpiBenchmark):
+    '''A run of one of our MPI kernels (src/), built once per environment.'''
+
+    kernels = fixture(build_kernels, scope='environment')
+    #: The program of src/ this check runs (p2p, collectives, pairs).
+    kernel_name = variable(str)
+
+    def kernel_args(self) -> list:
+        '''The kernel's command-line options.'''
+        raise NotImplementedError
+
+    @run_after('setup')
+    def set_kernel_command(self):
+        self.executable = os.path.join(self.kernels.stagedir, 'bin', self.kernel_name)
+        self.executable_opts = self.kernel_args()
+
+
+class SocketRun(NetworkRun):
+    '''A network test without MPI (socket kernel, iperf3) on the partition's
+    interface, whose bytes must show on that interface.'''
+
+    valid_systems = [f'+{Fabric.TCP}']
+    valid_prog_environs = [BUILTIN_ENV]
+    #: No MPI in these tests (the perflog format has an MPI library column).
+    mpi_library = variable(str, value='none', loggable=True)
+
+    @run_before('run')
+    def launcher_without_mpi(self):
+        if self.num_nodes > 1 and self.job.launcher.registered_name == 'srun':
+            self.job.launcher.options += ['--mpi=none']
+
+    def check_exit(self):
+        '''A non-zero job exit status fails with what the job said.'''
+        status = self.job_failure()
+        if status:
+            said = sanity.error_lines(self.job_output())
+            raise SanityError(f'the job failed{status}: {said or "(no error message)"}')

@@ -37,8 +37,6 @@ typedef struct {
 
 static void usage(void)
 {
-    if (hk_rank != 0)
-        return;
     printf("usage: collectives [options]   (run with 2 or more MPI ranks)\n"
            "Collective operations over all ranks; output is hpcnet kernel output\n"
            "format 1 on stdout (see src/README.md).\n"
@@ -289,8 +287,7 @@ static int parse_ops(const char *list, int *ops)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    hk_init("collectives");
+    hk_init(&argc, &argv, "collectives", usage);
 
     hk_common opt;
     hk_common_defaults(&opt);
@@ -299,11 +296,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
-        if (hk_flag(argv[i], "--help") || hk_flag(argv[i], "-h")) {
-            usage();
-            MPI_Finalize();
-            return 0;
-        } else if (hk_opt(argc, argv, &i, "--op", &v) || hk_opt(argc, argv, &i, "--ops", &v)) {
+        if (hk_opt(argc, argv, &i, "--op", &v) || hk_opt(argc, argv, &i, "--ops", &v)) {
             oplist = v;
         } else if (!hk_common_option(&opt, argc, argv, &i)) {
             hk_usage_error("unknown option '%s'", argv[i]);
@@ -387,7 +380,7 @@ int main(int argc, char **argv)
             long iters = hk_pick_iters(&opt, hk_median(samples, nwarm) * 1e-6);
             run(op, &b, cnt, iters, samples, 0);
 
-            hk_stats st = hk_compute_stats(samples, iters);
+            hc_stats st = hc_compute_stats(samples, iters);
             double in[2] = {st.mean, st.median}, mn[2], mx[2], sm[2];
             MPI_Reduce(in, mn, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
             MPI_Reduce(in, mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

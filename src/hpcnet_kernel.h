@@ -37,10 +37,13 @@
 #include <string.h>
 #include <unistd.h>
 
+static inline void hk_usage_error(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+#define HC_USAGE_ERROR hk_usage_error
+#include "hpcnet_common.h"
+
 #define HK_FORMAT_VERSION 1
 #define HK_EXIT_USAGE 2
 #define HK_EXIT_FAILURE 1
-#define HK_MAX_SIZE ((size_t)1 << 30) /* 1 GiB: largest accepted message size */
 #define HK_MAX_ITERS 10000000L        /* bounds the per-size sample array (80 MB) */
 #define HK_POISON 0xEEu               /* receive buffers are filled with this byte */
 
@@ -54,8 +57,11 @@ static const char *hk_kernel_name = "kernel";
 static inline void hk_library_version(char *out, size_t outlen);
 
 /* Call right after MPI_Init. */
-static inline void hk_init(const char *kernel_name)
+/* MPI_Init, the kernel's identity lines, and --help / -h (an argument of
+ * its own anywhere on the line): usage() on rank 0, then exit 0. */
+static inline void hk_init(int *argc, char ***argv, const char *kernel_name, void (*usage)(void))
 {
+    MPI_Init(argc, argv);
     hk_kernel_name = kernel_name;
     MPI_Comm_rank(MPI_COMM_WORLD, &hk_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &hk_nranks);
@@ -70,6 +76,13 @@ static inline void hk_init(const char *kernel_name)
         printf("hpcnet-kernel: %s %d\n", hk_kernel_name, HK_FORMAT_VERSION);
         printf("mpi-library: %s\n", lib);
     }
+    for (int i = 1; i < *argc; i++)
+        if (strcmp((*argv)[i], "--help") == 0 || strcmp((*argv)[i], "-h") == 0) {
+            if (hk_rank == 0)
+                usage();
+            MPI_Finalize();
+            exit(0);
+        }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -77,16 +90,26 @@ static inline void hk_init(const char *kernel_name)
 
 /* Bad usage detected identically by every rank (argument parsing is
  * deterministic): rank 0 reports it, everybody finalizes and exits 2. */
+/* "error: <message> (see <kernel> --help)" for bad usage, or
+ * "error: <message> (rank N)" for a failure, on stderr, flushed. */
+static inline void hk_report(const char *fmt, va_list ap, int usage)
+{
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    if (usage)
+        fprintf(stderr, " (see %s --help)\n", hk_kernel_name);
+    else
+        fprintf(stderr, " (rank %d)\n", hk_rank);
+    fflush(stderr);
+}
+
 static inline void hk_usage_error(const char *fmt, ...)
 {
     if (hk_rank == 0) {
         va_list ap;
         va_start(ap, fmt);
-        fputs("error: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fprintf(stderr, " (see %s --help)\n", hk_kernel_name);
+        hk_report(fmt, ap, 1);
         va_end(ap);
-        fflush(stderr);
     }
     MPI_Finalize();
     exit(HK_EXIT_USAGE);
@@ -97,11 +120,8 @@ static inline void hk_fatal(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (rank %d)\n", hk_rank);
+    hk_report(fmt, ap, 0);
     va_end(ap);
-    fflush(stderr);
     fflush(stdout);
     MPI_Abort(MPI_COMM_WORLD, HK_EXIT_FAILURE);
     exit(HK_EXIT_FAILURE); /* not reached */
@@ -169,22 +189,6 @@ static inline int hk_flag(const char *arg, const char *name)
     return strcmp(arg, name) == 0;
 }
 
-/* Non-negative integer in [lo, hi]; decimal digits only. */
-static inline long hk_parse_long(const char *opt, const char *s, long lo, long hi)
-{
-    const char *p = s;
-    if (*p == '\0')
-        hk_usage_error("%s: empty value", opt);
-    for (; *p; p++)
-        if (!isdigit((unsigned char)*p))
-            hk_usage_error("%s: '%s' is not a non-negative integer", opt, s);
-    errno = 0;
-    long v = strtol(s, NULL, 10);
-    if (errno == ERANGE || v < lo || v > hi)
-        hk_usage_error("%s: %s is out of range [%ld, %ld]", opt, s, lo, hi);
-    return v;
-}
-
 /* Positive decimal number (e.g. milliseconds) in (0, hi]. */
 static inline double hk_parse_positive(const char *opt, const char *s, double hi)
 {
@@ -198,37 +202,10 @@ static inline double hk_parse_positive(const char *opt, const char *s, double hi
     return v;
 }
 
-/* Message size in bytes: decimal digits with an optional binary suffix
- * K/k/KiB (1024) or M/m/MiB (1024^2) or G/g/GiB (1024^3).  At most 1 GiB. */
+/* Message size in bytes, at most 1 GiB (hpcnet_common.h says the form). */
 static inline size_t hk_parse_size(const char *opt, const char *s)
 {
-    const char *p = s;
-    unsigned long long v = 0;
-    if (!isdigit((unsigned char)*p))
-        hk_usage_error("%s: '%s' is not a size (bytes, optional K/M/G suffix)", opt, s);
-    for (; isdigit((unsigned char)*p); p++) {
-        v = v * 10u + (unsigned long long)(*p - '0');
-        if (v > HK_MAX_SIZE)
-            hk_usage_error("%s: %s is larger than 1 GiB", opt, s);
-    }
-    unsigned long long mult = 1;
-    if (*p) {
-        char c = (char)toupper((unsigned char)*p);
-        if (c == 'K')
-            mult = 1024ull;
-        else if (c == 'M')
-            mult = 1024ull * 1024ull;
-        else if (c == 'G')
-            mult = 1024ull * 1024ull * 1024ull;
-        else
-            hk_usage_error("%s: '%s' is not a size (bytes, optional K/M/G suffix)", opt, s);
-        p++;
-        if (*p && strcmp(p, "iB") != 0 && strcmp(p, "ib") != 0)
-            hk_usage_error("%s: '%s' is not a size (bytes, optional K/M/G suffix)", opt, s);
-    }
-    if (v * mult > HK_MAX_SIZE)
-        hk_usage_error("%s: %s is larger than 1 GiB", opt, s);
-    return (size_t)(v * mult);
+    return (size_t)hc_parse_size(opt, s, 0, HC_MAX_SIZE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -284,15 +261,15 @@ static inline int hk_common_option(hk_common *c, int argc, char **argv, int *i)
 {
     const char *v = NULL;
     if (hk_opt(argc, argv, i, "--warmup", &v))
-        c->warmup = hk_parse_long("--warmup", v, 0, 1000000L);
+        c->warmup = hc_parse_long("--warmup", v, 0, 1000000L);
     else if (hk_opt(argc, argv, i, "--iters", &v))
-        c->iters = hk_parse_long("--iters", v, 1, HK_MAX_ITERS);
+        c->iters = hc_parse_long("--iters", v, 1, HK_MAX_ITERS);
     else if (hk_opt(argc, argv, i, "--time-per-size", &v))
         c->time_per_size = hk_parse_positive("--time-per-size", v, 3600e3);
     else if (hk_opt(argc, argv, i, "--min-iters", &v))
-        c->min_iters = hk_parse_long("--min-iters", v, 1, HK_MAX_ITERS);
+        c->min_iters = hc_parse_long("--min-iters", v, 1, HK_MAX_ITERS);
     else if (hk_opt(argc, argv, i, "--max-iters", &v))
-        c->max_iters = hk_parse_long("--max-iters", v, 1, HK_MAX_ITERS);
+        c->max_iters = hc_parse_long("--max-iters", v, 1, HK_MAX_ITERS);
     else if (hk_opt(argc, argv, i, "--min-size", &v)) {
         c->min_size = hk_parse_size("--min-size", v);
         c->have_range = 1;
@@ -431,49 +408,9 @@ static inline long hk_warmup_count(const hk_common *c)
 /* ------------------------------------------------------------------------ */
 /* statistics                                                                */
 
-typedef struct {
-    long n;
-    double min, median, mean, max, stddev, p99;
-} hk_stats;
-
-static inline int hk_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts s[0..n) in place.  median: mean of the two middle samples for even
- * n; stddev: sample standard deviation (n-1), 0 for n == 1; p99:
- * nearest-rank percentile, the ceil(0.99*n)-th smallest sample. */
-static inline hk_stats hk_compute_stats(double *s, long n)
-{
-    hk_stats st = {0, 0, 0, 0, 0, 0, 0};
-    if (n <= 0)
-        return st;
-    qsort(s, (size_t)n, sizeof *s, hk_cmp_double);
-    st.n = n;
-    st.min = s[0];
-    st.max = s[n - 1];
-    st.median = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    double sum = 0.0;
-    for (long k = 0; k < n; k++)
-        sum += s[k];
-    st.mean = sum / (double)n;
-    /* rounding of the sum must not put the mean outside [min, max]: samples
-     * are often identical multiples of 0.5 ns, right at a %.4f boundary */
-    st.mean = st.mean < st.min ? st.min : (st.mean > st.max ? st.max : st.mean);
-    double ss = 0.0;
-    for (long k = 0; k < n; k++)
-        ss += (s[k] - st.mean) * (s[k] - st.mean);
-    st.stddev = n > 1 ? sqrt(ss / (double)(n - 1)) : 0.0;
-    long rank = (99 * n + 99) / 100; /* ceil(0.99 n), 1-based */
-    st.p99 = s[rank - 1];
-    return st;
-}
-
 static inline double hk_median(double *s, long n)
 {
-    return n > 0 ? hk_compute_stats(s, n).median : 0.0;
+    return n > 0 ? hc_compute_stats(s, n).median : 0.0;
 }
 
 /* bytes per microsecond == 10^6 bytes per second == MB/s */

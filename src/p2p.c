@@ -45,8 +45,6 @@ typedef struct {
 
 static void usage(void)
 {
-    if (hk_rank != 0)
-        return;
     printf("usage: p2p [options]   (run with exactly 2 MPI ranks)\n"
            "Point-to-point benchmark between ranks 0 and 1; output is hpcnet kernel\n"
            "output format 1 on stdout (see src/README.md).\n"
@@ -241,8 +239,7 @@ static double one_pingpong(ctx_t *c, int size)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
-    hk_init("p2p");
+    hk_init(&argc, &argv, "p2p", usage);
 
     hk_common opt;
     hk_common_defaults(&opt);
@@ -254,11 +251,7 @@ int main(int argc, char **argv)
 
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
-        if (hk_flag(argv[i], "--help") || hk_flag(argv[i], "-h")) {
-            usage();
-            MPI_Finalize();
-            return 0;
-        } else if (hk_opt(argc, argv, &i, "--mode", &v)) {
+        if (hk_opt(argc, argv, &i, "--mode", &v)) {
             int m;
             for (m = 0; m < NMODES; m++)
                 if (strcmp(v, mode_names[m]) == 0)
@@ -267,7 +260,7 @@ int main(int argc, char **argv)
                 hk_usage_error("unknown mode '%s' (valid: pingpong, pingping, bw, bibw)", v);
             c.mode = m;
         } else if (hk_opt(argc, argv, &i, "--window", &v)) {
-            c.window = (int)hk_parse_long("--window", v, 1, MAX_WINDOW);
+            c.window = (int)hc_parse_long("--window", v, 1, MAX_WINDOW);
         } else if (hk_opt(argc, argv, &i, "--window-bytes", &v)) {
             c.window_bytes = hk_parse_size("--window-bytes", v);
         } else if (!hk_common_option(&opt, argc, argv, &i)) {
@@ -351,7 +344,7 @@ int main(int argc, char **argv)
             validated++;
         }
         if (hk_rank == 0) {
-            hk_stats st = hk_compute_stats(samples, iters);
+            hc_stats st = hc_compute_stats(samples, iters);
             double bytes = (double)size * (c.mode == BIBW ? 2.0 : 1.0);
             printf("row: %zu %ld %.4f %.4f %.4f %.4f %.4f %.4f %.6g %.6g\n", size, iters, st.min, st.median, st.mean,
                    st.max, st.stddev, st.p99, hk_mbps(bytes, st.median), hk_mbps(bytes, st.min));

@@ -15,48 +15,47 @@
   `-f`; one run keeps `-f` and must fail, naming the missing columns).
 - Without OMB the OSU checks skip, naming the program.
 """
-import json
+import copy
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import conftest
 import pytest
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import benchlib, stacks
+from hpcnet import benchlib, sanity, stacks
 from hpcnet.benchlib import ImbBenchmark, OsuProgram
-from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT, MpiFamily
+from hpcnet.constants import PROJECT_ROOT, MpiFamily
+from hpcnet.model import Stack
+from hpcnet.parsers import parsed_once
+from hpcnet.parsers.errors import BenchmarkOutputError, RowNotFound
 from hpcnet.parsers.imb import parse_imb
+from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.parsers.osu import parse_osu
+from hpcnet.parsers.table import SIZE_COLUMN, ParsedTable
+from hpcnet.sizes import message_sizes, size_label
 from hpcnet.testlib import MpiBenchmark
 
 REFRAME = Path(sys.executable).with_name('reframe')
 IMB_CHECKS = PROJECT_ROOT / 'checks' / 'imb.py'
 OSU_CHECKS = PROJECT_ROOT / 'checks' / 'osu.py'
 IMB_DATA = Path(__file__).parent / 'data' / 'imb'
-# ../shared/samples beside the checkout (where CI puts it), or HPCNET_OSU_SAMPLES.
-SAMPLES = Path(os.environ.get('HPCNET_OSU_SAMPLES',
-                              PROJECT_ROOT.parent / 'shared' / 'samples'))
+# Real recordings, copied into the repository (tests/data/samples/README.md).
+SAMPLES = Path(__file__).parent / 'data' / 'samples'
 #: The MPI the OSU samples were recorded with (file name suffix).
 SAMPLE_MPI = 'openmpi-4.1.4'
 
 
 def run_reframe(tmp_path, *args, partition=None, env=None, timeout=900):
-    '''reframe on `local` (or one of its partitions), serial, everything it
-    writes under tmp_path.'''
+    '''reframe on `local` (or one of its partitions), no retry; the test
+    cases, without the build fixtures.'''
     system = f'local:{partition}' if partition else 'local'
-    report = tmp_path / 'report.json'
-    cmd = [str(REFRAME), '-C', str(CONFIG_DIR / 'settings.py'), '-r', '--exec-policy', 'serial',
-           '--prefix', str(tmp_path / 'out'), '--perflogdir', str(tmp_path / 'perflogs'),
-           '--report-file', str(report), '--system', system, *args]
-    proc = subprocess.run(cmd, env={**os.environ, **(env or {})}, text=True, timeout=timeout,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    cases = []
-    if report.exists():
-        cases = [tc for run in json.loads(report.read_text())['runs'] for tc in run['testcases']]
-    return proc, cases
+    proc, cases = conftest.run_reframe(tmp_path, *args, env=env, timeout=timeout, system=system,
+                                       retries=0)
+    return proc, [c for c in cases if not c.get('fixture')]
 
 
 def set_false(test_cls, name: str) -> str:
@@ -97,6 +96,88 @@ def test_imb_sizes_match_real_tables():
     assert benchlib.imb_sizes(ImbBenchmark.PINGPONG, 0, 22)[-1] == 4 << 20
 
 
+def test_message_sizes_of_every_benchmark():
+    # The kernels: 0 when the range starts at 0, then the powers of two.
+    assert message_sizes(0, 16) == (0, 1, 2, 4, 8, 16)
+    assert message_sizes(3, 40) == (4, 8, 16, 32)
+    # The socket kernel: lo, the powers of two above it, hi.
+    assert message_sizes(100, 300, endpoints=True) == (100, 128, 256, 300)
+    assert message_sizes(0, 5, endpoints=True) == (0, 1, 2, 4, 5)
+    # IMB -msglog 2:4 (0 first), OSU's required sizes.
+    assert message_sizes(4, 16, zero=True) == (0, 4, 8, 16)
+    assert message_sizes(benchlib.OSU_MIN_REQUIRED_SIZE, 64) == (8, 16, 32, 64)
+    assert message_sizes(0, 0) == (0,)
+    with pytest.raises(ValueError, match='min_size 9 is above max_size 8'):
+        message_sizes(9, 8)
+    with pytest.raises(ValueError, match=r"max_size must be an int >= 0 \(bytes\), not '8'"):
+        message_sizes(1, '8')
+
+
+def test_size_label():
+    assert [size_label(n) for n in (0, 8, 1000, 65536, 1 << 20, 4 << 20, 1536)] == [
+        '0B', '8B', '1000B', '64KiB', '1MiB', '4MiB', '1536B']
+
+
+class Parses:
+    '''Stands for a check: counts how often its output is really parsed.'''
+    def __init__(self, outputs):
+        self.outputs = outputs
+        self.parsed = []
+
+    @parsed_once
+    def output(self, name, *, strict=True):
+        self.parsed.append((name, strict))
+        text = self.outputs[name]
+        if text is None:
+            raise BenchmarkOutputError(name, None, 'no output yet')
+        return text.upper()
+
+
+def test_parsed_once_per_instance_and_arguments_never_errors():
+    check = Parses({'a': 'x', 'b': 'y', 'late': None})
+    assert check.output('a') == check.output('a') == 'X'
+    assert check.output('a', strict=False) == 'X' and check.output('b') == 'Y'
+    assert check.parsed == [('a', True), ('a', False), ('b', True)]
+    # An error is raised again on every call, until the output is there.
+    for _ in range(2):
+        with pytest.raises(BenchmarkOutputError, match='no output yet'):
+            check.output('late')
+    check.outputs['late'] = 'z'
+    assert check.output('late') == 'Z'
+    assert check.parsed.count(('late', True)) == 3
+    # Another instance (a test case ReFrame copied before it ran) has its own cache.
+    other = Parses({'a': 'other'})
+    assert other.output('a') == 'OTHER' and check.output('a') == 'X'
+    copied = copy.deepcopy(Parses({'a': 'x'}))
+    assert copied.output('a') == 'X' and copied.parsed == [('a', True)]
+
+
+def test_sanity_from_output_errors():
+    with pytest.raises(SanityError, match=r'^out.txt:3: truncated; job killed$'):
+        with sanity.sanity_from_output_errors('; job killed'):
+            raise BenchmarkOutputError('out.txt', 3, 'truncated')
+    table = parse_osu((SAMPLES / f'osu_latency.{SAMPLE_MPI}.txt').read_text(), source='lat.txt')
+    with pytest.raises(SanityError, match="lat.txt:4: osu_latency output has no row for size 3"):
+        with sanity.sanity_from_output_errors():
+            table.row_for_size(3)
+    with pytest.raises(KeyError):      # not an output error: not a test verdict either
+        with sanity.sanity_from_output_errors():
+            raise KeyError('x')
+
+
+def test_one_table_base_for_kernel_imb_and_osu():
+    kernel = parse_kernel_output((SAMPLES / 'hpcnet-p2p-pingpong.local-tcp.mvapich2-2.3.7-'
+                                  'ch3sock.txt').read_text())
+    imb = parse_imb((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()).tables[0]
+    osu = parse_osu((SAMPLES / f'osu_latency.{SAMPLE_MPI}.txt').read_text())
+    for table in (kernel, imb, osu):
+        assert isinstance(table, ParsedTable)
+        assert table.columns[0] == SIZE_COLUMN and 8 in table.sizes
+        assert table.row_for_size(8)[SIZE_COLUMN] == 8
+        with pytest.raises(RowNotFound, match='has no row for size 3; sizes present: '):
+            table.row_for_size(3)
+
+
 def test_imb_timeout_is_named():
     # The line IMB 2021.11 printed here when -time ran out (Uniband over TCP).
     text = ((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()
@@ -110,14 +191,23 @@ def test_imb_timeout_is_named():
                                'PingPong', 2.0, 12)
 
 
-def test_intel_mpi_startup_report_gives_library_and_hosts():
-    text = (IMB_DATA / 'IMB-MPI1_PingPong_Allreduce.I_MPI_DEBUG-5.impi-2021.19.txt').read_text()
-    lib = benchlib.runtime_library(text)
-    assert lib.startswith('Intel(R) MPI Library, Version 2021.19.0')
+def test_library_and_hosts_are_measured_in_every_rank():
+    # What src/mpiprobe.c printed from the ranks of a real IMB run (Intel MPI
+    # 2021.19), around a wrapper script that exec'd it (its own line: none).
+    text = ('hpcnet-mpi-library: 0 vm none\n'
+            'hpcnet-mpi-library: 0 vm Intel(R) MPI Library 2021.19.0 for Linux* OS\n'
+            'hpcnet-mpi-library: 1 cn2 Intel(R) MPI Library 2021.19.0 for Linux* OS\n')
+    lib, hosts = benchlib.measured_library(text, 2)
     assert stacks.library_family(lib) == (MpiFamily.IMPI, '2021.19.0')
-    assert benchlib.rank_hosts(text) == {0: 'vm', 1: 'vm'}
-    assert benchlib.runtime_library((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()) \
-        is None
+    assert hosts == {0: 'vm', 1: 'cn2'}
+    with pytest.raises(SanityError, match=r'the MPI probe reported ranks \[0\], expected 0..1'):
+        benchlib.measured_library(text.splitlines()[1] + '\n', 2)
+    mixed = text.replace('1 cn2 Intel(R) MPI Library 2021.19.0 for Linux* OS',
+                         '1 cn2 Open MPI v4.1.4, package: Debian OpenMPI')
+    with pytest.raises(SanityError, match='the ranks loaded 2 MPI libraries'):
+        benchlib.measured_library(mixed, 2)
+    with pytest.raises(SanityError, match='could not tell its rank'):
+        benchlib.measured_library('hpcnet-mpi-library: ? vm MPICH Version: 4.0.2\n', 1)
 
 
 def test_foreign_lines_are_dropped_and_cut_lines_kept():
@@ -140,24 +230,29 @@ def test_foreign_lines_are_dropped_and_cut_lines_kept():
     assert benchlib.benchmark_text('a\nb').endswith('\nb')
 
 
+def _stack(**kw):
+    return Stack(environ='gcc12-x', mpi_family='openmpi', mpi_profile='openmpi',
+                 mpi_version='5.0.11', mpi_prefix='/opt/mpi', **kw)
+
+
 def test_tool_missing_reason_names_the_program():
-    extras = {'mpi_prefix': '/opt/mpi', 'tools': {'IMB-MPI1': '/opt/mpi/bin/IMB-MPI1'}}
-    assert benchlib.tool_missing_reason('IMB-MPI1', 'IMB', 'gcc12-x', extras) is None
-    reason = benchlib.tool_missing_reason('osu_latency', 'OSU Micro-Benchmarks', 'gcc12-x', extras)
+    stack = _stack(tools=(('IMB-MPI1', '/opt/mpi/bin/IMB-MPI1'),))
+    assert benchlib.tool_missing_reason('IMB-MPI1', 'IMB', stack) is None
+    reason = benchlib.tool_missing_reason('osu_latency', 'OSU Micro-Benchmarks', stack)
     assert 'osu_latency' in reason and 'gcc12-x' in reason and 'OSU' in reason
     assert '/opt/mpi/libexec/osu-micro-benchmarks/mpi/pt2pt' in reason
     assert 'IMB-MPI1' in reason          # what the environment does have
 
 
 def test_tool_must_belong_to_the_environment_mpi():
-    extras = {'mpi_prefix': '/opt/mpi', 'tool_prefixes': ['/opt/spack/osu-7.4-abc']}
+    stack = _stack(tool_prefixes=('/opt/spack/osu-7.4-abc',))
     benchlib.check_tool_prefix('osu_bw', '/opt/mpi/libexec/osu-micro-benchmarks/mpi/pt2pt/osu_bw',
-                               extras, 'e')
-    benchlib.check_tool_prefix('osu_bw', '/opt/spack/osu-7.4-abc/bin/osu_bw', extras, 'e')
-    with pytest.raises(SanityError, match='not under the prefix of the MPI of environment e'):
-        benchlib.check_tool_prefix('IMB-MPI1', '/opt/mpi-other/bin/IMB-MPI1', extras, 'e')
+                               stack)
+    benchlib.check_tool_prefix('osu_bw', '/opt/spack/osu-7.4-abc/bin/osu_bw', stack)
+    with pytest.raises(SanityError, match='not under the prefix of the MPI of environment gcc12-x'):
+        benchlib.check_tool_prefix('IMB-MPI1', '/opt/mpi-other/bin/IMB-MPI1', stack)
     with pytest.raises(SanityError):
-        benchlib.check_tool_prefix('IMB-MPI1', '/opt/mpix/bin/IMB-MPI1', extras, 'e')
+        benchlib.check_tool_prefix('IMB-MPI1', '/opt/mpix/bin/IMB-MPI1', stack)
 
 
 # --------------------------------------------------------------------------
@@ -193,7 +288,7 @@ def imb_environment():
 
 
 def names_regex(cls_names, benchmarks):
-    return f'^({"|".join(cls_names)})%benchmark=({"|".join(benchmarks)})$'
+    return f'^({"|".join(cls_names)})\\b.*benchmark=({"|".join(benchmarks)})\\b'
 
 
 @pytest.mark.integration
@@ -247,16 +342,13 @@ def test_imb_time_budget_exhausted_fails_with_reason(tmp_path, imb_environment):
 # --------------------------------------------------------------------------
 
 FAKE_SCRIPT = '''#!/bin/sh
-# Fake {name} (hpcnet tests): prints the real OMB output {sample}, on rank 0 only.
+# Fake {name} (hpcnet tests): a real MPI program printing the real OMB output
+# {sample} on rank 0 (tests/data/fake_osu/fake_osu.c).
 rank=${{OMPI_COMM_WORLD_RANK:-${{PMIX_RANK:-${{PMI_RANK:-0}}}}}}
-[ "$rank" = 0 ] || exit 0
-echo "{name} $*" >> {prefix}/calls.log
-case "$(cat {prefix}/mode.{name} 2>/dev/null)" in
-  stop-early) head -n -3 {sample} ;;        # the run ended between two rows
-  cut-row)    head -c -4 {sample} ;;        # the last row cut while being written
-  *)          cat {sample} ;;
-esac
+[ "$rank" = 0 ] && echo "{name} $*" >> {prefix}/calls.log
+exec {program} {sample} "$(cat {prefix}/mode.{name} 2>/dev/null || echo full)" "$@"
 '''
+FAKE_SOURCE = Path(__file__).parent / 'data' / 'fake_osu' / 'fake_osu.c'
 
 
 def osu_subdir(program: str) -> str:
@@ -283,6 +375,9 @@ def make_fake_osu_prefix(root: Path, real: stacks.MpiStack) -> tuple:
             shim = prefix / 'bin' / program.name
             shim.write_text(f'#!/bin/sh\nexec {program} "$@"\n')
             shim.chmod(0o755)
+    fake_program = prefix / 'fake_osu'
+    subprocess.run([real.candidate.wrapper, '-O2', '-o', str(fake_program), str(FAKE_SOURCE)],
+                   env=real.candidate.env(), check=True)
     faked = []
     for program in OsuProgram.ALL:
         sample = SAMPLES / f'{program}.{SAMPLE_MPI}.txt'
@@ -291,7 +386,8 @@ def make_fake_osu_prefix(root: Path, real: stacks.MpiStack) -> tuple:
         d = prefix / osu_subdir(program)
         d.mkdir(parents=True, exist_ok=True)
         script = d / program
-        script.write_text(FAKE_SCRIPT.format(name=program, sample=sample, prefix=prefix))
+        script.write_text(FAKE_SCRIPT.format(name=program, sample=sample, prefix=prefix,
+                                             program=fake_program))
         script.chmod(0o755)
         faked.append(program)
     return prefix, tuple(faked)
@@ -366,7 +462,8 @@ def test_osu_checks_parse_real_outputs(tmp_path, fake_osu):
             assert [r['size_bytes'] for r in c['curve']] == list(sample.sizes)
             assert c['osu_version'] == '7.4'
             assert c['tool_path'].startswith(str(prefix))
-            assert c['mpi_library'].startswith(c['mpi_family'])
+            # Measured inside the ranks (src/mpiprobe.c), not copied.
+            assert stacks.library_family(c['mpi_library'])[0] == c['mpi_family']
     # What the checks asked OMB for.
     calls = (prefix / 'calls.log').read_text().splitlines()
     for program in faked:

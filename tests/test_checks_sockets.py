@@ -16,6 +16,7 @@ from hpcnet.constants import PROJECT_ROOT
 pytestmark = pytest.mark.integration
 
 SOCKETS = PROJECT_ROOT / 'checks' / 'sockets.py'
+IPERF3 = PROJECT_ROOT / 'checks' / 'iperf3.py'
 TESTS = ('tcp_stream', 'tcp_bidir', 'tcp_rr', 'udp_stream', 'udp_rr')
 RR_PERF = {'rtt_median_32B', 'rtt_p99_32B', 'rtt_median_1KiB', 'rtt_p99_1KiB', 'rtt_first'}
 #: Performance variables of each test on a partition without link_rate_bps.
@@ -95,14 +96,14 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
     # 3-4 %: seen at random sizes (1 MiB at 115.4 MB/s next to 119.9 at the
     # others), which a 5 s average dilutes.
     proc, cases = run_reframe(
-        tmp_path, '-c', str(SOCKETS),
-        '-n', '^(hpcnet_sockets_multinode%test=tcp_stream|hpcnet_iperf3_multinode)$',
-        '-S', 'hpcnet_sockets_multinode.stream_min_size=65536',
-        '-S', 'hpcnet_sockets_multinode.duration_ms=1000',
+        tmp_path, '-c', str(SOCKETS), '-c', str(IPERF3),
+        '-n', r'^(hpcnet_sockets.*test=tcp_stream\b|hpcnet_iperf3)',
+        '-S', 'hpcnet_sockets.stream_min_size=65536',
+        '-S', 'hpcnet_sockets.duration_ms=1000',
         system='testbed:eth', timeout=300,
         prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env())
-    ours = [c for c in cases if c['name'].startswith('hpcnet_sockets_multinode')]
-    theirs = [c for c in cases if c['name'].startswith('hpcnet_iperf3_multinode')]
+    ours = [c for c in cases if c['name'].startswith('hpcnet_sockets ')]
+    theirs = [c for c in cases if c['name'].startswith('hpcnet_iperf3 ')]
     assert len(ours) == 1 and len(theirs) == 1, proc.stdout[-4000:]
     (ours,), (theirs,) = ours, theirs
     for case in ours, theirs:
@@ -115,9 +116,10 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
           f'{ours_perf["efficiency_1MiB"]:.3f}); iperf3: {iperf3_mbps:.1f} MB/s (efficiency '
           f'{theirs_perf["efficiency"]:.3f}); ours/iperf3 = {ours_mbps / iperf3_mbps:.3f}')
     assert ours_mbps >= 0.95 * iperf3_mbps, (ours_mbps, iperf3_mbps)
-    # Payload over the 1 Gbit/s wire rate: TCP/IP/Ethernet headers cost ~4.4 %.
-    assert 0.9 <= ours_perf['efficiency_1MiB'] <= 1.0
-    assert 0.9 <= theirs_perf['efficiency'] <= 1.0
+    # Payload over the 1 Gbit/s wire rate: TCP/IP/Ethernet headers cost ~4.4 %
+    # (0.9415), the shaper on two busy cores up to a few % more (measured 0.89-0.95).
+    assert 0.87 <= ours_perf['efficiency_1MiB'] <= 0.9415 * 1.02
+    assert 0.87 <= theirs_perf['efficiency'] <= 0.9415 * 1.02
 
     # Server on one node, client on the other, and both nodes' eth0 counted
     # the bytes (the sender's at least the payload).

@@ -4,7 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcnet import fabrics
+from conftest import fabric_settings
+
+from hpcnet import model
 from hpcnet.constants import FABRICS_FILE
 
 DATA = Path(__file__).parent / 'data' / 'transport'
@@ -17,7 +19,7 @@ LOCAL_TCP = {'fabric': 'tcp', 'iface': 'lo'}
 
 def settings(fabric, label, launcher='mpirun', extras=None):
     profile, family = RECORDED[label]
-    return fabrics.settings_for(fabric, profile, family, launcher, extras or LOCAL_TCP)
+    return fabric_settings(fabric, profile, family, launcher, extras or LOCAL_TCP)
 
 
 @pytest.mark.parametrize('label', RECORDED)
@@ -54,9 +56,9 @@ def test_tcp_settings_use_the_partition_interface():
 
 
 def test_roce_needs_the_rdma_device_from_the_partition():
-    with pytest.raises(fabrics.FabricTableError, match="needs the partition extra 'rdma_device'"):
-        fabrics.settings_for('roce', 'openmpi', 'openmpi', 'srun', {'iface': 'eth0'})
-    s = fabrics.settings_for('roce', 'openmpi', 'openmpi', 'srun',
+    with pytest.raises(model.ConfigError, match="fabric 'roce' needs extras.rdma_device"):
+        fabric_settings('roce', 'openmpi', 'openmpi', 'srun', {'iface': 'eth0'})
+    s = fabric_settings('roce', 'openmpi', 'openmpi', 'srun',
                              {'iface': 'eth0', 'rdma_device': 'mlx5_0', 'gid_index': 3})
     assert s.env['UCX_NET_DEVICES'] == 'mlx5_0:1'
     assert s.env['UCX_IB_GID_INDEX'] == '3'
@@ -65,14 +67,14 @@ def test_roce_needs_the_rdma_device_from_the_partition():
 @pytest.mark.parametrize('profile', ['openmpi', 'mpich-ucx', 'mpich-ofi', 'impi', 'mvapich2'])
 @pytest.mark.parametrize('fabric', ['tcp', 'roce'])
 def test_table_covers_every_mpi_on_ethernet_and_roce(profile, fabric):
-    assert profile in fabrics.load_table()['fabrics'][fabric]
+    assert profile in model.load_table()['fabrics'][fabric]
 
 
 def test_unknown_fabric_and_profile_name_what_is_valid():
-    with pytest.raises(fabrics.FabricTableError, match=r"no fabric 'myrinet' \(valid: shm, tcp, roce, ib\)"):
-        fabrics.settings_for('myrinet', 'openmpi', 'openmpi', 'mpirun', LOCAL_TCP)
-    with pytest.raises(fabrics.FabricTableError, match="no entry for MPI profile 'lam'"):
-        fabrics.settings_for('tcp', 'lam', 'lam', 'mpirun', LOCAL_TCP)
+    with pytest.raises(model.ConfigError, match=r"extras.fabric is 'myrinet' \(valid: shm, tcp, roce, ib"):
+        fabric_settings('myrinet', 'openmpi', 'openmpi', 'mpirun', LOCAL_TCP)
+    with pytest.raises(model.ConfigError, match="no entry for MPI profile 'lam'"):
+        fabric_settings('tcp', 'lam', 'lam', 'mpirun', LOCAL_TCP)
 
 
 def _broken(mutate):
@@ -89,12 +91,12 @@ def _broken(mutate):
     (lambda d: d['profiles']['impi']['report'].update(parser='grep'), r'profiles\.impi\.report\.parser: \'grep\' is not a transport parser'),
 ])
 def test_malformed_table_names_file_key_and_valid(mutate, match):
-    with pytest.raises(fabrics.FabricTableError, match=match):
-        fabrics.validate_table(_broken(mutate), 'fabrics.yaml')
+    with pytest.raises(model.ConfigError, match=match):
+        model.validate_table(_broken(mutate), 'model.yaml')
 
 
 def test_unreadable_table(tmp_path):
-    bad = tmp_path / 'fabrics.yaml'
+    bad = tmp_path / 'model.yaml'
     bad.write_text('fabrics: [unclosed\n')
-    with pytest.raises(fabrics.FabricTableError, match=f'{bad}: not valid YAML'):
-        fabrics.load_table(bad)
+    with pytest.raises(model.ConfigError, match=f'{bad}: not valid YAML'):
+        model.load_table(bad)

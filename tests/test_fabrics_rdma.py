@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import fabrics
+from conftest import fabric_settings
+
+from hpcnet import model
 
 DATA = Path(__file__).parent / 'data' / 'transport' / 'rdma'
 EXTRAS = {'iface': 'eth0', 'rdma_device': 'mlx5_0'}
@@ -66,7 +68,7 @@ RAILS = {'ompi9080-ucx-ep_cfg-rc_mlx5.txt': 'mlx5_0,mlx5_1',
 
 def settings(fabric, profile, name=None):
     extras = {**EXTRAS, 'rdma_device': RAILS.get(name, EXTRAS['rdma_device'])}
-    return fabrics.settings_for(fabric, profile, FAMILY[profile], 'srun', extras)
+    return fabric_settings(fabric, profile, FAMILY[profile], 'srun', extras)
 
 
 def recorded(name):
@@ -84,12 +86,12 @@ def test_every_recording_is_documented_and_tested():
 @pytest.mark.parametrize('name', PARSED)
 def test_parser_reads_the_recorded_report(name):
     parser, expected = PARSED[name]
-    assert fabrics.TRANSPORT_PARSERS[parser](recorded(name)) == expected
+    assert model.TRANSPORT_PARSERS[parser](recorded(name)) == expected
 
 
 def test_impi_mlx_provider_runs_on_ucx():
     # The same Intel MPI run shows UCX endpoint lines under "libfabric provider: mlx".
-    assert fabrics.TRANSPORT_PARSERS['ucx'](recorded('ucx6658-impi2021-mlx.txt')) == {'dc_mlx5'}
+    assert model.TRANSPORT_PARSERS['ucx'](recorded('ucx6658-impi2021-mlx.txt')) == {'dc_mlx5'}
 
 
 @pytest.mark.parametrize('name,profile,fabric', PROVEN)
@@ -148,7 +150,41 @@ def test_rdma_device_outside_the_partition_fails(name, profile):
 
 
 def test_multi_rail_devices_reach_ucx_with_their_port():
-    s = fabrics.settings_for('roce', 'openmpi', 'openmpi', 'srun',
+    s = fabric_settings('roce', 'openmpi', 'openmpi', 'srun',
                              {'iface': 'eth0', 'rdma_device': ['mlx5_0', 'mlx5_1']})
     assert s.env['UCX_NET_DEVICES'] == 'mlx5_0:1,mlx5_1:1'
     assert s.devices == {'mlx5_0', 'mlx5_1'}
+
+
+MV2_CH3_SOCK = Path(__file__).parent / 'data' / 'samples' / \
+    'hpcnet-p2p-pingpong.local-tcp.mvapich2-2.3.7-ch3sock.txt'
+
+
+def test_mvapich2_ch3_sock_is_proved_by_its_library_string():
+    '''A real MVAPICH2 2.3.7 ch3:sock run (our p2p kernel on local:tcp) prints
+    no MV2_SHOW_* report, but its library string names the device, which
+    carries every message over TCP sockets: it passes on tcp, fails on shm
+    naming TCP and the evidence.'''
+    text = MV2_CH3_SOCK.read_text()
+    ok, message = settings('tcp', 'mvapich2').verify(text)
+    assert ok, message
+    assert message == ("mvapich2 used tcp on fabric 'tcp' (evidence: its library string "
+                       "(MVAPICH2 Device : ch3:sock, every message over TCP sockets))")
+    ok, message = settings('shm', 'mvapich2').verify(text)
+    assert not ok
+    assert "fabric 'shm' asked for, but mvapich2 used tcp (expected one of: shm; evidence: " \
+           "its library string (MVAPICH2 Device : ch3:sock" in message
+
+
+def test_environment_names_stay_readable():
+    from hpcnet.stacks import Compiler, Labelled
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Mpi(Labelled):
+        family: str
+        version: str
+    assert Mpi('mvapich2', '2.3.7').label == 'mvapich2'
+    assert Mpi('mvapich2', '3.0').label == 'mvapich2-3'
+    assert Mpi('openmpi', '4.1.4').label == 'openmpi4'
+    assert Compiler('gcc', '12.2.0', '/usr/bin/gcc').label == 'gcc12'

@@ -9,10 +9,10 @@ import textwrap
 
 import pytest
 
+from hpcnet.parsers.errors import BenchmarkOutputError
 from hpcnet.parsers.kernel import (
     KNOWN_KEYS,
     KernelOutput,
-    KernelOutputError,
     parse_kernel_output,
     parse_kernel_output_file,
 )
@@ -125,7 +125,7 @@ def test_p2p_fixture():
     assert row['median_us'] == pytest.approx(0.14)
     assert row['bw_MBps'] == pytest.approx(57.14)
     assert all(isinstance(v, float) for v in row.values())
-    assert out.column('iterations') == [10000.0] * 6
+    assert out.column('iterations') == (10000.0,) * 6
     assert out.noise == ()
 
 
@@ -137,11 +137,11 @@ def test_collectives_fixture():
     assert out.row_for_size(1024, op='allreduce')['count'] == 256
     assert out.rows_where(op='alltoall', size_bytes=8)[0]['op'] == 'alltoall'
     assert out.header['root'] == '0' and out.validated == 7
-    with pytest.raises(KernelOutputError, match=r'2 rows for size 4; narrow'):
+    with pytest.raises(BenchmarkOutputError, match=r'2 rows for size 4; narrow'):
         out.row_for_size(4)
-    with pytest.raises(KernelOutputError, match=r'no row for size 2 op=allreduce; sizes present: 4, 8, 1024'):
+    with pytest.raises(BenchmarkOutputError, match=r'no row for size 2 op=allreduce; sizes present: 4, 8, 1024'):
         out.row_for_size(2, op='allreduce')
-    with pytest.raises(KernelOutputError, match=r"no column 'opp'"):
+    with pytest.raises(BenchmarkOutputError, match=r"no column 'opp'"):
         out.rows_where(opp='x')
     assert out.mpi_library.startswith('MPICH Version: 4.0.2')
 
@@ -153,18 +153,18 @@ def test_pairs_fixture():
     row = out.rows_where(rank_a=0, rank_b=2)[0]
     assert row['host_b'] == 'node-b' and isinstance(row['host_b'], str)
     assert row['lat_first_us'] == pytest.approx(4.031)
-    assert out.column('bw_mean_MBps', rank_a=1) == [7936.79]
+    assert out.column('bw_mean_MBps', rank_a=1) == (7936.79,)
     assert out.sizes == ()        # pairs has no size_bytes column
-    with pytest.raises(KernelOutputError, match='no size_bytes column'):
+    with pytest.raises(BenchmarkOutputError, match='no size_bytes column'):
         out.row_for_size(8)
 
 
 def test_missing_size_names_size_and_sizes_present():
     out = parse_kernel_output(P2P)
-    with pytest.raises(KeyError) as exc:       # KernelRowNotFound is also a KeyError
+    with pytest.raises(KeyError) as exc:       # RowNotFound is also a KeyError
         out.row_for_size(1024)
-    assert isinstance(exc.value, KernelOutputError)
-    assert str(exc.value) == '<output>: no row for size 1024; sizes present: 0, 1, 2, 4, 8, 16'
+    assert isinstance(exc.value, BenchmarkOutputError)
+    assert str(exc.value) == '<output>: p2p output has no row for size 1024; sizes present: 0, 1, 2, 4, 8, 16'
 
 
 def test_file_and_source_in_messages(tmp_path):
@@ -172,42 +172,42 @@ def test_file_and_source_in_messages(tmp_path):
     path.write_text(P2P)
     assert parse_kernel_output_file(path).source == str(path)
     path.write_text(P2P.replace('done: ok\n', ''))
-    with pytest.raises(KernelOutputError, match=str(path)):
+    with pytest.raises(BenchmarkOutputError, match=str(path)):
         parse_kernel_output_file(path)
-    with pytest.raises(KernelOutputError, match='cannot read'):
+    with pytest.raises(BenchmarkOutputError, match='cannot read'):
         parse_kernel_output_file(tmp_path / 'missing.out')
 
 
 @pytest.mark.parametrize('cut', ['done: ok\n', 'validation: passed 6\ndone: ok\n'])
 def test_truncated_without_done(cut):
     text = P2P[:P2P.index(cut)]
-    with pytest.raises(KernelOutputError, match=r"<output>:\d+: no final 'done: ok' line"):
+    with pytest.raises(BenchmarkOutputError, match=r"<output>:\d+: no final 'done: ok' line"):
         parse_kernel_output(text)
 
 
 def test_truncated_in_header():
     text = P2P[:P2P.index('columns:')]
-    with pytest.raises(KernelOutputError, match=r"without a 'columns:' line \(truncated\?\)"):
+    with pytest.raises(BenchmarkOutputError, match=r"without a 'columns:' line \(truncated\?\)"):
         parse_kernel_output(text)
 
 
 def test_truncated_mid_row():
     text = P2P[:P2P.index('row: 2 ') + 20]     # the last line is cut in the middle
-    with pytest.raises(KernelOutputError, match=r'<output>:19: row has 3 fields, expected 10 .*'
+    with pytest.raises(BenchmarkOutputError, match=r'<output>:19: row has 3 fields, expected 10 .*'
                        r'the output ends inside this line \(truncated\?\)'):
         parse_kernel_output(text)
 
 
 def test_empty_and_foreign_output():
-    with pytest.raises(KernelOutputError, match='empty output'):
+    with pytest.raises(BenchmarkOutputError, match='empty output'):
         parse_kernel_output('')
-    with pytest.raises(KernelOutputError, match="no 'hpcnet-kernel: <name> <version>' line"):
+    with pytest.raises(BenchmarkOutputError, match="no 'hpcnet-kernel: <name> <version>' line"):
         parse_kernel_output('# OSU MPI Latency Test v7.1\n0   0.21\n')
 
 
 def test_wrong_column_count():
     text = P2P.replace('row: 4 10000 0.1000 0.1355', 'row: 4 10000 0.1355')
-    with pytest.raises(KernelOutputError) as exc:
+    with pytest.raises(BenchmarkOutputError) as exc:
         parse_kernel_output(text, source='x.out')
     msg = str(exc.value)
     assert msg.startswith('x.out:20: row has 9 fields, expected 10 (size_bytes iterations')
@@ -217,7 +217,7 @@ def test_wrong_column_count():
 @pytest.mark.parametrize('bad', ['nan', '-nan', 'inf', '-inf', 'NaN', 'Infinity'])
 def test_non_finite_values(bad):
     text = P2P.replace('row: 8 10000 0.1050 0.1400', f'row: 8 10000 0.1050 {bad}')
-    with pytest.raises(KernelOutputError, match=rf"<output>:21: column median_us: value '{bad}' is not finite"):
+    with pytest.raises(BenchmarkOutputError, match=rf"<output>:21: column median_us: value '{bad}' is not finite"):
         parse_kernel_output(text)
 
 
@@ -225,60 +225,60 @@ def test_non_finite_values(bad):
 def test_non_numeric_values(bad):
     text = P2P.replace('row: 8 10000 0.1050 ', f'row: 8 10000 {bad} ')
     if bad == '':
-        with pytest.raises(KernelOutputError, match='row has 9 fields'):
+        with pytest.raises(BenchmarkOutputError, match='row has 9 fields'):
             parse_kernel_output(text)
     else:
-        with pytest.raises(KernelOutputError, match=rf"column min_us: '{bad}' is not a number"):
+        with pytest.raises(BenchmarkOutputError, match=rf"column min_us: '{bad}' is not a number"):
             parse_kernel_output(text)
 
 
 def test_integer_columns():
     text = P2P.replace('row: 8 10000', 'row: 8.5 10000')
-    with pytest.raises(KernelOutputError, match="column size_bytes: '8.5' is not a non-negative integer"):
+    with pytest.raises(BenchmarkOutputError, match="column size_bytes: '8.5' is not a non-negative integer"):
         parse_kernel_output(text)
 
 
 def test_unknown_version():
-    with pytest.raises(KernelOutputError, match=r"<output>:1: unsupported format version '2'"):
+    with pytest.raises(BenchmarkOutputError, match=r"<output>:1: unsupported format version '2'"):
         parse_kernel_output(P2P.replace('hpcnet-kernel: p2p 1', 'hpcnet-kernel: p2p 2'))
-    with pytest.raises(KernelOutputError, match='unsupported format version'):
+    with pytest.raises(BenchmarkOutputError, match='unsupported format version'):
         parse_kernel_output(P2P.replace('hpcnet-kernel: p2p 1', 'hpcnet-kernel: p2p one'))
-    with pytest.raises(KernelOutputError, match="expected 'hpcnet-kernel: <name> <format version>'"):
+    with pytest.raises(BenchmarkOutputError, match="expected 'hpcnet-kernel: <name> <format version>'"):
         parse_kernel_output(P2P.replace('hpcnet-kernel: p2p 1', 'hpcnet-kernel: p2p'))
 
 
 def test_expect_kernel():
-    with pytest.raises(KernelOutputError, match="output of kernel 'p2p', expected 'pairs'"):
+    with pytest.raises(BenchmarkOutputError, match="output of kernel 'p2p', expected 'pairs'"):
         parse_kernel_output(P2P, expect_kernel='pairs')
 
 
 def test_structure_errors():
-    with pytest.raises(KernelOutputError, match="duplicate 'mode:' line"):
+    with pytest.raises(BenchmarkOutputError, match="duplicate 'mode:' line"):
         parse_kernel_output(P2P.replace('mode: pingpong\n', 'mode: pingpong\nmode: bw\n'))
-    with pytest.raises(KernelOutputError, match="'row:' before the 'columns:' line"):
+    with pytest.raises(BenchmarkOutputError, match="'row:' before the 'columns:' line"):
         parse_kernel_output(P2P.replace('columns:', 'row: 1 2 3\ncolumns:'))
-    with pytest.raises(KernelOutputError, match="'mode:' before the 'hpcnet-kernel:' line"):
+    with pytest.raises(BenchmarkOutputError, match="'mode:' before the 'hpcnet-kernel:' line"):
         parse_kernel_output('mode: bw\n' + P2P)
-    with pytest.raises(KernelOutputError, match="after 'done: ok'.*two runs"):
+    with pytest.raises(BenchmarkOutputError, match="after 'done: ok'.*two runs"):
         parse_kernel_output(P2P + P2P)
-    with pytest.raises(KernelOutputError, match="expected 'done: ok', got 'done: partial'"):
+    with pytest.raises(BenchmarkOutputError, match="expected 'done: ok', got 'done: partial'"):
         parse_kernel_output(P2P.replace('done: ok', 'done: partial'))
-    with pytest.raises(KernelOutputError, match=r"'ranks: 2' but host lines for ranks \[0\]"):
+    with pytest.raises(BenchmarkOutputError, match=r"'ranks: 2' but host lines for ranks \[0\]"):
         parse_kernel_output(P2P.replace('host: 1 vm\n', ''))
-    with pytest.raises(KernelOutputError, match="no 'mpi-library:' line"):
+    with pytest.raises(BenchmarkOutputError, match="no 'mpi-library:' line"):
         parse_kernel_output(P2P.replace('mpi-library:', 'mpi-libary:'))
-    with pytest.raises(KernelOutputError, match="first-exchange-us: 'fast' is not a number"):
+    with pytest.raises(BenchmarkOutputError, match="first-exchange-us: 'fast' is not a number"):
         parse_kernel_output(P2P.replace('first-exchange-us: 56.1430', 'first-exchange-us: fast'))
-    with pytest.raises(KernelOutputError, match="validation: expected 'passed"):
+    with pytest.raises(BenchmarkOutputError, match="validation: expected 'passed"):
         parse_kernel_output(P2P.replace('validation: passed 6', 'validation: failed'))
-    with pytest.raises(KernelOutputError, match='bytes-sent: expected one byte count per rank'):
+    with pytest.raises(BenchmarkOutputError, match='bytes-sent: expected one byte count per rank'):
         parse_kernel_output(P2P.replace('bytes-sent: 1230000 1230000', 'bytes-sent: 12 -3'))
 
 
 def test_error_line_from_merged_stderr():
     text = P2P.replace('row: 16 ', 'error: validation failed: mode=pingpong size=16 offset=3 '
                        'expected=0x1f got=0xee (direction 0->1, rank 1)\nrow: 16 ')
-    with pytest.raises(KernelOutputError, match=r'<output>:22: the kernel reported an error: '
+    with pytest.raises(BenchmarkOutputError, match=r'<output>:22: the kernel reported an error: '
                        r'validation failed: mode=pingpong size=16 offset=3'):
         parse_kernel_output(text)
 

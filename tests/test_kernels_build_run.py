@@ -37,7 +37,9 @@ SMALL_SIZES = (0,) + tuple(2 ** k for k in range(13))      # 0, 1, 2, ..., 4096
 def _env():
     env = dict(os.environ)
     # Open MPI refuses to run as root without these; harmless for MPICH
-    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+    env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1',
+               # More ranks than this host's cores (pair rounds of 4 and 5 ranks).
+               OMPI_MCA_rmaps_base_oversubscribe='1')
     return env
 
 
@@ -191,6 +193,26 @@ def test_pairs(built):
     assert 0 < row['bw_min_MBps'] <= row['bw_mean_MBps'] <= row['bw_max_MBps']
     sent = 21 * 8 + 6 * 65536      # (first + 20) x 8 B, (untimed + 5) x 64 KiB
     assert out.header['bytes-sent'] == f'{sent} {sent}'
+
+
+@pytest.mark.parametrize('ranks,rounds', [(4, 3), (5, 5)])
+def test_pairs_in_rounds_of_disjoint_pairs(built, ranks, rounds):
+    '''N ranks: N-1 rounds (N when odd), every pair once, no rank twice in a round.'''
+    stack, _ = built
+    proc = _run(built, 'pairs', '--samples', '5', '--bw-samples', '2', '--bw-size', '4K',
+                ranks=ranks)
+    if proc.returncode != 0 and 'slots' in proc.stdout + proc.stderr:
+        pytest.fail(f'{stack} could not start {ranks} ranks here: {proc.stdout}{proc.stderr}')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = parse_kernel_output(proc.stdout, expect_kernel='pairs')
+    assert out.header['rounds'] == str(rounds)
+    pairs = [(int(r['rank_a']), int(r['rank_b'])) for r in out.rows]
+    assert sorted(pairs) == [(a, b) for a in range(ranks) for b in range(a + 1, ranks)]
+    by_round = {}
+    for row in out.rows:
+        by_round.setdefault(int(row['round']), []).extend([int(row['rank_a']), int(row['rank_b'])])
+    assert sorted(by_round) == list(range(rounds))
+    assert all(len(r) == len(set(r)) for r in by_round.values()), by_round
 
 
 def test_bad_argument_under_launcher_exits_2(built):

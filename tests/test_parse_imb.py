@@ -1,11 +1,12 @@
 """Tests of hpcnet.parsers.imb on real IMB outputs and on damaged copies of them.
 
-Real outputs: IMB 2021.7 with Open MPI 4.1.4 / MPICH 4.0.2 in ../shared/samples (tests skip
-when it is absent), IMB 2021.11 from Intel MPI 2021.19 in tests/data/imb (see its README).
+Real outputs: IMB 2021.7 with Open MPI 4.1.4 / MPICH 4.0.2 in tests/data/samples (see its
+README), IMB 2021.11 from Intel MPI 2021.19 in tests/data/imb (see its README).
 """
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from hpcnet.parsers.errors import BenchmarkOutputError
 from hpcnet.parsers.imb import (IMB_COLUMNS, IMB_MPI1_BENCHMARKS, IMB_NBC_BENCHMARKS,
                                 ImbOutput, imb_command, parse_imb)
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / 'shared' / 'samples'
+SAMPLES = Path(__file__).resolve().parent / 'data' / 'samples'
 DATA = Path(__file__).resolve().parent / 'data' / 'imb'
 
 SAMPLE_NAMES = [
@@ -28,7 +29,7 @@ RECORDED = sorted(p.name for p in DATA.glob('*.txt'))
 def sample(name: str) -> Path:
     path = SAMPLES / name
     if not path.is_file():
-        pytest.skip(f'real IMB sample not available: {path}')
+        pytest.fail(f'real IMB sample missing from the repository: {path}')
     return path
 
 
@@ -74,7 +75,7 @@ def test_every_sample_parses_completely(name):
     assert out.version == '2021.7'
     assert out.part == 'MPI-1'
     assert out.complete is True
-    assert out.machine == 'x86_64'
+    assert out.header['Machine'] == 'x86_64'
     assert out.mpi_version == ('3.1' if 'openmpi' in name else '4.0')
     assert out.min_message_bytes == 0 and out.max_message_bytes == 4194304
     assert out.calling_sequence.startswith('/opt/imb/bin/IMB-MPI1 ')
@@ -86,32 +87,32 @@ def test_every_sample_parses_completely(name):
         assert list(table.sizes) == sorted(set(table.sizes))
         for row in table.rows:
             assert set(row) == set(table.columns)
-            assert isinstance(row['bytes'], int) and isinstance(row['repetitions'], int)
+            assert isinstance(row['size_bytes'], int) and isinstance(row['repetitions'], int)
 
 
 def test_samples_directory_has_no_unknown_imb_file():
     if not SAMPLES.is_dir():
-        pytest.skip(f'real samples not available: {SAMPLES}')
+        pytest.fail(f'real samples missing from the repository: {SAMPLES}')
     found = sorted(p.name for p in SAMPLES.glob('IMB*'))
     assert found == sorted(SAMPLE_NAMES)
 
 
 def test_pingpong_openmpi_values():
     out = parse_sample('IMB-MPI1_PingPong.openmpi-4.1.4.txt')
-    assert out.date == 'Sat Nov 21 04:16:40 2026'
+    assert out.header['Date'] == 'Sat Nov 21 04:16:40 2026'
     table = out.table('PingPong')
-    assert table.columns == ('bytes', 'repetitions', 't_usec', 'mbytes_per_sec')
+    assert table.columns == ('size_bytes', 'repetitions', 't_usec', 'mbytes_per_sec')
     assert len(table.rows) == 24
-    assert table.row_for_size(1024) == {'bytes': 1024, 'repetitions': 1000, 't_usec': 0.19,
+    assert table.row_for_size(1024) == {'size_bytes': 1024, 'repetitions': 1000, 't_usec': 0.19,
                                         'mbytes_per_sec': 5276.60}
-    assert table.row_for_size(4194304) == {'bytes': 4194304, 'repetitions': 10,
+    assert table.row_for_size(4194304) == {'size_bytes': 4194304, 'repetitions': 10,
                                            't_usec': 1243.89, 'mbytes_per_sec': 3371.92}
     assert table.column('repetitions')[-5:] == (160, 80, 40, 20, 10)
 
 
 def test_pingpong_mpich_values():
     table = parse_sample('IMB-MPI1_PingPong.mpich-4.0.2.txt').table('pingpong')
-    assert table.row_for_size(65536) == {'bytes': 65536, 'repetitions': 640, 't_usec': 16.49,
+    assert table.row_for_size(65536) == {'size_bytes': 65536, 'repetitions': 640, 't_usec': 16.49,
                                          'mbytes_per_sec': 3974.26}
 
 
@@ -124,10 +125,10 @@ def test_pingping_values():
 def test_allreduce_values():
     out = parse_sample('IMB-MPI1_Allreduce.mpich-4.0.2.txt')
     table = out.table('Allreduce')
-    assert table.columns == ('bytes', 'repetitions', 't_min_usec', 't_max_usec', 't_avg_usec')
+    assert table.columns == ('size_bytes', 'repetitions', 't_min_usec', 't_max_usec', 't_avg_usec')
     assert table.sizes[:4] == (0, 4, 8, 16)          # reductions of MPI_FLOAT: no 1, 2 bytes
     assert len(table.rows) == 22
-    assert table.row_for_size(4194304) == {'bytes': 4194304, 'repetitions': 10,
+    assert table.row_for_size(4194304) == {'size_bytes': 4194304, 'repetitions': 10,
                                            't_min_usec': 2188.76, 't_max_usec': 2188.89,
                                            't_avg_usec': 2188.83}
     om = parse_sample('IMB-MPI1_Allreduce.openmpi-4.1.4.txt').table('Allreduce')
@@ -149,7 +150,7 @@ def test_combined_file_values():
     assert out.table('PingPong').row_for_size(256)['t_usec'] == 4.45
     assert out.table('PingPing').row_for_size(1048576)['mbytes_per_sec'] == 11878.80
     assert out.table('Allreduce').row_for_size(32) == {
-        'bytes': 32, 'repetitions': 1000, 't_min_usec': 0.52, 't_max_usec': 8.54,
+        'size_bytes': 32, 'repetitions': 1000, 't_min_usec': 0.52, 't_max_usec': 8.54,
         't_avg_usec': 4.53}
     mp = parse_sample('IMB-MPI1_PingPong_PingPing_Allreduce.mpich-4.0.2.txt')
     assert mp.table('Allreduce').row_for_size(524288)['t_max_usec'] == 1635.83
@@ -170,10 +171,42 @@ def test_row_for_size_error_names_size_and_sizes_present():
     with pytest.raises(BenchmarkOutputError) as info:
         table.row_for_size(1)
     message = str(info.value)
-    assert 'no row for 1 bytes' in message and 'sizes present: 0, 4, 8, 16,' in message
+    assert 'IMB table Allreduce (#processes = 2) has no row for size 1' in message
+    assert 'sizes present: 0, 4, 8, 16,' in message
     assert message.endswith('4194304')
     with pytest.raises(BenchmarkOutputError, match="no column 't_usec'"):
         table.column('t_usec')
+
+
+def test_require_finite_positive_names_column_size_and_value():
+    path = sample('IMB-MPI1_PingPong.openmpi-4.1.4.txt')
+    table = parse_file(path).table('PingPong')
+    table.require_finite_positive(('repetitions', 't_usec', 'mbytes_per_sec'),
+                                  zero_ok_at_size0=('mbytes_per_sec',))
+    # 0 bytes in any time is 0.00 MB/s: only an error where that is not allowed.
+    with pytest.raises(BenchmarkOutputError) as info:
+        table.require_finite_positive(('t_usec', 'mbytes_per_sec'))
+    err = info.value
+    assert err.line == line_of(path.read_text(), '# Benchmarking PingPong')
+    assert err.reason == ('IMB table PingPong (#processes = 2): mbytes_per_sec at 0 B is 0.0 '
+                          '(must be > 0)')
+    table.require_finite_positive(('mbytes_per_sec',), nonnegative=('mbytes_per_sec',))
+    with pytest.raises(BenchmarkOutputError, match="PingPong: t_usec at 0 B is -1.0 "
+                                                   r"\(must be >= 0\)"):
+        damaged_row = dict(table.rows[0], t_usec=-1.0)
+        replace(table, rows=(damaged_row,) + table.rows[1:]).require_finite_positive(
+            ('t_usec',), zero_ok_at_size0=('t_usec',), what='PingPong')
+    with pytest.raises(BenchmarkOutputError, match="has no column 't_max_usec'"):
+        table.require_finite_positive(('t_max_usec',))
+
+
+def test_require_finite_positive_without_sizes_names_the_row():
+    barrier = parse_recorded('IMB-MPI1_collectives.impi-2021.19.txt').table('Barrier')
+    barrier.require_finite_positive(('repetitions', 't_avg_usec'))
+    zero = replace(barrier, rows=(dict(barrier.rows[0], t_avg_usec=0.0),))
+    with pytest.raises(BenchmarkOutputError, match=r't_avg_usec at the only row is 0.0 '
+                                                   r'\(must be > 0\)'):
+        zero.require_finite_positive(('t_avg_usec',), zero_ok_at_size0=('t_avg_usec',))
 
 
 def test_rows_are_copies():
@@ -208,12 +241,12 @@ def test_recorded_pingpong():
     assert out.calling_sequence == 'IMB-MPI1 PingPong -msglog 0:10'
     assert out.max_message_bytes == 1024
     assert out.table('PingPong').row_for_size(1024) == {
-        'bytes': 1024, 'repetitions': 1000, 't_usec': 0.25, 'mbytes_per_sec': 4076.23}
+        'size_bytes': 1024, 'repetitions': 1000, 't_usec': 0.25, 'mbytes_per_sec': 4076.23}
 
 
 def test_sendrecv_exchange_have_times_and_bandwidth():
     out = parse_recorded('IMB-MPI1_Sendrecv_Exchange.impi-2021.19.txt')
-    cols = ('bytes', 'repetitions', 't_min_usec', 't_max_usec', 't_avg_usec', 'mbytes_per_sec')
+    cols = ('size_bytes', 'repetitions', 't_min_usec', 't_max_usec', 't_avg_usec', 'mbytes_per_sec')
     assert out.table('Sendrecv').columns == cols and out.table('Exchange').columns == cols
     assert out.table('Sendrecv').row_for_size(512)['mbytes_per_sec'] == 4216.59
     assert out.table('Exchange').row_for_size(256)['t_avg_usec'] == 0.48
@@ -222,8 +255,8 @@ def test_sendrecv_exchange_have_times_and_bandwidth():
 def test_uniband_biband_message_rate():
     out = parse_recorded('IMB-MPI1_Uniband_Biband.impi-2021.19.txt')
     uni = out.table('Uniband')
-    assert uni.columns == ('bytes', 'repetitions', 'mbytes_per_sec', 'msg_per_sec')
-    assert uni.row_for_size(1024) == {'bytes': 1024, 'repetitions': 1000,
+    assert uni.columns == ('size_bytes', 'repetitions', 'mbytes_per_sec', 'msg_per_sec')
+    assert uni.row_for_size(1024) == {'size_bytes': 1024, 'repetitions': 1000,
                                       'mbytes_per_sec': 6989.14, 'msg_per_sec': 6825333.0}
     assert out.table('Biband').row_for_size(0)['msg_per_sec'] == 11636609
 
@@ -240,7 +273,7 @@ def test_collectives_and_barrier_without_bytes():
     assert barrier.rows == ({'repetitions': 1000, 't_min_usec': 0.16, 't_max_usec': 0.16,
                              't_avg_usec': 0.16},)
     assert barrier.sizes == ()
-    with pytest.raises(BenchmarkOutputError, match='no #bytes column'):
+    with pytest.raises(BenchmarkOutputError, match=r'no size_bytes column \(#bytes in the output\)'):
         barrier.row_for_size(0)
 
 
@@ -248,9 +281,9 @@ def test_nbc_columns():
     out = parse_recorded('IMB-NBC_Iallreduce_Ibcast_Ibarrier.impi-2021.19.txt')
     assert out.part == 'MPI-NBC'
     table = out.table('Iallreduce')
-    assert table.columns == ('bytes', 'repetitions', 't_ovrl_usec', 't_pure_usec',
+    assert table.columns == ('size_bytes', 'repetitions', 't_ovrl_usec', 't_pure_usec',
                              't_cpu_usec', 'overlap_percent')
-    assert table.row_for_size(8) == {'bytes': 8, 'repetitions': 1000, 't_ovrl_usec': 1.91,
+    assert table.row_for_size(8) == {'size_bytes': 8, 'repetitions': 1000, 't_ovrl_usec': 1.91,
                                      't_pure_usec': 1.22, 't_cpu_usec': 0.97,
                                      'overlap_percent': 23.09}
     assert out.table('Ibarrier').rows[0]['t_ovrl_usec'] == 1.69
@@ -272,11 +305,11 @@ def test_rma_modes():
     with pytest.raises(BenchmarkOutputError, match='2 IMB tables match Unidir_put'):
         out.table('Unidir_put')
     agg = out.table('Unidir_put', mode='aggregate')
-    assert agg.row_for_size(64) == {'bytes': 64, 'repetitions': 1000, 't_usec': 0.19,
+    assert agg.row_for_size(64) == {'size_bytes': 64, 'repetitions': 1000, 't_usec': 0.19,
                                     'mbytes_per_sec': 341.23}
     assert out.table('Unidir_put', mode='NON-AGGREGATE').rows[0]['repetitions'] == 100
     tpp = out.table('Truly_passive_put')
-    assert tpp.columns == ('bytes', 'repetitions', 't_pure_usec', 't_ovrl_usec')
+    assert tpp.columns == ('size_bytes', 'repetitions', 't_pure_usec', 't_ovrl_usec')
     assert tpp.row_for_size(64)['t_ovrl_usec'] == 0.70
 
 
@@ -288,7 +321,7 @@ def test_p2p_layout():
     assert out.min_message_bytes == 1
     table = out.table('PingPong')
     assert table.sizes[0] == 1
-    assert table.row_for_size(1) == {'bytes': 1, 'repetitions': 100000, 't_usec': 0.41,
+    assert table.row_for_size(1) == {'size_bytes': 1, 'repetitions': 100000, 't_usec': 0.41,
                                      'mbytes_per_sec': 2.42, 'msg_per_sec': 2415108.0}
 
 
@@ -327,9 +360,10 @@ def test_multi_1_group_column():
     multi = out.table('Allreduce', processes=1)
     assert multi.columns[0] == 'group'
     assert len(multi.rows) == 8 and multi.sizes == (0, 4, 8, 16)
-    with pytest.raises(BenchmarkOutputError, match=r'2 rows for 16 bytes \(groups 0, 1\)'):
+    with pytest.raises(BenchmarkOutputError, match=r'2 rows for size 16; narrow it down with more columns, '
+                       r'e.g. group= \(values 0, 1\)'):
         multi.row_for_size(16)
-    assert multi.row_for_size(16, group=1) == {'group': 1, 'bytes': 16, 'repetitions': 1000,
+    assert multi.row_for_size(16, group=1) == {'group': 1, 'size_bytes': 16, 'repetitions': 1000,
                                                't_min_usec': 0.03, 't_max_usec': 0.03,
                                                't_avg_usec': 0.03}
     assert out.table('Allreduce', groups=1).row_for_size(4)['t_avg_usec'] == 0.21

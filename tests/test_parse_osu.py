@@ -1,12 +1,14 @@
 """Tests of hpcnet.parsers.osu on the real OMB 7.4 samples and on broken variants.
 
-Real outputs: ../shared/samples (Open MPI 4.1.4 / MPICH 4.0.2; tests skip when absent).
+Real outputs: tests/data/samples (Open MPI 4.1.4 / MPICH 4.0.2; see its README).
 Broken variants: tests/data/osu (hand-made, see its README). Layouts that no sample shows
 (osu_mbw_mr, -f, tail latencies, non-blocking collectives, ...) are written below by hand
 from the printf formats of the OMB sources cited in hpcnet/parsers/osu.py.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ import pytest
 from hpcnet.parsers.errors import BenchmarkOutputError
 from hpcnet.parsers.osu import OSU_BENCHMARKS, OSU_COLUMNS, OsuOutput, parse_osu
 
-SAMPLES = Path(__file__).resolve().parents[1].parent / 'shared' / 'samples'
+SAMPLES = Path(__file__).resolve().parent / 'data' / 'samples'
 BROKEN = Path(__file__).resolve().parent / 'data' / 'osu'
 
 PT2PT = ('osu_latency', 'osu_bw', 'osu_bibw')
@@ -26,7 +28,7 @@ SAMPLE_NAMES = [f'{b}.{mpi}.txt' for b in PT2PT + COLLECTIVES
 def sample_text(name: str) -> str:
     path = SAMPLES / name
     if not path.is_file():
-        pytest.skip(f'real OSU sample not available: {path}')
+        pytest.fail(f'real OSU sample missing from the repository: {path}')
     return path.read_text()
 
 
@@ -62,20 +64,20 @@ def test_every_sample_parses(name):
     assert out.info == ()
     kind = OSU_BENCHMARKS[benchmark].kind
     if benchmark == 'osu_latency' or kind == 'collective':
-        assert out.columns == ('size', 'avg_latency_us')
+        assert out.columns == ('size_bytes', 'avg_latency_us')
     else:
-        assert out.columns == ('size', 'bandwidth_MBps')
+        assert out.columns == ('size_bytes', 'bandwidth_MBps')
     assert out.headline[0] == out.columns[1]
     max_size = 4194304 if benchmark in PT2PT else 1048576
     assert out.sizes == tuple(2 ** i for i in range(max_size.bit_length()))
     assert parse_sample(name, expect_max_size=max_size).rows == out.rows
     for row in out.rows:
-        assert isinstance(row['size'], int) and isinstance(row[out.columns[1]], float)
+        assert isinstance(row['size_bytes'], int) and isinstance(row[out.columns[1]], float)
 
 
 def test_samples_directory_has_no_unknown_osu_file():
     if not SAMPLES.is_dir():
-        pytest.skip(f'real samples not available: {SAMPLES}')
+        pytest.fail(f'real samples missing from the repository: {SAMPLES}')
     assert sorted(p.name for p in SAMPLES.glob('osu_*')) == sorted(SAMPLE_NAMES)
 
 
@@ -95,7 +97,7 @@ def test_samples_directory_has_no_unknown_osu_file():
 ])
 def test_sample_values(name, size, column, value):
     out = parse_sample(name)
-    assert out.row_for_size(size) == {'size': size, column: value}
+    assert out.row_for_size(size) == {'size_bytes': size, column: value}
 
 
 def test_row_for_size_error_names_size_and_sizes_present():
@@ -113,6 +115,18 @@ def test_rows_are_copies():
     out = parse_sample('osu_bw.openmpi-4.1.4.txt')
     out.row_for_size(1)['bandwidth_MBps'] = 0
     assert out.row_for_size(1)['bandwidth_MBps'] == 8.50
+
+
+def test_require_finite_positive():
+    out = parse_sample('osu_bw.openmpi-4.1.4.txt')
+    out.require_finite_positive(('bandwidth_MBps',))
+    nan_at_8 = tuple(dict(r, bandwidth_MBps=math.nan) if r['size_bytes'] == 8 else r
+                     for r in out.rows)
+    with pytest.raises(BenchmarkOutputError) as info:
+        replace(out, rows=nan_at_8).require_finite_positive(('bandwidth_MBps',),
+                                                            nonnegative=('bandwidth_MBps',))
+    assert str(info.value) == ('osu_bw.openmpi-4.1.4.txt:4: osu_bw output: bandwidth_MBps at '
+                               '8 B is nan')
 
 
 def test_expect_benchmark_mismatch():
@@ -140,7 +154,7 @@ def test_last_row_without_newline_is_truncated():
 
 @pytest.mark.parametrize('name, fragments, line', [
     ('osu_latency.truncated-row.txt',
-     ("row has 1 fields, expected 2 (size avg_latency_us): '4194304'", 'truncated'), 27),
+     ("row has 1 fields, expected 2 (size_bytes avg_latency_us): '4194304'", 'truncated'), 27),
     ('osu_latency.unknown-column.txt',
      ("unexpected OSU column 'Jitter(us)'", 'known columns: Size, Latency (us), '
       'Avg Latency(us)', 'P<n> Tail Lat(us)'), 4),
@@ -174,7 +188,7 @@ def test_old_pt2pt_layout_latency_us():
             '1                       0.27\n')
     out = parse_osu(text, expect_benchmark='osu_latency')
     assert out.version == '5.6.3' and out.datatype is None
-    assert out.columns == ('size', 'latency_us')
+    assert out.columns == ('size_bytes', 'latency_us')
     assert out.headline == ('latency_us', 'us')
     assert out.row_for_size(0)['latency_us'] == 0.25
 
@@ -188,9 +202,9 @@ def test_mbw_mr_74_layout():
             '2                       4.71        2356892.44\n')
     out = parse_osu(text)
     assert out.benchmark == 'osu_mbw_mr'
-    assert out.columns == ('size', 'bandwidth_MBps', 'messages_per_s')
+    assert out.columns == ('size_bytes', 'bandwidth_MBps', 'messages_per_s')
     assert out.info == ('# [ pairs: 1 ] [ window size: 64 ]',)
-    assert out.row_for_size(2) == {'size': 2, 'bandwidth_MBps': 4.71,
+    assert out.row_for_size(2) == {'size_bytes': 2, 'bandwidth_MBps': 4.71,
                                    'messages_per_s': 2356892.44}
     assert out.headline == ('bandwidth_MBps', 'MB/s')
 
@@ -226,10 +240,10 @@ def test_collective_full_tail_and_validation_columns():
             '2                       2.90              2.20              3.60        1000'
             '               Fail               2.80               3.20               3.50\n')
     out = parse_osu(text, expect_benchmark='osu_allgather')
-    assert out.columns == ('size', 'avg_latency_us', 'min_latency_us', 'max_latency_us',
+    assert out.columns == ('size_bytes', 'avg_latency_us', 'min_latency_us', 'max_latency_us',
                            'iterations', 'validation', 'p50_latency_us', 'p90_latency_us',
                            'p99_latency_us')
-    assert out.row_for_size(1) == {'size': 1, 'avg_latency_us': 2.81, 'min_latency_us': 2.10,
+    assert out.row_for_size(1) == {'size_bytes': 1, 'avg_latency_us': 2.81, 'min_latency_us': 2.10,
                                    'max_latency_us': 3.52, 'iterations': 1000,
                                    'validation': 1.0, 'p50_latency_us': 2.70,
                                    'p90_latency_us': 3.10, 'p99_latency_us': 3.40}
@@ -242,7 +256,7 @@ def test_bandwidth_tail_columns():
             '# Size      Bandwidth (MB/s)   P50 Tail BW(MB/s)   P99 Tail BW(MB/s)\n'
             '1                       8.50                8.40                8.10\n')
     out = parse_osu(text)
-    assert out.columns == ('size', 'bandwidth_MBps', 'p50_bandwidth_MBps', 'p99_bandwidth_MBps')
+    assert out.columns == ('size_bytes', 'bandwidth_MBps', 'p50_bandwidth_MBps', 'p99_bandwidth_MBps')
 
 
 def test_nonblocking_collective_full():
@@ -259,7 +273,7 @@ def test_nonblocking_collective_full():
     out = parse_osu(text)
     assert out.benchmark == 'osu_iallreduce'
     assert out.info == ('# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait',)
-    assert out.columns == ('size', 'overall_us', 'compute_us', 'coll_init_us', 'mpi_test_us',
+    assert out.columns == ('size_bytes', 'overall_us', 'compute_us', 'coll_init_us', 'mpi_test_us',
                            'mpi_wait_us', 'pure_comm_us', 'min_comm_us', 'max_comm_us',
                            'overlap_percent')
     assert out.row_for_size(1)['overlap_percent'] == 85.71
@@ -274,7 +288,8 @@ def test_barrier_without_size_column():
     assert out.benchmark == 'osu_barrier'
     assert out.columns == ('avg_latency_us',) and out.sizes == ()
     assert out.rows == ({'avg_latency_us': 1.23},)
-    with pytest.raises(BenchmarkOutputError, match='no Size column'):
+    with pytest.raises(BenchmarkOutputError, match=r'osu_barrier output has no size_bytes column '
+                       r'\(Size in the output\)'):
         out.row_for_size(1)
     expect_error(text, 'no Size column', expect_max_size=8)
 

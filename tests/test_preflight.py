@@ -46,7 +46,7 @@ def probe(root, iface='eth0', rdma=None):
 
 def test_healthy_ethernet_and_roce(tmp_path):
     node = probe(make_sysfs(tmp_path, rdma='mlx5_0'), rdma='mlx5_0')
-    assert preflight.ethernet_problems(node, 'eth0', {'mtu': 1500, 'link_speed_mbps': 25000}) == []
+    assert preflight.ethernet_problems(node, 'eth0', 1500, 25000) == []
     assert preflight.rdma_problems(node, 'roce', 'mlx5_0', 3) == []
     assert node.values['rate'].startswith('100 Gb/sec')
 
@@ -58,13 +58,14 @@ def test_healthy_ethernet_and_roce(tmp_path):
 ])
 def test_ethernet_problems_are_named(tmp_path, kwargs, expected, match):
     node = probe(make_sysfs(tmp_path, **kwargs))
-    (problem,) = preflight.ethernet_problems(node, 'eth0', expected)
+    (problem,) = preflight.ethernet_problems(node, 'eth0', expected.get('mtu'),
+                                                expected.get('link_speed_mbps'))
     assert match in problem
 
 
 def test_missing_interface(tmp_path):
     node = probe(make_sysfs(tmp_path), iface='ens1f0')
-    assert 'interface ens1f0 does not exist' in preflight.ethernet_problems(node, 'ens1f0', {})[0]
+    assert 'interface ens1f0 does not exist' in preflight.ethernet_problems(node, 'ens1f0')[0]
 
 
 @pytest.mark.parametrize('kwargs,match', [

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import references
+from hpcnet import baseline, references
 from hpcnet.constants import REFERENCE_DIR
 
 DATA = Path(__file__).parent / 'data' / 'references'
@@ -63,37 +63,86 @@ def test_unknown_test_and_perfvar_when_known(tmp_path):
         references.load(p, {'t': {'latency_8B'}})
 
 
-def test_reference_for_test_only_when_the_system_has_a_file(tmp_path):
-    assert references.reference_for_test('nosuchsystem', tmp_path) == {}
+def test_references_only_when_the_system_has_a_file(tmp_path):
+    none = references.for_test('nosuchsystem', 'hpcnet_p2p', ['$partition'], tmp_path)
+    assert none.reference == {} and not none.strict
     (tmp_path / 'sys.yaml').write_text((DATA / 'valid.yaml').read_text())
-    assert references.reference_for_test('sys', tmp_path) == {'$ref': str((tmp_path / 'sys.yaml').resolve())}
+    refs = references.for_test('sys', 'hpcnet_p2p', ['$partition', 'mpi_family', 'mode'], tmp_path)
+    assert refs.reference == {'$ref': str((tmp_path / 'sys.yaml').resolve())} and refs.strict
     (tmp_path / 'bad.yaml').write_text('t: 5\n')
     with pytest.raises(references.ReferenceFileError, match='bad.yaml: t: expected a mapping'):
-        references.reference_for_test('bad', tmp_path)
+        references.for_test('bad', 't', ['$partition'], tmp_path)
+
+
+def test_index_typo_fails_naming_what_the_check_declares(tmp_path):
+    (tmp_path / 'sys.yaml').write_text(
+        'hpcnet_p2p:\n  $index: [$partition, mpi_famly, mode]\n  local:tcp:\n    .*:\n'
+        '      bw:\n        bandwidth_4MiB: [1, -0.1, 0.1, MB/s]\n')
+    with pytest.raises(references.ReferenceFileError,
+                       match=r"hpcnet_p2p.\$index is \['\$partition', 'mpi_famly', 'mode'\] but the "
+                             r"check is indexed by \['\$partition', 'mpi_family', 'mode'\]"):
+        references.for_test('sys', 'hpcnet_p2p', ['$partition', 'mpi_family', 'mode'], tmp_path)
+
+
+def test_not_asserted_entries_need_a_reason(tmp_path):
+    (tmp_path / 'sys.yaml').write_text(
+        "$not_asserted:\n  hpcnet_p2p:\n    'sys:eth/.*/latency_.*': latency is the host's\n")
+    refs = references.for_test('sys', 'hpcnet_p2p', ['$partition', 'mpi_family', 'mode'], tmp_path)
+    assert refs.not_asserted_reason('sys:eth/openmpi/pingpong/latency_8B') == "latency is the host's"
+    assert refs.not_asserted_reason('sys:eth/openmpi/bw/bandwidth_4MiB') is None
+    (tmp_path / 'sys.yaml').write_text("$not_asserted:\n  hpcnet_p2p:\n    '.*': ''\n")
+    with pytest.raises(references.ReferenceFileError, match='the reason must be a non-empty string'):
+        references.for_test('sys', 'hpcnet_p2p', ['$partition'], tmp_path)
 
 
 def _report(values):
     tcs = [{'name': f'hpcnet_p2p %mode={mode} /abcd', 'unique_name': 'hpcnet_p2p_0',
             'system': 'local', 'partition': 'tcp', 'environ': env, 'result': 'pass',
             'mode': mode, 'mpi_family': fam,
+            'reference_index': ['$partition', 'mpi_family', 'mode'],
             'perfvalues': {f'local:tcp:{var}': [v, 0, None, None, 'us', 'pass']}}
            for env, fam, mode, var, v in values]
     return {'runs': [{'testcases': tcs}]}
 
 
-def test_generate_from_report_round_trips_through_validation(tmp_path):
+def test_baseline_from_report_round_trips_through_validation(tmp_path):
     report = _report([('gcc12-openmpi4', 'openmpi', 'pingpong', 'latency_8B', 10.0),
                       ('clang14-openmpi4', 'openmpi', 'pingpong', 'latency_8B', 12.0),
                       ('gcc12-openmpi5', 'openmpi', 'pingpong', 'latency_8B', 30.0),
                       ('gcc12-mpich4', 'mpich', 'pingpong', 'latency_8B', 20.0)])
-    data = references.generate(report, {'hpcnet_p2p': ('mpi_family', 'mode')}, (-0.2, 0.2))
+    data = baseline.document([report])
     node = data['hpcnet_p2p']
     assert node['$index'] == ['$partition', 'mpi_family', 'mode']
-    # Several runs of one key: the median is kept.
-    assert node['local:tcp']['openmpi']['pingpong']['latency_8B'] == [12.0, -0.2, 0.2, 'us']
-    assert node['local:tcp']['mpich']['pingpong']['latency_8B'] == [20.0, -0.2, 0.2, 'us']
+    # Several samples of one key: the median, and a tolerance that covers
+    # their spread (worst deviation 18/12 x 1.2; below, no lower than a value
+    # of 0); one sample: the floor.
+    assert node['local:tcp']['openmpi']['pingpong']['latency_8B'] == [12.0, -1.0, 1.8, 'us']
+    assert node['local:tcp']['mpich']['pingpong']['latency_8B'] == [20.0, -0.03, 0.03, 'us']
+    prov = data[references.PROVENANCE]
+    assert prov['passed_cases'] == 4 and prov['repeats'] == 1 and prov['reframe'].startswith('4.')
+    assert set(prov['environments']) == {'gcc12-openmpi4', 'clang14-openmpi4', 'gcc12-openmpi5',
+                                         'gcc12-mpich4'}
     p = _write(tmp_path, references.dump(data))
     references.load(p)
-    by_env = references.generate(report, {'hpcnet_p2p': ('mpi_family', 'mode')}, by_environ=True)
-    assert by_env['hpcnet_p2p']['$index'] == ['$partition', '$environ', 'mpi_family', 'mode']
-    assert 'gcc12-openmpi5' in by_env['hpcnet_p2p']['local:tcp']
+    # Failed and xfail cases never become references; nor do xfail variables.
+    report['runs'][0]['testcases'][0]['result'] = 'xfail'
+    report['runs'][0]['testcases'][1]['result'] = 'fail'
+    report['runs'][0]['testcases'][3]['perfvalues']['local:tcp:latency_8B'][5] = 'xfail'
+    node = baseline.document([report])['hpcnet_p2p']
+    assert node['local:tcp']['openmpi']['pingpong']['latency_8B'] == [30.0, -0.03, 0.03, 'us']
+    assert 'mpich' not in node['local:tcp']
+
+
+def test_baseline_tolerance_comes_from_the_spread_never_below_the_floor():
+    steady = [100.0, 100.2, 99.9, 100.1, 100.0]
+    assert baseline.tolerance(steady) == 0.03
+    noisy = [100.0, 90.0, 110.0, 95.0, 105.0]
+    assert baseline.tolerance(noisy) == pytest.approx(max(3 * 1.4826 * 5 / 100, 1.2 * 0.1))
+
+
+def test_baseline_diff_ignores_the_provenance():
+    old = references.dump({references.PROVENANCE: {'date': 'a'}, 'x': {'p:q': {'v': [1.0, -0.1, 0.1, 'us']}}})
+    same = references.dump({references.PROVENANCE: {'date': 'b'}, 'x': {'p:q': {'v': [1.0, -0.1, 0.1, 'us']}}})
+    moved = references.dump({references.PROVENANCE: {'date': 'b'}, 'x': {'p:q': {'v': [2.0, -0.1, 0.1, 'us']}}})
+    assert baseline.diff(old, same, 'f.yaml') == ''
+    assert '-    v: [1.0, -0.1, 0.1, us]' in baseline.diff(old, moved, 'f.yaml')

@@ -17,7 +17,10 @@ from pathlib import Path
 import pytest
 
 from hpcnet import testbed as tbm
+from hpcnet.constants import PROJECT_ROOT
+from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import StepError, Testbed, TestbedError
+from hpcnet.testbed.cli import main as run_cli
 
 NAME = 'hpcnett'            # our testbed's namespaces: hpcnett-hn0, ...
 FAIL_NAME = 'hpcnetf'       # the one broken half-way
@@ -71,7 +74,7 @@ pytestmark = [pytest.mark.testbed,
 def tb():
     t = Testbed(name=NAME)
     t.down()      # leftovers of an interrupted earlier run, if any
-    t.up(nodes=2, rate='1gbit', burst='128kb')
+    t.up()          # the defaults: 4 compute nodes, wire-true 1 Gbit/s links
     try:
         yield t
     finally:
@@ -105,11 +108,13 @@ def _srun(t, argv, env=None, cwd='/', timeout=60):
 def test_up_status_and_refusals(tb, capsys):
     st = tb.status()
     assert st['complete'] and st['rate'] == '1gbit'
-    assert tb.nodes() == ['hn0', 'cn1', 'cn2']
-    assert tb.addresses() == {'hn0': '10.77.0.10', 'cn1': '10.77.0.11',
-                              'cn2': '10.77.0.12'}
+    assert tb.nodes() == ['hn0', 'cn1', 'cn2', 'cn3', 'cn4']
+    assert tb.addresses() == {'hn0': '10.77.0.10', 'cn1': '10.77.0.11', 'cn2': '10.77.0.12',
+                              'cn3': '10.77.0.13', 'cn4': '10.77.0.14'}
     for n in st['nodes']:
         assert 'tbf' in n['qdisc'] and '1Gbit' in n['qdisc'], n
+        # Ethernet's per-frame overhead counted, a bucket of a few frames.
+        assert 'overhead 24' in n['qdisc'] and 'burst 4000b' in n['qdisc'], n
         assert all(d['alive'] for d in n['daemons']), n
     assert re.search(r'cn1 eth\* idle', st['sinfo']), st['sinfo']
     assert re.search(r'cn2 eth\* idle', st['sinfo']), st['sinfo']
@@ -127,9 +132,14 @@ def test_up_status_and_refusals(tb, capsys):
     # The API for the ReFrame integration.
     pre = tb.head_prefix(cwd='/')
     assert pre[0] == 'nsenter' and pre[-1] == '--'
-    assert tbm.slurm_conf_path(name=NAME) == str(tb.slurm_conf)
-    assert tbm.configured_rate(name=NAME) == '1gbit'
-    assert tbm.interface() == 'eth0'
+    assert tb.rate == '1gbit' and tb.iface == 'eth0'
+    env = tb.env({})
+    assert env['SLURM_CONF'] == str(tb.slurm_conf)
+    # What config/systems/testbed.py builds its partitions from.
+    assert env['HPCNET_TESTBED_NODES'] == '4' and env['HPCNET_TESTBED_RATE_BPS'] == '1000000000'
+    # This kernel has no RDMA: no device, the reason kept, no roce partition.
+    assert tb.rdma_device is None and 'HPCNET_TESTBED_RDMA_DEVICE' not in env
+    assert 'no RDMA in this kernel' in tb.rdma_absent_reason, tb.rdma_absent_reason
     # up twice refuses; so does another state dir with the same name.
     with pytest.raises(TestbedError, match='testbed already up .*run down first'):
         tb.up()
@@ -137,7 +147,7 @@ def test_up_status_and_refusals(tb, capsys):
         Testbed('/run/hpcnett-other', name=NAME).up()
     assert not Path('/run/hpcnett-other').exists()
     # CLI
-    assert tbm.main(['status', '--name', NAME]) == 0
+    assert run_cli(['status', '--name', NAME]) == 0
     assert 'cn2' in capsys.readouterr().out
 
 
@@ -160,9 +170,9 @@ def _mpi_moves_bytes(tb, binary, mpi_opt, env, lib):
     after = {n: _tx(tb, n) for n in tb.compute_nodes()}
     assert r.returncode == 0, r.stdout + r.stderr
     hosts = dict(re.findall(r'rank (\d) host (\S+)', r.stdout))
-    assert sorted(hosts.values()) == ['cn1', 'cn2'], r.stdout
+    assert len(set(hosts.values())) == 2, r.stdout
     assert r.stdout.count(lib) == 2, r.stdout
-    for n in tb.compute_nodes():
+    for n in hosts.values():
         assert after[n] - before[n] >= size * iters, (n, before, after)
 
 
@@ -237,35 +247,130 @@ def _iperf(tb):
             server.wait(timeout=5)
 
 
+#: TCP payload per full frame over the bytes it occupies on a real Ethernet
+#: wire: 1448 (MTU 1500 - IP 20 - TCP 20 - timestamps 12) of 1538 (+ header 14,
+#: frame check 4, preamble 8, inter-frame gap 12).
+WIRE_PAYLOAD_FRACTION = 1448 / 1538
+#: How far above the wire's payload rate a measurement may be (timer and
+#: rounding): more than this and the link is faster than a wire.
+WIRE_TOLERANCE = 0.02
+#: Below this a ping-pong message is a frame or two: the first leaves at once
+#: (its tokens refill while the reply travels) and arrives after the host's
+#: latency (~10 us on veth), less than a wire needs to serialize it; without
+#: netem no qdisc can add that delay (ci/testbed/README.md, "Shaping").
+PINGPONG_WIRE_FROM = 64 * 1024
+#: The link is judged by the best of this many measurements: the shaper's
+#: timer and the ranks share the host's two cores with whatever else runs, and
+#: one stall costs a run several %; the link itself cannot be faster than it
+#: is, so the best run is its figure (every run is still held to the wire).
+BEST_OF = 3
+#: What a bulk TCP flow must reach of the wire's payload rate: iperf3 measured
+#: 0.94-1.01 across sessions on this machine kind (the shaper wakes ~30,000
+#: times a second at 1 Gbit/s with a 4 kB bucket, on cores the flow also needs).
+LINK_FLOOR = 0.92
+
+
+def best_of(measure, good, tries: int = BEST_OF):
+    '''Measure up to ``tries`` times, stop at the first ``good`` value; the
+    best value seen otherwise (``measure`` returns (value, better_key)).'''
+    seen = []
+    for _ in range(tries):
+        value, key = measure()
+        seen.append((key, value))
+        if good(value):
+            return value, len(seen)
+    return max(seen)[1], len(seen)
+
+
 @pytest.mark.skipif(not shutil.which('iperf3'), reason='iperf3 not installed')
 def test_shaping_iperf3(tb):
-    at_1g = _iperf(tb)
+    wire = 1000 * WIRE_PAYLOAD_FRACTION                 # Mbit/s of payload at 1 Gbit/s
+
+    def iperf(share):
+        def measure():
+            mbit = _iperf(tb)
+            assert mbit <= (1 + WIRE_TOLERANCE) * wire * share, mbit   # every run
+            return mbit, mbit
+        return best_of(measure, lambda mbit: mbit >= LINK_FLOOR * wire * share)[0]
+    at_1g = iperf(1)
     tb.shape('500mbit')
     try:
         r = tb.run('cn2', ['tc', 'qdisc', 'show', 'dev', 'eth0'], cwd='/')
         assert '500Mbit' in r.stdout
-        at_500m = _iperf(tb)
+        at_500m = iperf(0.5)
     finally:
         tb.shape('1gbit')
-    print(f'iperf3 cn2->cn1: 1gbit {at_1g:.0f} Mbit/s, 500mbit {at_500m:.0f} '
-          'Mbit/s')
-    assert 850 <= at_1g <= 1050, at_1g
-    assert 420 <= at_500m <= 530, at_500m
+    # One node slowed: both directions of its link, the others untouched.
+    tb.shape('500mbit', node='cn2')
+    try:
+        slow_node = iperf(0.5)
+        assert tb.run('cn1', ['tc', 'qdisc', 'show', 'dev', 'eth0'], cwd='/').stdout.count('1Gbit')
+    finally:
+        tb.shape('1gbit', node='cn2')
+    print(f'iperf3 cn2->cn1: 1gbit {at_1g:.0f} Mbit/s (wire payload {wire:.0f}), '
+          f'500mbit {at_500m:.0f} Mbit/s, cn2 alone at 500mbit {slow_node:.0f} Mbit/s')
+    assert LINK_FLOOR * wire <= at_1g <= (1 + WIRE_TOLERANCE) * wire, at_1g
+    assert LINK_FLOOR * wire / 2 <= at_500m <= (1 + WIRE_TOLERANCE) * wire / 2, at_500m
+    assert LINK_FLOOR * wire / 2 <= slow_node <= (1 + WIRE_TOLERANCE) * wire / 2, slow_node
     assert tb.rate == '1gbit'
 
 
+def _p2p_across_nodes(tb, p2p, mode):
+    r = _srun(tb, ['srun', '-N2', '-n2', '-t', '2', '--mpi=pmix', str(p2p), '--mode', mode,
+                   '--min-size', '512', '--max-size', str(4 << 20), '--time-per-size', '300',
+                   '--min-iters', '8', '--warmup', '2', '--window', '8'],
+              env=OMPI_ENV, cwd=str(p2p.parent), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return parse_kernel_output(r.stdout, expect_kernel='p2p')
+
+
+def test_link_never_faster_than_the_wire(tb, tmp_path):
+    '''At no message size does our ping-pong or streaming bandwidth across
+    two nodes exceed what a Gigabit Ethernet wire can carry as TCP payload
+    (beyond WIRE_TOLERANCE); large messages reach it.  The 4 MiB one-way time
+    is set beside the Rocks cluster paper's real GbE (IMB PingPong over
+    MPICH 3.2 / Open MPI 1.10: 35,840-35,980 us).'''
+    if not shutil.which('mpicc.openmpi'):
+        pytest.skip('mpicc.openmpi not installed')
+    subprocess.run(['make', '-s', '-C', str(PROJECT_ROOT / 'src'), 'MPICC=mpicc.openmpi',
+                    f'BINDIR={tmp_path}', f'{tmp_path}/p2p'], check=True)
+    wire_MBps = 1e9 / 8 * WIRE_PAYLOAD_FRACTION / 1e6
+    for mode in ('pingpong', 'bw'):
+        def measure():
+            out = _p2p_across_nodes(tb, tmp_path / 'p2p', mode)
+            assert len(set(out.hosts.values())) == 2
+            print(f'\n{mode}: ' + ', '.join(f'{int(r["size_bytes"])}:{r["bw_MBps"] / wire_MBps:.3f}'
+                                           for r in out.rows))
+            for row in out.rows:          # every run: never faster than the wire
+                if mode == 'pingpong' and row['size_bytes'] < PINGPONG_WIRE_FROM:
+                    continue
+                assert row['bw_MBps'] <= (1 + WIRE_TOLERANCE) * wire_MBps, (mode, row)
+            at_4mib = out.row_for_size(4 << 20)
+            return at_4mib, at_4mib['bw_MBps']
+        want = 0.9 if mode == 'bw' else 35910 * 1.05
+        at_4mib, runs = best_of(measure, (lambda r: r['bw_MBps'] >= 0.9 * wire_MBps) if mode == 'bw'
+                                else (lambda r: r['median_us'] <= want))
+        assert at_4mib['bw_MBps'] >= 0.9 * wire_MBps, (mode, at_4mib)
+        if mode == 'pingpong':
+            one_way_us = at_4mib['median_us']
+            print(f'\n4 MiB ping-pong one way (best of {runs}): {one_way_us:,.0f} us (paper, real '
+                  f'GbE: 35,840-35,980 us; ratio {one_way_us / 35910:.3f}); '
+                  f'{at_4mib["bw_MBps"] * 8:.0f} Mbit/s')
+            assert abs(one_way_us / 35910 - 1) <= 0.05
+
+
 def test_cli_exec_and_down_when_not_up(tb, capfd):
-    assert tbm.main(['exec', '--name', NAME, 'cn2', '--', 'hostname']) == 0
+    assert run_cli(['exec', '--name', NAME, 'cn2', '--', 'hostname']) == 0
     assert capfd.readouterr().out.strip() == 'cn2'
-    assert tbm.main(['exec', '--name', NAME, 'hn0', '--', 'sh', '-c',
+    assert run_cli(['exec', '--name', NAME, 'hn0', '--', 'sh', '-c',
                      'exit 7']) == 7
-    assert tbm.main(['down', '--name', 'hpcnetz']) == 0
+    assert run_cli(['down', '--name', 'hpcnetz']) == 0
     assert 'not up' in capfd.readouterr().out
 
 
 def test_down_leaves_nothing(tb):
     pids = [r['pid'] for r in tb.state['resources'] if r['kind'] == 'proc']
-    assert len(pids) == 4       # munged, slurmctld, 2 slurmd
+    assert len(pids) == 2 + len(tb.compute_nodes())     # munged, slurmctld, a slurmd each
     # A process left inside a node (as a job or `exec` would) is swept too.
     stray = subprocess.Popen(tb.node_prefix('cn1', '/') + ['sleep', '300'])
     r = tb.down()

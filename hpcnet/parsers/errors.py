@@ -1,4 +1,4 @@
-"""The error raised by the benchmark-output parsers (IMB, OSU)."""
+"""The one error type of every parser of benchmark output (our kernels, IMB, OSU)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -24,7 +24,9 @@ class BenchmarkOutputError(ValueError):
         return (type(self), (self.source, self.line, self.reason))
 
 
-# The exact spelling of a number in IMB and OSU tables: no 'nan', 'inf', '1_000' or hex,
-# which float() would accept.
-NUMBER_RE = r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?'
-INTEGER_RE = r'[+-]?\d+'
+class RowNotFound(BenchmarkOutputError, KeyError):
+    """No row, or no single row, for a size: also a KeyError, as for a missing key."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return ValueError.__str__(self)
+

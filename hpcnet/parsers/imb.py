@@ -62,7 +62,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .errors import INTEGER_RE, NUMBER_RE, BenchmarkOutputError
+from .errors import BenchmarkOutputError
+from .table import INTEGER, LINE_FROM_LIBRARY, NUMBER, SIZE_COLUMN, ParsedTable
 
 __all__ = [
     'BenchmarkOutputError', 'ImbTable', 'ImbOutput', 'parse_imb', 'imb_command',
@@ -72,7 +73,7 @@ __all__ = [
 
 #: IMB column header -> normalized name (the keys of every row dict).
 IMB_COLUMNS: Mapping[str, str] = {
-    '#bytes': 'bytes',
+    '#bytes': SIZE_COLUMN,
     '#repetitions': 'repetitions',
     'Group': 'group',                    # -multi 1
     't[usec]': 't_usec',                 # PingPong, PingPing, IMB-RMA, IMB-P2P
@@ -87,7 +88,7 @@ IMB_COLUMNS: Mapping[str, str] = {
     'overlap[%]': 'overlap_percent',     # IMB-NBC
     'defects': 'defects',                # IMB built with -DCHECK
 }
-_INT_COLUMNS = frozenset({'bytes', 'repetitions', 'group'})
+_INT_COLUMNS = frozenset({SIZE_COLUMN, 'repetitions', 'group'})
 
 # Benchmark names as printed by `IMB-<suite> -list` (IMB 2021.11, Intel MPI 2021.19);
 # "(non-default)" ones only run when named.
@@ -126,16 +127,18 @@ IMB_ITER_POLICIES: Tuple[str, ...] = ('dynamic', 'multiple_np', 'auto', 'off')
 
 
 @dataclass(frozen=True)
-class ImbTable:
-    """One benchmark section of an IMB output.
+class ImbTable(ParsedTable):
+    """One benchmark section of an IMB output; the table methods come from
+    :class:`ParsedTable`.
 
     ``rows`` are dicts keyed by the normalized names of ``columns`` (see
-    :data:`IMB_COLUMNS`); ``bytes``, ``repetitions`` and ``group`` are ints, the rest
+    :data:`IMB_COLUMNS`); ``size_bytes``, ``repetitions`` and ``group`` are ints, the rest
     floats. ``processes`` is ``#processes`` (per group in a ``-multi`` section),
     ``mode`` the IMB-RMA/EXT ``MODE:`` (``'AGGREGATE'``, ``'NON-AGGREGATE'``) or None,
     ``groups`` the number of simultaneous groups of a ``-multi`` section (else 1),
     ``waiting`` the "additional processes waiting in MPI_Barrier", ``line`` the line number
-    of the ``# Benchmarking`` line.
+    of the ``# Benchmarking`` line. A ``-multi 1`` table has one row per group and size:
+    ``row_for_size(size, group=1)``.
     """
     benchmark: str
     processes: int
@@ -147,56 +150,14 @@ class ImbTable:
     line: int = 0
     source: str = '<output>'
 
+    SIZE_HEADER = '#bytes'
+    KEY_COLUMNS = ('group',)
+
     @property
-    def sizes(self) -> Tuple[int, ...]:
-        """The distinct message sizes (``#bytes``) in table order; () without a bytes column."""
-        if 'bytes' not in self.columns:
-            return ()
-        seen: List[int] = []
-        for row in self.rows:
-            if row['bytes'] not in seen:
-                seen.append(row['bytes'])
-        return tuple(seen)
+    def table_line(self) -> int:
+        return self.line
 
-    def column(self, name: str) -> Tuple[float, ...]:
-        """All the values of one column (normalized name), in row order."""
-        if name not in self.columns:
-            raise BenchmarkOutputError(
-                self.source, self.line,
-                f'{self._describe()} has no column {name!r}; its columns are '
-                f'{", ".join(self.columns)}')
-        return tuple(row[name] for row in self.rows)
-
-    def row_for_size(self, nbytes: int, group: Optional[int] = None) -> Dict[str, float]:
-        """The row of message size ``nbytes`` (a copy). In a ``-multi 1`` table, which
-        has one row per group and size, ``group`` selects the group."""
-        if 'bytes' not in self.columns:
-            raise BenchmarkOutputError(
-                self.source, self.line,
-                f'{self._describe()} has no #bytes column (columns: '
-                f'{", ".join(self.columns)}), so it has no row for {nbytes} bytes')
-        rows = [r for r in self.rows if r['bytes'] == nbytes]
-        if group is not None:
-            if 'group' not in self.columns:
-                raise BenchmarkOutputError(
-                    self.source, self.line,
-                    f'{self._describe()} has no Group column; group={group} makes no sense')
-            rows = [r for r in rows if r['group'] == group]
-        if not rows:
-            what = f'{nbytes} bytes' + (f' in group {group}' if group is not None else '')
-            raise BenchmarkOutputError(
-                self.source, self.line,
-                f'{self._describe()} has no row for {what}; sizes present: '
-                f'{", ".join(str(s) for s in self.sizes)}')
-        if len(rows) > 1:
-            groups = ', '.join(str(r['group']) for r in rows)
-            raise BenchmarkOutputError(
-                self.source, self.line,
-                f'{self._describe()} has {len(rows)} rows for {nbytes} bytes (groups '
-                f'{groups}): pass group=')
-        return dict(rows[0])
-
-    def _describe(self) -> str:
+    def describe(self) -> str:
         extra = f', mode {self.mode}' if self.mode else ''
         extra += f', {self.groups} groups' if self.groups > 1 else ''
         return f'IMB table {self.benchmark} (#processes = {self.processes}{extra})'
@@ -229,25 +190,20 @@ class ImbOutput:
 
     @property
     def mpi_version(self) -> Optional[str]:
+        """The MPI standard version the library reports (``'3.1'``)."""
         return self.header.get('MPI Version')
 
-    @property
-    def date(self) -> Optional[str]:
-        return self.header.get('Date')
-
-    @property
-    def machine(self) -> Optional[str]:
-        return self.header.get('Machine')
+    def _header_bytes(self, which: str) -> Optional[int]:
+        value = self.header.get(f'{which} message length in bytes')
+        return int(value) if value is not None and value.isdigit() else None
 
     @property
     def min_message_bytes(self) -> Optional[int]:
-        value = self.header.get('Minimum message length in bytes')
-        return int(value) if value is not None and value.isdigit() else None
+        return self._header_bytes('Minimum')
 
     @property
     def max_message_bytes(self) -> Optional[int]:
-        value = self.header.get('Maximum message length in bytes')
-        return int(value) if value is not None and value.isdigit() else None
+        return self._header_bytes('Maximum')
 
     @property
     def benchmarks(self) -> Tuple[str, ...]:
@@ -289,7 +245,6 @@ class ImbOutput:
             f'groups=; tables present: {present}')
 
 
-_LINE_FROM_LIBRARY = re.compile(r'^\[\d+\]')
 _IMB_TITLE = re.compile(
     r'^#\s*Intel\s*\(R\)\s*MPI\s+Benchmarks\s+(?P<version>.+?)\s*,\s*(?P<part>.+?)\s+part\s*$')
 _BENCHMARKING = re.compile(r'^#\s*Benchmarking\s+(?P<name>\S+)\s*$')
@@ -306,8 +261,6 @@ _INVALID_FOR = re.compile(
 _INVALID_NAME = re.compile(r'^Invalid benchmark name\s+(?P<name>\S+)\s*$')
 _KEY_VALUE = re.compile(r'^#\s*(?P<key>[A-Za-z][A-Za-z0-9_ ()/.-]*?)\s*:\s*(?P<value>.*?)\s*$')
 _LIST_ENTRY = re.compile(r'^# (?P<name>[A-Za-z][\w-]*)\s*$')
-_NUMBER = re.compile(rf'^{NUMBER_RE}$')
-_INTEGER = re.compile(rf'^{INTEGER_RE}$')
 _TABLE_START_TOKENS = frozenset({'#bytes', '#repetitions', 'Group'})
 
 
@@ -327,7 +280,7 @@ class _Section:
 
 def _looks_like_row(text: str) -> bool:
     tokens = text.split()
-    return bool(tokens) and all(_NUMBER.match(t) for t in tokens)
+    return bool(tokens) and all(NUMBER.match(t) for t in tokens)
 
 
 def parse_imb(text: str, source: str = '<output>', *, allow_incomplete: bool = False) -> ImbOutput:
@@ -376,7 +329,7 @@ def parse_imb(text: str, source: str = '<output>', *, allow_incomplete: bool = F
         # IMB's comment lines start with '#' in column 0; column headers are indented
         # ('       #bytes #repetitions ...', ' #repetitions  t_min[usec] ...').
         comment = line.startswith('#')
-        if _LINE_FROM_LIBRARY.match(stripped):
+        if LINE_FROM_LIBRARY.match(stripped):
             continue                                    # [0] MPI startup(): ...
 
         if in_table:
@@ -512,7 +465,7 @@ def parse_imb(text: str, source: str = '<output>', *, allow_incomplete: bool = F
                          '<suite> part" header line')
     if complete_at is None and not allow_incomplete:
         last = (f'; last table {tables[-1].benchmark} (line {tables[-1].line}) ends at its '
-                f'size {tables[-1].rows[-1].get("bytes", "?")}' if tables else '')
+                f'size {tables[-1].rows[-1].get(SIZE_COLUMN, "?")}' if tables else '')
         raise fail(end, 'no "# All processes entering MPI_Finalize" line: the run did not '
                         f'finish or its output is truncated{last}')
     return ImbOutput(
@@ -534,20 +487,20 @@ def _parse_row(stripped: str, section: _Section, number: int, fail) -> Dict[str,
     row: Dict[str, float] = {}
     for name, token in zip(columns, fields):
         if name in _INT_COLUMNS:
-            if not _INTEGER.match(token):
+            if not INTEGER.match(token):
                 raise fail(number, f'{section.benchmark} row: {name} is {token!r}, expected '
                                    f'an integer: {stripped!r}{_ROW_HINT}')
             row[name] = int(token)
         else:
-            if not _NUMBER.match(token):
+            if not NUMBER.match(token):
                 raise fail(number, f'{section.benchmark} row: {name} is {token!r}, expected '
                                    f'a number: {stripped!r}{_ROW_HINT}')
             row[name] = float(token)
-    if 'bytes' in row:
+    if SIZE_COLUMN in row:
         group = row.get('group')
-        previous = [r['bytes'] for r in section.rows if r.get('group') == group]
-        if previous and row['bytes'] <= previous[-1]:
-            raise fail(number, f'{section.benchmark} row: #bytes {row["bytes"]} after '
+        previous = [r[SIZE_COLUMN] for r in section.rows if r.get('group') == group]
+        if previous and row[SIZE_COLUMN] <= previous[-1]:
+            raise fail(number, f'{section.benchmark} row: #bytes {row[SIZE_COLUMN]} after '
                                f'{previous[-1]}: sizes must increase')
     return row
 

@@ -29,8 +29,9 @@ Strictness: unknown format version, missing ``hpcnet-kernel:``, ``mpi-library:``
 ``columns:`` or final ``done: ok`` (truncated output), a row with the wrong
 number of fields, a non-numeric / NaN / infinite value in a numeric column,
 duplicate header keys, recognised lines after ``done: ok``, an ``error:`` line
-(when stderr is merged into stdout) all raise :class:`KernelOutputError`, whose
-message names the source, the line number and what was wrong or expected.
+(when stderr is merged into stdout) all raise
+:class:`~hpcnet.parsers.errors.BenchmarkOutputError`, whose message names the source, the
+line number and what was wrong or expected.
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple, Union
 
+from .errors import BenchmarkOutputError
+from .table import NUMBER, ParsedTable, Value
+
 __all__ = [
     'FORMAT_VERSIONS',
     'KNOWN_KEYS',
     'KernelOutput',
-    'KernelOutputError',
     'parse_kernel_output',
     'parse_kernel_output_file',
 ]
@@ -67,7 +70,7 @@ KNOWN_KEYS = frozenset({
     # collectives
     'ops', 'root', 'reduction',
     # pairs
-    'pairs', 'lat-size', 'bw-size', 'samples', 'bw-samples',
+    'pairs', 'rounds', 'schedule', 'lat-size', 'bw-size', 'samples', 'bw-samples',
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
     'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
@@ -78,7 +81,7 @@ KNOWN_KEYS = frozenset({
 NUMERIC_HEADER_KEYS = frozenset({
     'ranks', 'warmup', 'time-per-size-ms', 'min-iters', 'max-iters', 'window', 'window-bytes',
     'root',
-    'first-exchange-us', 'second-exchange-us', 'pairs', 'lat-size', 'bw-size',
+    'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
     'samples', 'bw-samples',
 })
 
@@ -92,34 +95,16 @@ INTEGER_COLUMNS = frozenset({'size_bytes', 'iterations', 'rank_a', 'rank_b', 'co
 _STRUCTURAL_KEYS = frozenset({'hpcnet-kernel', 'mpi-library', 'host', 'columns', 'row', 'done', 'error'})
 
 _KEY_LINE = re.compile(r'([a-z][a-z0-9-]*):(?:[ \t]+(.*))?$')
-_NUMBER = re.compile(r'[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$')
 _NONFINITE = re.compile(r'[+-]?(?:nan|inf|infinity)(?:\(.*\))?$', re.IGNORECASE)
 _INTEGER = re.compile(r'\d+$')
 _COLUMN_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_]*$')
 _KERNEL_ID = re.compile(r'([a-z][a-z0-9_-]*)\s+(\S+)$')
 _HOST = re.compile(r'(\d+)\s+(\S+)$')
 
-Value = Union[float, str]
-
-
-class KernelOutputError(ValueError):
-    """Kernel output that is missing, truncated or not in the expected format.
-
-    The message names the source (file path or ``'<output>'``), the line
-    number where it applies and what was wrong or expected.
-    """
-
-
-class KernelRowNotFound(KernelOutputError, KeyError):
-    """No (or no unique) row for a size: a KernelOutputError that is also a KeyError."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return ValueError.__str__(self)
-
 
 @dataclass(frozen=True)
-class KernelOutput:
-    """One parsed kernel run."""
+class KernelOutput(ParsedTable):
+    """One parsed kernel run; the table methods come from :class:`ParsedTable`."""
 
     kernel: str
     format_version: int
@@ -132,66 +117,25 @@ class KernelOutput:
     #: Ignored (noise) lines as (line number, text).
     noise: Tuple[Tuple[int, str], ...] = field(default=(), repr=False)
 
-    def rows_where(self, **match: Value) -> List[Dict[str, Value]]:
-        """Rows whose columns equal all given values, e.g. ``rows_where(op='allreduce')``.
+    #: collectives: one row per operation and size.
+    KEY_COLUMNS = ('op',)
 
-        Numeric columns compare as numbers (``size_bytes=1024`` matches 1024.0).
-        """
-        for name in match:
-            if name not in self.columns:
-                raise KernelOutputError(
-                    f'{self.source}: no column {name!r} in this {self.kernel} output '
-                    f'(columns: {" ".join(self.columns)})')
-        return [row for row in self.rows if all(row[k] == v for k, v in match.items())]
+    def describe(self) -> str:
+        return f'{self.kernel} output'
 
-    def row_for_size(self, size: int, **match: Value) -> Dict[str, Value]:
-        """The single row with ``size_bytes == size`` (and the other matches).
-
-        Raises :class:`KernelRowNotFound` (a KernelOutputError and KeyError)
-        naming the size and the sizes present, if there is no such row or
-        more than one.
-        """
-        if 'size_bytes' not in self.columns:
-            raise KernelRowNotFound(
-                f'{self.source}: {self.kernel} output has no size_bytes column')
-        found = self.rows_where(size_bytes=size, **match)
-        what = f'size {size}' + ''.join(f' {k}={v}' for k, v in match.items())
-        if not found:
-            present = self.sizes if not match else sorted(
-                {int(r['size_bytes']) for r in self.rows_where(**match)})
-            raise KernelRowNotFound(
-                f'{self.source}: no row for {what}; sizes present: '
-                f'{", ".join(map(str, present)) or "none"}')
-        if len(found) > 1:
-            raise KernelRowNotFound(
-                f'{self.source}: {len(found)} rows for {what}; '
-                f'narrow it down with more columns, e.g. op=...')
-        return found[0]
-
-    @property
-    def sizes(self) -> Tuple[int, ...]:
-        """Sorted distinct message sizes (empty if there is no size_bytes column)."""
-        if 'size_bytes' not in self.columns:
-            return ()
-        return tuple(sorted({int(r['size_bytes']) for r in self.rows}))
-
-    def column(self, name: str, **match: Value) -> List[Value]:
-        """Values of one column over the (matching) rows, in output order."""
-        rows = self.rows_where(**match)
-        if name not in self.columns:
-            raise KernelOutputError(
-                f'{self.source}: no column {name!r} (columns: {" ".join(self.columns)})')
-        return [r[name] for r in rows]
+    def row_label(self, row: Dict[str, Value], index: int) -> str:
+        if 'rank_a' in row and 'rank_b' in row:       # pairs: one row per pair of ranks
+            return f'pair {int(row["rank_a"])}-{int(row["rank_b"])}'
+        return super().row_label(row, index)
 
     def header_float(self, key: str) -> float:
         """A header value as a number, e.g. ``header_float('first-exchange-us')``."""
         if key not in self.header:
-            raise KernelOutputError(f'{self.source}: no {key!r} line in the {self.kernel} output')
+            raise self.error(f'has no {key!r} line')
         try:
             value = float(self.header[key])
         except ValueError:
-            raise KernelOutputError(
-                f'{self.source}: {key}: {self.header[key]!r} is not a number') from None
+            raise self.error(f'{key}: {self.header[key]!r} is not a number') from None
         return value
 
     @property
@@ -203,7 +147,7 @@ class KernelOutput:
 
 def _number(text: str) -> Optional[float]:
     """Finite float of a plain decimal number, None if `text` is not one."""
-    if not _NUMBER.match(text):
+    if not NUMBER.match(text):
         return None
     value = float(text)
     return value if math.isfinite(value) else None
@@ -230,10 +174,10 @@ def parse_kernel_output(text: str, source: str = '<output>',
     lines = text.splitlines()
     cut_short = bool(text) and not text.endswith(('\n', '\r'))
 
-    def fail(lineno: int, line: str, what: str) -> KernelOutputError:
+    def fail(lineno: int, line: str, what: str) -> BenchmarkOutputError:
         if cut_short and lineno == len(lines):
             what += '; the output ends inside this line (truncated?)'
-        return KernelOutputError(f'{source}:{lineno}: {what} (line: {_show(line)})')
+        return BenchmarkOutputError(source, lineno, f'{what} (line: {_show(line)})')
 
     for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip()
@@ -339,25 +283,25 @@ def parse_kernel_output(text: str, source: str = '<output>',
 
     if kernel is None:
         if not text.strip():
-            raise KernelOutputError(f'{source}: empty output; expected hpcnet kernel output')
-        raise KernelOutputError(
-            f"{source}: no 'hpcnet-kernel: <name> <version>' line; not hpcnet kernel output "
+            raise BenchmarkOutputError(source, None, 'empty output; expected hpcnet kernel output')
+        raise BenchmarkOutputError(
+            source, None, "no 'hpcnet-kernel: <name> <version>' line; not hpcnet kernel output "
             f'({len(noise)} unrecognised lines)')
     if mpi_library is None:
-        raise KernelOutputError(f"{source}: no 'mpi-library:' line in the header")
+        raise BenchmarkOutputError(source, None, "no 'mpi-library:' line in the header")
     if columns is None:
-        raise KernelOutputError(
-            f"{source}:{last_known[0]}: output ends without a 'columns:' line (truncated?); "
+        raise BenchmarkOutputError(
+            source, last_known[0], "output ends without a 'columns:' line (truncated?); "
             f'last recognised line: {_show(last_known[1])}')
     if not done_line:
-        raise KernelOutputError(
-            f"{source}:{last_known[0]}: no final 'done: ok' line: the run did not complete "
+        raise BenchmarkOutputError(
+            source, last_known[0], "no final 'done: ok' line: the run did not complete "
             f'(truncated output?); last recognised line: {_show(last_known[1])}')
     if 'ranks' in header:
         nranks = float(header['ranks'])
         if set(hosts) != set(range(int(nranks))) or nranks != int(nranks):
-            raise KernelOutputError(
-                f"{source}: 'ranks: {header['ranks']}' but host lines for ranks "
+            raise BenchmarkOutputError(
+                source, None, f"'ranks: {header['ranks']}' but host lines for ranks "
                 f'{sorted(hosts) or "none"}')
 
     return KernelOutput(kernel=kernel, format_version=version, mpi_library=mpi_library,
@@ -372,6 +316,7 @@ def parse_kernel_output_file(path: Union[str, 'os.PathLike[str]'],
         with open(path, encoding='utf-8', errors='replace') as f:
             text = f.read()
     except OSError as err:
-        raise KernelOutputError(f'{os.fspath(path)}: cannot read kernel output: {err}') from err
+        raise BenchmarkOutputError(os.fspath(path), None,
+                                   f'cannot read kernel output: {err}') from err
     return parse_kernel_output(text, source=os.fspath(path), expect_kernel=expect_kernel)
 

@@ -55,7 +55,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from .errors import INTEGER_RE, NUMBER_RE, BenchmarkOutputError
+from .errors import BenchmarkOutputError
+from .table import INTEGER, LINE_FROM_LIBRARY, NUMBER, SIZE_COLUMN, ParsedTable
 
 __all__ = ['BenchmarkOutputError', 'OsuOutput', 'OsuBenchmark', 'parse_osu', 'OSU_BENCHMARKS',
            'OSU_COLUMNS']
@@ -64,7 +65,7 @@ __all__ = ['BenchmarkOutputError', 'OsuOutput', 'OsuBenchmark', 'parse_osu', 'OS
 #: ``P<n> Tail Lat(us)`` / ``P<n> Tail BW(MB/s)`` map to ``p<n>_latency_us`` /
 #: ``p<n>_bandwidth_MBps``.
 OSU_COLUMNS: Mapping[str, str] = {
-    'Size': 'size',
+    'Size': SIZE_COLUMN,
     'Latency (us)': 'latency_us',
     'Avg Latency(us)': 'avg_latency_us',
     'Min Latency(us)': 'min_latency_us',
@@ -88,7 +89,7 @@ OSU_COLUMNS: Mapping[str, str] = {
 _TAIL_LABELS = (('P<n> Tail Lat(us)', re.compile(r'P(\d{1,2}) Tail Lat\(us\)'), 'p{}_latency_us'),
                 ('P<n> Tail BW(MB/s)', re.compile(r'P(\d{1,2}) Tail BW\(MB/s\)'),
                  'p{}_bandwidth_MBps'))
-_INT_COLUMNS = frozenset({'size', 'iterations', 'transmit_size'})
+_INT_COLUMNS = frozenset({SIZE_COLUMN, 'iterations', 'transmit_size'})
 
 
 class OsuBenchmark(NamedTuple):
@@ -188,13 +189,13 @@ _BY_TITLE.update({_title_key(t): name for t, name in _TITLE_ALIASES.items()})
 
 
 @dataclass(frozen=True)
-class OsuOutput:
-    """A parsed OMB output: one table.
+class OsuOutput(ParsedTable):
+    """A parsed OMB output: one table; the table methods come from :class:`ParsedTable`.
 
     ``benchmark`` is the OMB program (``'osu_latency'``), ``title`` the title line without
     ``#`` and version (``'OSU MPI Latency Test'``), ``version`` OMB's (``'7.4'``, '' if not
     printed), ``columns`` the normalized column names (:data:`OSU_COLUMNS`), ``rows`` one
-    dict per row (``size``/``iterations`` ints, the rest floats), ``datatype`` from
+    dict per row (``size_bytes``/``iterations`` ints, the rest floats), ``datatype`` from
     ``# Datatype: MPI_CHAR.``, ``info`` the other ``#`` lines between title and rows.
     """
     benchmark: str
@@ -207,32 +208,14 @@ class OsuOutput:
     source: str = '<output>'
     header_line: int = 0
 
+    SIZE_HEADER = 'Size'
+
     @property
-    def sizes(self) -> Tuple[int, ...]:
-        return tuple(r['size'] for r in self.rows) if 'size' in self.columns else ()
+    def table_line(self) -> int:
+        return self.header_line
 
-    def column(self, name: str) -> Tuple[float, ...]:
-        if name not in self.columns:
-            raise BenchmarkOutputError(
-                self.source, self.header_line,
-                f'{self.benchmark} output has no column {name!r}; its columns are '
-                f'{", ".join(self.columns)}')
-        return tuple(r[name] for r in self.rows)
-
-    def row_for_size(self, nbytes: int) -> Dict[str, float]:
-        """The row of message size ``nbytes`` (a copy)."""
-        if 'size' not in self.columns:
-            raise BenchmarkOutputError(
-                self.source, self.header_line,
-                f'{self.benchmark} output has no Size column (columns: '
-                f'{", ".join(self.columns)}), so it has no row for {nbytes} bytes')
-        for row in self.rows:
-            if row['size'] == nbytes:
-                return dict(row)
-        raise BenchmarkOutputError(
-            self.source, self.header_line,
-            f'{self.benchmark} output has no row for size {nbytes}; sizes present: '
-            f'{", ".join(str(s) for s in self.sizes)}')
+    def describe(self) -> str:
+        return f'{self.benchmark} output'
 
     @property
     def headline(self) -> Tuple[str, str]:
@@ -244,18 +227,13 @@ class OsuOutput:
         for name in candidates:
             if name in self.columns:
                 return name, info.unit  # type: ignore[union-attr]
-        raise BenchmarkOutputError(
-            self.source, self.header_line,
-            f'{self.benchmark} output has none of the expected performance columns '
-            f'({", ".join(candidates) or "benchmark unknown"}); its columns are '
-            f'{", ".join(self.columns)}')
+        raise self.error(f'has none of the expected performance columns '
+                         f'({", ".join(candidates) or "benchmark unknown"}); its columns are '
+                         f'{", ".join(self.columns)}')
 
 
-_LINE_FROM_LIBRARY = re.compile(r'^\[\d+\]')
 _TITLE = re.compile(r'^#\s*(?P<title>OSU\b.*?)(?:\s+v(?P<version>\d[\w.\-]*))?\s*$')
 _DATATYPE = re.compile(r'^#\s*Datatype:\s*(?P<type>\S+?)\.?\s*$')
-_NUMBER = re.compile(rf'^{NUMBER_RE}$')
-_INTEGER = re.compile(rf'^{INTEGER_RE}$')
 _LABELS = sorted(OSU_COLUMNS, key=len, reverse=True)
 
 
@@ -319,7 +297,7 @@ def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[st
     for number, raw in enumerate(lines, start=1):
         line = raw.rstrip('\r\n')
         stripped = line.strip()
-        if not stripped or _LINE_FROM_LIBRARY.match(stripped):
+        if not stripped or LINE_FROM_LIBRARY.match(stripped):
             continue
         if title is None:
             m = _TITLE.match(stripped)
@@ -353,7 +331,7 @@ def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[st
                 names = tuple(n for _, n in labels)
                 if len(set(names)) != len(names):
                     raise fail(number, f'repeated column in the header {stripped!r}')
-                if 'size' in names and names.index('size') != 0:
+                if SIZE_COLUMN in names and names.index(SIZE_COLUMN) != 0:
                     raise fail(number, f'Size is not the first column of {stripped!r}')
                 columns, header_line = names, number
                 continue
@@ -363,7 +341,7 @@ def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[st
             continue
         if columns is None:
             fields = stripped.split()
-            if all(_NUMBER.match(f) for f in fields):
+            if all(NUMBER.match(f) for f in fields):
                 raise fail(number, f'a data row before the column header ("# Size ..."): '
                                    f'{stripped!r}')
             continue                          # launcher/library chatter before the table
@@ -395,10 +373,10 @@ def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[st
         raise fail(last_row_line, f'{benchmark}: the last row {lines[-1].strip()!r} has no line '
                                   'terminator: the output was cut while it was written')
     if expect_max_size is not None:
-        if 'size' not in columns:
+        if SIZE_COLUMN not in columns:
             raise fail(header_line, f'{benchmark}: expect_max_size={expect_max_size} but the '
                                     'output has no Size column')
-        last = rows[-1]['size']
+        last = rows[-1][SIZE_COLUMN]
         if last != expect_max_size:
             raise fail(last_row_line, f'{benchmark}: the last size is {last}, expected '
                                       f'{expect_max_size}: the run stopped early (or ran with '
@@ -423,13 +401,14 @@ def _parse_row(stripped: str, columns: Tuple[str, ...], rows: List[Dict[str, flo
                                    f'{stripped!r}')
             row[name] = 1.0 if token == 'Pass' else 0.0
         elif name in _INT_COLUMNS:
-            if not _INTEGER.match(token):
+            if not INTEGER.match(token):
                 raise fail(number, f'{name} is {token!r}, expected an integer: {stripped!r}')
             row[name] = int(token)
         else:
-            if not _NUMBER.match(token):
+            if not NUMBER.match(token):
                 raise fail(number, f'{name} is {token!r}, expected a number: {stripped!r}')
             row[name] = float(token)
-    if 'size' in row and rows and row['size'] <= rows[-1]['size']:
-        raise fail(number, f'size {row["size"]} after {rows[-1]["size"]}: sizes must increase')
+    if SIZE_COLUMN in row and rows and row[SIZE_COLUMN] <= rows[-1][SIZE_COLUMN]:
+        raise fail(number, f'size {row[SIZE_COLUMN]} after {rows[-1][SIZE_COLUMN]}: sizes must '
+                           'increase')
     return row

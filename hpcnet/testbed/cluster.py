@@ -1,267 +1,27 @@
-"""A Slurm virtual cluster on one host, for running the suite for real.
-
-``hpcnet testbed up`` builds, as root, a head node (``hn0``) and N compute
-nodes (``cn1`` ... ``cnN``). Every node is its own network namespace, UTS
-namespace (its own hostname) and mount namespace (its own SlurmdSpoolDir,
-TmpFS, sysfs and /etc/hosts); each node's ``eth0`` is one end of a veth pair
-whose other end is a port of a bridge living in a namespace of its own
-(``<name>-br``). Addresses (10.77.0.0/24 by default) exist only inside those
-namespaces; the root namespace gets none and no route. A private munged,
-slurmctld (head node) and one ``slurmd -N cnX`` per compute node run with
-configuration generated into the state directory, from the templates in
-``ci/testbed/``. Every link can be shaped with a ``tbf`` qdisc.
-
-Everything ``up`` creates is recorded, as it is created, in
-``<state-dir>/state.json``; ``down`` (and a failed ``up``) undo exactly that,
-in reverse: the recorded daemons (SIGTERM, bounded wait, SIGKILL), then any
-process left inside the namespaces, then mounts, namespaces, veths, bridge,
-files.
-
-API for the ReFrame integration (see ``Testbed``)::
-
-    tb = Testbed()                  # default state dir /run/hpcnet-testbed
-    tb.head_prefix()                # ['nsenter', '--net=...', ..., '--']
-    tb.slurm_conf                   # path to export as SLURM_CONF
-    tb.env()                        # {'SLURM_CONF': ..., 'PATH': <bin>:...}
-    tb.nodes(), tb.addresses()      # names and addresses
-    tb.iface, tb.rate               # 'eth0', '1gbit' (or None)
-
-CLI: ``hpcnet testbed up|down|exec|status|shape`` or
-``python -m hpcnet.testbed ...``.
-"""
-
+"""The testbed cluster: ``Testbed`` builds it (up), changes its links
+(shape), runs commands in its nodes (exec) and removes it (down)."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-DEFAULT_NAME = 'hpcnet'
-DEFAULT_NODES = 2
-DEFAULT_RATE = '1gbit'
-DEFAULT_BURST = '128kb'
-TBF_LATENCY = '50ms'
-IFACE = 'eth0'
-HEAD = 'hn0'
-SUBNET_PREFIX = '10.77.0'       # /24; head .10, cnI .(10+I)
-NETMASK_BITS = 24
-HOST_OFFSET = 10
-MAX_NODES = 200
-NETNS_DIR = Path('/run/netns')
-BRIDGE = 'br0'
+from hpcnet.constants import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
+from hpcnet.templates import render
+from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, HEAD,
+                                   HOST_OFFSET, IFACE, MAX_NODES, REQUIRED_TOOLS, NETMASK_BITS,
+                                   NETNS_DIR, READY_TIMEOUT, STOP_WAIT, SUBNET_PREFIX, TBF_LATENCY,
+                                   StepError, TestbedError, default_state_dir,
+                                   default_template_dir, rate_bps)
+from hpcnet.testbed.processes import (CHILDREN, alive, fmt_cmd, mounts, ns_inode, proc_stat,
+                                      procs_in_namespaces, stop)
 
-STOP_WAIT = 20.0        # seconds for daemons to exit on SIGTERM
-KILL_WAIT = 5.0         # seconds after SIGKILL
-CMD_TIMEOUT = 30.0      # default timeout of every helper command
-READY_TIMEOUT = 40.0    # slurm daemons up and nodes idle
-
-REQUIRED_TOOLS = ('ip', 'tc', 'nsenter', 'unshare', 'mount', 'umount',
-                  'munged', 'slurmctld', 'slurmd', 'scontrol', 'sinfo',
-                  'sacct')
-
-
-class TestbedError(Exception):
-    """Any failure of the testbed, with a message meant for a human."""
-
-    __test__ = False  # not a pytest class
-
-
-class StepError(TestbedError):
-    """A named step of ``up`` failed."""
-
-    def __init__(self, step: str, detail: str):
-        self.step = step
-        self.detail = detail
-        super().__init__(f"step '{step}' failed: {detail}")
-
-
-def unavailable_reason() -> Optional[str]:
-    """Why a testbed cannot be built on this machine, or None when it can."""
-    if os.geteuid() != 0:
-        return 'needs root'
-    missing = [t for t in REQUIRED_TOOLS if not shutil.which(t)]
-    if missing:
-        return 'not installed: ' + ', '.join(missing)
-    try:
-        r = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'],
-                           capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f'cannot probe namespaces: {e}'
-    if r.returncode != 0:
-        return f'namespaces not permitted: {r.stderr.strip()}'
-    return None
-
-
-def leftovers(name: str, state_dir, pids=()) -> List[str]:
-    """Everything of testbed ``name`` still present (empty: nothing)."""
-    left = []
-    out = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
-                         text=True, timeout=10).stdout
-    left += [f'netns {l.split()[0]}' for l in out.splitlines()
-             if l.startswith(name + '-')]
-    if Path(state_dir).exists():
-        left.append(f'state dir {state_dir}')
-    with open('/proc/mounts') as f:
-        left += [f'mount {l.split()[1]}' for l in f
-                 if str(state_dir) in l or f'/run/netns/{name}-' in l]
-    left += [f'pid {p}' for p in pids if _alive(p)]
-    for d in os.listdir('/proc'):
-        if d.isdigit() and int(d) != os.getpid() and _alive(int(d)):
-            try:
-                cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(
-                    errors='replace')
-            except OSError:
-                continue
-            if str(state_dir) in cmd:
-                left.append(f'process {d}: {cmd.replace(chr(0), " ")}')
-    return left
-
-
-def default_state_dir(name: str = DEFAULT_NAME) -> Path:
-    env = os.environ.get('HPCNET_TESTBED_STATE_DIR')
-    if env and name == DEFAULT_NAME:
-        return Path(env)
-    return Path(f'/run/{name}-testbed')
-
-
-def default_template_dir() -> Path:
-    env = os.environ.get('HPCNET_TESTBED_TEMPLATES')
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / 'ci' / 'testbed'
-
-
-def _render(text: str, values: Dict[str, str]) -> str:
-    for key, val in values.items():
-        text = text.replace(f'@{key}@', str(val))
-    left = sorted(set(re.findall(r'@[A-Z][A-Z_]*@', text)))
-    if left:
-        raise TestbedError(f'template placeholders without a value: {left}')
-    return text
-
-
-def _fmt_cmd(argv: Sequence[str]) -> str:
-    return ' '.join(shlex.quote(str(a)) for a in argv)
-
-
-# --- processes -----------------------------------------------------------
-
-def _proc_stat(pid: int):
-    """(state, starttime) of a process, or None if it does not exist."""
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            data = f.read()
-    except OSError:
-        return None
-    rest = data[data.rindex(')') + 2:].split()
-    return rest[0], rest[19]
-
-
-def _alive(pid: int, start: Optional[str] = None) -> bool:
-    st = _proc_stat(pid)
-    if st is None or st[0] in ('Z', 'X'):
-        return False
-    return start is None or st[1] == start
-
-
-# Popen objects of the daemons this Python process started, so that they are
-# reaped (no zombies) when ``down`` runs in the same process as ``up``.
-_CHILDREN: Dict[int, subprocess.Popen] = {}
-
-
-def _reap():
-    for pid, proc in list(_CHILDREN.items()):
-        if proc.poll() is not None:
-            del _CHILDREN[pid]
-
-
-def _signal(pid: int, sig: int):
-    try:
-        os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
-
-
-def _wait_gone(procs: Dict[int, Optional[str]], timeout: float) -> List[int]:
-    """Wait (bounded) until none of ``procs`` is alive; return the live ones."""
-    deadline = time.monotonic() + timeout
-    while True:
-        _reap()
-        live = [p for p, s in procs.items() if _alive(p, s)]
-        if not live or time.monotonic() >= deadline:
-            return live
-        time.sleep(0.05)
-
-
-def _stop(procs: Dict[int, Optional[str]], term_wait: float) -> List[str]:
-    """SIGTERM, bounded wait, SIGKILL, bounded wait. Return problems."""
-    live = [p for p, s in procs.items() if _alive(p, s)]
-    if not live:
-        return []
-    for p in live:
-        _signal(p, signal.SIGTERM)
-    live = _wait_gone({p: procs[p] for p in live}, term_wait)
-    for p in live:
-        _signal(p, signal.SIGKILL)
-    live = _wait_gone({p: procs[p] for p in live}, KILL_WAIT)
-    return [f'process {p} survived SIGKILL' for p in live]
-
-
-def _ns_inode(path: Path) -> Optional[int]:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
-def _procs_in_namespaces(inodes: Dict[str, set]) -> Dict[int, Optional[str]]:
-    """Processes whose net, uts or mnt namespace is one of ``inodes``."""
-    me = {os.getpid()}
-    p = os.getppid()
-    while p > 1 and p not in me:      # never sweep ourselves or our callers
-        me.add(p)
-        try:
-            with open(f'/proc/{p}/stat') as f:
-                d = f.read()
-            p = int(d[d.rindex(')') + 2:].split()[1])
-        except (OSError, ValueError):
-            break
-    found = {}
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit() or int(entry) in me:
-            continue
-        pid = int(entry)
-        for kind, inos in inodes.items():
-            if not inos:
-                continue
-            try:
-                link = os.readlink(f'/proc/{pid}/ns/{kind}')
-            except OSError:
-                continue
-            m = re.search(r'\[(\d+)\]', link)
-            if m and int(m.group(1)) in inos:
-                st = _proc_stat(pid)
-                if st and st[0] not in ('Z', 'X'):
-                    found[pid] = st[1]
-                break
-    return found
-
-
-def _mounts() -> List[str]:
-    with open('/proc/self/mounts') as f:
-        return [line.split()[1].replace('\\040', ' ') for line in f]
-
-
-# --- the testbed ---------------------------------------------------------
 
 class Testbed:
     """One virtual cluster, identified by its name and state directory.
@@ -272,7 +32,7 @@ class Testbed:
 
     __test__ = False
 
-    def __init__(self, state_dir=None, name: str = DEFAULT_NAME,
+    def __init__(self, state_dir=None, name: str = DEFAULTS.name,
                  template_dir=None):
         if not re.fullmatch(r'[a-z][a-z0-9]{0,9}', name):
             raise TestbedError(f'bad testbed name {name!r}: '
@@ -384,6 +144,16 @@ class Testbed:
         (``sacct --completion``) first on PATH."""
         base = dict(os.environ if base is None else base)
         base['SLURM_CONF'] = str(self.slurm_conf)
+        # What config/systems/testbed.py builds the partitions from.
+        base[TESTBED_NODES_ENV] = str(len(self.compute_nodes()))
+        if self.rate:
+            base[TESTBED_RATE_ENV] = str(rate_bps(self.rate))
+        else:
+            base.pop(TESTBED_RATE_ENV, None)
+        if self.rdma_device:
+            base[TESTBED_RDMA_ENV] = self.rdma_device
+        else:
+            base.pop(TESTBED_RDMA_ENV, None)
         path = base.get('PATH', os.defpath)
         if not path.startswith(str(self.bin_dir) + os.pathsep):
             base['PATH'] = f'{self.bin_dir}{os.pathsep}{path}'
@@ -401,7 +171,7 @@ class Testbed:
                              env=self.env(env), stdin=subprocess.DEVNULL,
                              **kw)
         if check and res.returncode != 0:
-            raise TestbedError(f'{_fmt_cmd(argv)} on {node} exited with '
+            raise TestbedError(f'{fmt_cmd(argv)} on {node} exited with '
                                f'{res.returncode}: {(res.stderr or "").strip()}')
         return res
 
@@ -410,11 +180,11 @@ class Testbed:
     STEPS = ('check prerequisites', 'probe namespaces', 'create state dir',
              'private namespace dir', 'create network namespaces',
              'create node namespaces', 'create bridge', 'connect nodes',
-             'shape links', 'write configuration', 'start munged',
+             'probe rdma', 'shape links', 'write configuration', 'start munged',
              'start slurmctld', 'start slurmd', 'wait for nodes')
 
-    def up(self, nodes: int = DEFAULT_NODES, rate: Optional[str] = DEFAULT_RATE,
-           burst: str = DEFAULT_BURST) -> dict:
+    def up(self, nodes: int = DEFAULTS.nodes, rate: Optional[str] = DEFAULTS.rate,
+           burst: str = DEFAULTS.burst) -> dict:
         """Build the testbed. Returns {'seconds': ..., 'steps': {...}}."""
         if rate in ('none', ''):
             rate = None
@@ -482,12 +252,12 @@ class Testbed:
                                  stdin=None if input is not None
                                  else subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            raise StepError(step, f'{_fmt_cmd(argv)}: timed out after '
+            raise StepError(step, f'{fmt_cmd(argv)}: timed out after '
                                   f'{timeout} s')
         except OSError as e:
-            raise StepError(step, f'{_fmt_cmd(argv)}: {e}')
+            raise StepError(step, f'{fmt_cmd(argv)}: {e}')
         if res.returncode != 0:
-            raise StepError(step, f'{_fmt_cmd(argv)} exited with '
+            raise StepError(step, f'{fmt_cmd(argv)} exited with '
                                   f'{res.returncode}: {res.stderr.strip()}')
         return res.stdout
 
@@ -595,7 +365,7 @@ class Testbed:
             mnt = self.ns_dir / f'{node}.mnt'
             uts.touch()
             mnt.touch()
-            script = _render(script_t, {
+            script = render(script_t, {
                 'NODE': node, 'NS_DIR': self.ns_dir,
                 'NODE_DIR': self.state_dir / 'nodes' / node,
                 'STATE_DIR': self.state_dir})
@@ -631,23 +401,63 @@ class Testbed:
                              f'{n["addr"]}/{NETMASK_BITS}', 'dev', IFACE])
             self._cmd(step, ['ip', '-n', ns, 'link', 'set', IFACE, 'up'])
 
-    def _tc(self, step, node, rate, burst, verb='add'):
-        ns = self.netns(node)
+    def _step_probe_rdma(self):
+        """Which RDMA device (e.g. Soft-RoCE rxe0 that an admin bound to the
+        nodes' eth0) the nodes have: the roce partition is declared only
+        then; otherwise the reason is kept and `hpcnet testbed run` says it."""
+        node = self.compute_nodes()[0]
+        res = subprocess.run([*self._in_net(self.netns(node)), 'rdma', '-j', 'link', 'show'],
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             stdin=subprocess.DEVNULL, timeout=CMD_TIMEOUT)
+        if res.returncode != 0:
+            why = res.stderr.strip() or f'exit code {res.returncode}'
+            self._state['rdma'] = {'device': None,
+                                   'why': f'`rdma link show` on {node}: {why} (no RDMA in this '
+                                          'kernel: no rdma_rxe for Soft-RoCE)'}
+            return
+        links = [link for link in json.loads(res.stdout or '[]')
+                 if link.get('netdev') == IFACE and link.get('state') == 'ACTIVE']
+        if not links:
+            self._state['rdma'] = {'device': None,
+                                   'why': f'no active RDMA link on {node}\'s {IFACE} '
+                                          f'(e.g. rdma link add rxe0 type rxe netdev {IFACE})'}
+            return
+        self._state['rdma'] = {'device': links[0]['ifname'].split('/')[0], 'why': None}
+
+    @property
+    def rdma_device(self) -> Optional[str]:
+        """The nodes' RDMA device on eth0, or None (see rdma_absent_reason)."""
+        return (self.state.get('rdma') or {}).get('device')
+
+    @property
+    def rdma_absent_reason(self) -> Optional[str]:
+        return (self.state.get('rdma') or {}).get('why')
+
+    def _tc(self, step, netns, dev, rate, burst, verb='add'):
+        """Shape what ``dev`` sends like an Ethernet wire of ``rate``: the
+        size table counts the preamble, frame check and inter-frame gap every
+        frame spends on a real wire, and the bucket holds a few frames, so no
+        message leaves faster than a wire would carry it (measured:
+        ci/testbed/README.md, "Shaping").  ``rate`` None removes the shaping."""
         if rate:
-            self._cmd(step, ['tc', '-n', ns, 'qdisc', verb, 'dev', IFACE,
-                             'root', 'tbf', 'rate', rate, 'burst', burst,
-                             'latency', TBF_LATENCY])
+            self._cmd(step, ['tc', '-n', netns, 'qdisc', verb, 'dev', dev, 'root',
+                             'stab', 'overhead', str(ETHERNET_OVERHEAD), 'linklayer', 'ethernet',
+                             'tbf', 'rate', rate, 'burst', burst, 'latency', TBF_LATENCY])
         else:
-            subprocess.run(['tc', '-n', ns, 'qdisc', 'del', 'dev', IFACE,
-                            'root'], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=CMD_TIMEOUT)
+            subprocess.run(['tc', '-n', netns, 'qdisc', 'del', 'dev', dev, 'root'],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           timeout=CMD_TIMEOUT)
 
     def _step_shape_links(self, rate, burst):
-        for node in self.nodes():
-            if rate:
-                self._tc('shape links', node, rate, burst)
+        if rate:
+            rate_bps(rate)          # a bad rate is one clear error, before tc's
+            # Each node's eth0 shapes what it sends: every direction of every
+            # path crosses exactly one shaper, as a frame crosses one wire.
+            for node in self.nodes():
+                self._tc('shape links', self.netns(node), IFACE, rate, burst)
         self._state['rate'] = rate
         self._state['burst'] = burst if rate else None
+        self._state['node_rates'] = {}
         self._save()
 
     def _step_write_configuration(self):
@@ -666,13 +476,13 @@ class Testbed:
                   'NODE_LINES': lines.rstrip('\n'),
                   'COMPUTE_NODES': ','.join(computes)}
         try:
-            text = _render((self.template_dir / 'slurm.conf.in').read_text(),
+            text = render((self.template_dir / 'slurm.conf.in').read_text(),
                            values)
             self.slurm_conf.write_text(text)
             (sd / 'etc' / 'plugstack.conf').write_text('')
             sacct = shutil.which('sacct')
             wrapper = self.bin_dir / 'sacct'
-            wrapper.write_text(_render(
+            wrapper.write_text(render(
                 (self.template_dir / 'sacct.in').read_text(),
                 {'SACCT': sacct, 'SLURM_CONF': self.slurm_conf}))
             os.chmod(wrapper, 0o755)
@@ -699,21 +509,24 @@ class Testbed:
                     stdout=f, stderr=subprocess.STDOUT,
                     start_new_session=True, env=self.env())
             except OSError as e:
-                raise StepError(step, f'{_fmt_cmd(argv)}: {e}')
-        _CHILDREN[proc.pid] = proc
-        st = _proc_stat(proc.pid)
+                raise StepError(step, f'{fmt_cmd(argv)}: {e}')
+        CHILDREN[proc.pid] = proc
+        st = proc_stat(proc.pid)
         self._record('proc', pid=proc.pid, start=st[1] if st else None,
                      label=label, node=node, argv=argv)
         return proc.pid
+
+    def _require_alive(self, step, label, pid, log):
+        '''A daemon that exited ends the step with the tail of its log.'''
+        if not alive(pid):
+            raise StepError(step, f'{label} (pid {pid}) exited; log {log}:\n{self._log_tail(log)}')
 
     def _wait_for(self, step, what, pred, pid, label, log, timeout):
         deadline = time.monotonic() + timeout
         while True:
             if pred():
                 return
-            if not _alive(pid):
-                raise StepError(step, f'{label} (pid {pid}) exited; '
-                                      f'log {log}:\n{self._log_tail(log)}')
+            self._require_alive(step, label, pid, log)
             if time.monotonic() > deadline:
                 raise StepError(step, f'{what}: not after {timeout} s; '
                                       f'log {log}:\n{self._log_tail(log)}')
@@ -773,13 +586,49 @@ class Testbed:
                     states[n].rstrip('*') == 'idle' for n in want):
                 return
             for node, pid in self._slurmd_pids.items():
-                if not _alive(pid):
-                    log = self.state_dir / 'log' / f'slurmd-{node}.log'
-                    raise StepError(step, f'slurmd of {node} (pid {pid}) '
-                                    f'exited; log {log}:\n{self._log_tail(log)}')
+                self._require_alive(step, f'slurmd of {node}', pid,
+                                    self.state_dir / 'log' / f'slurmd-{node}.log')
             if time.monotonic() > deadline:
                 raise StepError(step, f'nodes not idle after {READY_TIMEOUT} '
                                       f's; sinfo: {last!r}')
+            time.sleep(0.2)
+
+    # -- faults -----------------------------------------------------------
+
+    def kill_slurmd(self, node: str) -> int:
+        """SIGKILL the slurmd of ``node`` (a fault to test against: job steps
+        already running there live on in their slurmstepd, but the node takes
+        no new step).  Returns the pid killed."""
+        label = f'slurmd-{node}'
+        live = [r for r in self.state['resources']
+                if r['kind'] == 'proc' and r['label'] == label and alive(r['pid'], r['start'])]
+        if not live:
+            raise TestbedError(f'no running slurmd on {node!r}')
+        pid = live[-1]['pid']
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_WAIT
+        while alive(pid, live[-1]['start']) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return pid
+
+    def start_slurmd(self, node: str):
+        """Start ``node``'s slurmd again after kill_slurmd, return the node
+        to service and wait until Slurm sees it idle."""
+        self._spawn('start slurmd', node, f'slurmd-{node}', ['slurmd', '-D', '-N', node])
+        self._save()
+        # A node whose job ended in NODE_FAIL stays 'completing' until Slurm
+        # gives up on that job's epilog: longer than a start-up.
+        deadline = time.monotonic() + 3 * READY_TIMEOUT
+        while True:
+            state = (self._slurm_ok(['sinfo', '-h', '-n', node, '-o', '%T']) or '').strip()
+            if state.rstrip('*') == 'idle':
+                return
+            if state.rstrip('*') in ('down', 'drained', 'draining', 'fail'):
+                # ReturnToService=2 brings back only nodes down for not responding.
+                self._slurm_ok(['scontrol', 'update', f'nodename={node}', 'state=resume'])
+            if time.monotonic() > deadline:
+                raise TestbedError(f'{node} not idle {3 * READY_TIMEOUT:g} s after its slurmd '
+                                   f'restarted (sinfo: {state!r})')
             time.sleep(0.2)
 
     # -- down -------------------------------------------------------------
@@ -799,7 +648,7 @@ class Testbed:
             sd = str(self.state_dir)
             self._state = {'name': self.name, 'state_dir_created': False,
                            'netns_dir_created': False, 'resources': [
-                               {'kind': 'mount', 'path': m} for m in _mounts()
+                               {'kind': 'mount', 'path': m} for m in mounts()
                                if m.startswith(sd + '/')]}
         known = {r.get('name') for r in self._state['resources']
                  if r['kind'] == 'netns'}
@@ -835,27 +684,27 @@ class Testbed:
         others = {r['pid']: r['start'] for r in procs
                   if not r['label'].startswith('slurmd')}
         self.log('[down] stopping daemons')
-        problems += _stop(slurmds, STOP_WAIT)
-        problems += _stop(others, STOP_WAIT)
+        problems += stop(slurmds, STOP_WAIT)
+        problems += stop(others, STOP_WAIT)
 
         # 2. Anything else still inside our namespaces (job steps, exec).
         inodes = {'net': set(), 'uts': set(), 'mnt': set()}
         for r in res:
             if r['kind'] == 'netns':
-                ino = _ns_inode(NETNS_DIR / r['name'])
+                ino = ns_inode(NETNS_DIR / r['name'])
                 if ino:
                     inodes['net'].add(ino)
             elif r['kind'] == 'nsfile':
-                ino = _ns_inode(r['path'])
+                ino = ns_inode(r['path'])
                 kind = 'uts' if r['path'].endswith('.uts') else 'mnt'
                 # An unmounted placeholder file is not a namespace.
-                if ino and r['path'] in _mounts():
+                if ino and r['path'] in mounts():
                     inodes[kind].add(ino)
-        stray = _procs_in_namespaces(inodes)
+        stray = procs_in_namespaces(inodes)
         if stray:
             self.log(f'[down] stopping {len(stray)} process(es) left in the '
                      'namespaces')
-            problems += _stop(stray, 3.0)
+            problems += stop(stray, 3.0)
 
         # 3. Links, namespace files, namespaces, mounts: reverse order.
         self.log('[down] removing links, namespaces, mounts')
@@ -866,9 +715,9 @@ class Testbed:
                     quiet(['ip', '-n', r['netns'], 'link', 'del', r['dev']])
             elif kind == 'nsfile':
                 p = r['path']
-                if p in _mounts():
+                if p in mounts():
                     rc, err = quiet(['umount', p])
-                    if rc and p in _mounts():
+                    if rc and p in mounts():
                         quiet(['umount', '-l', p])
             elif kind == 'netns':
                 p = NETNS_DIR / r['name']
@@ -879,7 +728,7 @@ class Testbed:
             elif kind == 'mount':
                 p = r['path']
                 for _ in range(3):
-                    if p not in _mounts():
+                    if p not in mounts():
                         break
                     rc, err = quiet(['umount', p])
                     if rc:
@@ -892,7 +741,7 @@ class Testbed:
                 empty = False
             if empty:
                 for _ in range(3):
-                    if str(NETNS_DIR) not in _mounts():
+                    if str(NETNS_DIR) not in mounts():
                         break
                     quiet(['umount', str(NETNS_DIR)])
                 try:
@@ -902,7 +751,7 @@ class Testbed:
 
         # 4. Files, only if no mount is left under the state dir.
         sd = str(self.state_dir)
-        left = [m for m in _mounts() if m == sd or m.startswith(sd + '/')]
+        left = [m for m in mounts() if m == sd or m.startswith(sd + '/')]
         if left:
             problems.append(f'mounts left under {sd}: {left}')
         elif self.state_dir.is_dir() and 'resources' in st and \
@@ -917,10 +766,10 @@ class Testbed:
                     self.state_dir.rmdir()
                 except OSError as e:
                     problems.append(f'rmdir {self.state_dir}: {e}')
-        for pid in list(_CHILDREN):
+        for pid in list(CHILDREN):
             if not any(r.get('pid') == pid for r in procs):
                 continue
-            _CHILDREN.pop(pid).poll()
+            CHILDREN.pop(pid).poll()
         if not problems:
             self._state = None
         return problems
@@ -932,15 +781,15 @@ class Testbed:
         nodes = []
         for n in st['nodes']:
             procs = [dict(pid=r['pid'], label=r['label'],
-                          alive=_alive(r['pid'], r['start']))
+                          alive=alive(r['pid'], r['start']))
                      for r in st['resources']
                      if r['kind'] == 'proc' and r['node'] == n['name']]
-            qd = subprocess.run(['tc', '-n', n['netns'], 'qdisc', 'show',
+            qd = subprocess.run(['tc', '-n', n['netns'], '-d', 'qdisc', 'show',
                                  'dev', IFACE], text=True,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, timeout=10)
             nodes.append(dict(n, daemons=procs,
-                              qdisc=qd.stdout.strip().splitlines()[0]
+                              qdisc=' '.join(qd.stdout.split())
                               if qd.stdout.strip() else ''))
         sinfo = ''
         if st.get('complete'):
@@ -953,141 +802,31 @@ class Testbed:
                 'rate': st.get('rate'), 'burst': st.get('burst'),
                 'nodes': nodes, 'sinfo': sinfo}
 
-    def shape(self, rate: Optional[str], burst: Optional[str] = None):
-        """Change (tc qdisc replace) or remove (rate None) the shaping."""
+    def shape(self, rate: Optional[str], burst: Optional[str] = None,
+              node: Optional[str] = None):
+        """Change (tc qdisc replace) or remove (rate None) the shaping of
+        every link, or of ``node``'s link only (e.g. one node at half rate)."""
         if rate in ('none', ''):
             rate = None
-        burst = burst or self.state.get('burst') or DEFAULT_BURST
-        for node in self.nodes():
-            self._tc('shape', node, rate, burst, verb='replace')
-        self._state['rate'] = rate
-        self._state['burst'] = burst if rate else None
+        if rate:
+            rate_bps(rate)
+        burst = burst or self.state.get('burst') or DEFAULTS.burst
+        if node is not None and node not in self.compute_nodes():
+            raise TestbedError(f'unknown compute node {node!r} '
+                               f'(valid: {", ".join(self.compute_nodes())})')
+        if node is None:
+            for each in self.nodes():
+                self._tc('shape', self.netns(each), IFACE, rate, burst, verb='replace')
+                self._tc('shape', self.bridge_netns, f'v-{each}', None, burst)
+            self._state['rate'] = rate
+            self._state['burst'] = burst if rate else None
+            self._state['node_rates'] = {}
+        else:
+            # One node's link (a slow NIC or cable): what it sends, and what
+            # the bridge sends it.
+            self._tc('shape', self.netns(node), IFACE, rate, burst, verb='replace')
+            common = self.state.get('rate')
+            self._tc('shape', self.bridge_netns, f'v-{node}', rate if rate != common else None,
+                     burst, verb='replace')
+            self._state.setdefault('node_rates', {})[node] = rate
         self._save()
-
-
-# --- convenience functions for the ReFrame integration -------------------
-
-def head_command_prefix(state_dir=None, name=DEFAULT_NAME, cwd=None):
-    """``nsenter ... --`` prefix to run a command on the head node."""
-    return Testbed(state_dir, name).head_prefix(cwd)
-
-
-def slurm_conf_path(state_dir=None, name=DEFAULT_NAME) -> str:
-    return str(Testbed(state_dir, name).slurm_conf)
-
-
-def node_addresses(state_dir=None, name=DEFAULT_NAME) -> Dict[str, str]:
-    return Testbed(state_dir, name).addresses()
-
-
-def interface() -> str:
-    return IFACE
-
-
-def configured_rate(state_dir=None, name=DEFAULT_NAME) -> Optional[str]:
-    return Testbed(state_dir, name).rate
-
-
-# --- CLI -----------------------------------------------------------------
-
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument('--state-dir', default=None,
-                        help='state directory (default /run/<name>-testbed, '
-                             'or $HPCNET_TESTBED_STATE_DIR)')
-    common.add_argument('--name', default=DEFAULT_NAME,
-                        help='testbed name, prefix of its network namespaces '
-                             f'(default {DEFAULT_NAME})')
-    p = argparse.ArgumentParser(
-        prog='hpcnet testbed',
-        description='Slurm virtual cluster in network namespaces.')
-    sub = p.add_subparsers(dest='cmd', required=True)
-    up = sub.add_parser('up', parents=[common], help='build the testbed')
-    up.add_argument('--nodes', type=int, default=DEFAULT_NODES,
-                    help=f'compute nodes (default {DEFAULT_NODES})')
-    up.add_argument('--rate', default=DEFAULT_RATE,
-                    help=f'tbf rate of every link, or "none" '
-                         f'(default {DEFAULT_RATE})')
-    up.add_argument('--burst', default=DEFAULT_BURST,
-                    help=f'tbf burst (default {DEFAULT_BURST})')
-    sub.add_parser('down', parents=[common], help='remove everything')
-    ex = sub.add_parser('exec', parents=[common],
-                        help='run a command on a node: exec NODE -- CMD...')
-    ex.add_argument('node')
-    ex.add_argument('argv', nargs=argparse.REMAINDER)
-    stp = sub.add_parser('status', parents=[common], help='show the testbed')
-    stp.add_argument('--json', action='store_true')
-    sh = sub.add_parser('shape', parents=[common],
-                        help='change the tbf rate of every link')
-    sh.add_argument('--rate', required=True, help='e.g. 500mbit, or "none"')
-    sh.add_argument('--burst', default=None)
-    return p
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        tb = Testbed(args.state_dir, args.name)
-        if args.cmd == 'up':
-            tb.log = lambda m: print(m, file=sys.stderr, flush=True)
-            r = tb.up(args.nodes, args.rate, args.burst)
-            addrs = tb.addresses()
-            print(f'testbed {tb.name} up in {r["seconds"]:.2f} s: ' +
-                  ', '.join(f'{n} {a}' for n, a in addrs.items()) +
-                  f'; rate {tb.rate or "unshaped"}')
-            print(f'SLURM_CONF={tb.slurm_conf}')
-            print(f'run Slurm commands with: hpcnet testbed exec {HEAD} -- '
-                  'sinfo')
-            return 0
-        if args.cmd == 'down':
-            tb.log = lambda m: print(m, file=sys.stderr, flush=True)
-            r = tb.down()
-            if not r['was_up']:
-                print(f'testbed {tb.name} not up (no {tb.state_file}): '
-                      'nothing to do')
-            else:
-                print(f'testbed {tb.name} down in {r["seconds"]:.2f} s')
-            return 0
-        if args.cmd == 'exec':
-            argv = args.argv[1:] if args.argv[:1] == ['--'] else args.argv
-            if not argv:
-                print('usage: hpcnet testbed exec NODE -- CMD...',
-                      file=sys.stderr)
-                return 2
-            prefix = tb.node_prefix(args.node)
-            try:
-                return subprocess.run(prefix + argv, env=tb.env()).returncode
-            except KeyboardInterrupt:
-                return 130
-        if args.cmd == 'status':
-            s = tb.status()
-            if args.json:
-                print(json.dumps(s, indent=1))
-                return 0
-            print(f'testbed {s["name"]}: state dir {s["state_dir"]}'
-                  f'{"" if s["complete"] else " (INCOMPLETE: run down)"}')
-            print(f'SLURM_CONF={s["slurm_conf"]}  interface {s["iface"]}  '
-                  f'rate {s["rate"] or "unshaped"}'
-                  f'{" burst " + s["burst"] if s["burst"] else ""}')
-            for n in s['nodes']:
-                d = ', '.join(f'{p["label"]} {p["pid"]} '
-                              f'{"running" if p["alive"] else "DEAD"}'
-                              for p in n['daemons'])
-                print(f'  {n["name"]:5} {n["addr"]:12} netns {n["netns"]:12} '
-                      f'{n["qdisc"] or "no qdisc"}' + (f'  [{d}]' if d else ''))
-            print(s['sinfo'])
-            return 0
-        if args.cmd == 'shape':
-            tb.shape(args.rate, args.burst)
-            print(f'every link of testbed {tb.name}: '
-                  f'{tb.rate or "unshaped"}'
-                  f'{" burst " + tb.burst if tb.burst else ""}')
-            return 0
-    except TestbedError as e:
-        print(f'hpcnet testbed {args.cmd}: {e}', file=sys.stderr)
-        return 1
-    return 2
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Sensitivity of `hpcnet compare`, measured on the testbed (root).
+
+A baseline of --baseline-repeats sessions' worth of samples on the clean
+1 Gbit/s link, then --trials rounds of three sessions each (--repeats
+samples per session): the link clean, cut 10 % (900 Mbit/s) and cut 5 %
+(950 Mbit/s), interleaved so that slow drift of the host hits all three
+alike.  Each session is compared with the baseline exactly as `hpcnet
+compare` does; the script prints, per environment and metric, how often a
+cut was detected (verdict regressed) and how often a clean session raised a
+false alarm.  It prints figures; it asserts nothing.
+
+    .venv/bin/python ci/benchmarks/sensitivity.py --trials 10 --repeats 3
+
+Nothing lands in the user's history: its own results database, reports and
+(empty) reference directory, all in a temporary directory.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from hpcnet import cli, compare, statcompare
+from hpcnet import testbed as tbm
+from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV, REPORTS_DIR_ENV
+
+CONDITIONS = (('clean', '1gbit'), ('cut 10 %', '900mbit'), ('cut 5 %', '950mbit'))
+METRICS = ('bandwidth_4MiB', 'latency_8B')
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--trials', type=int, default=10)
+    ap.add_argument('--repeats', type=int, default=3, help='samples per compared session')
+    ap.add_argument('--baseline-repeats', type=int, default=5)
+    ap.add_argument('--envs', default='^gcc12-(openmpi4|mpich5|impi2021)$',
+                    help='environments (-p regex of ReFrame)')
+    args = ap.parse_args(argv)
+
+    scratch = Path(tempfile.mkdtemp(prefix='hpcnet-sensitivity-'))
+    (scratch / 'refs').mkdir()
+    os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),   # nothing judged
+                       REPORTS_DIR_ENV: str(scratch / 'reports'),
+                       'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
+                       'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+    tb = tbm.Testbed(name='hpcnetsen')
+    tb.down()
+    tb.up()
+    select = ['--system', 'testbed:eth', '-n', 'hpcnet_p2p.*scale=2_nodes.*mode=pingpong',
+              '-p', args.envs]
+
+    def session(name: str, rate: str, repeats: int) -> compare.Side:
+        tb.shape(rate)
+        cli.run_suite(name, [*select, '--reruns', str(repeats - 1)],
+                      prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env(dict(os.environ)))
+        kept = scratch / f'{name}.json'
+        shutil.copyfile(scratch / 'reports' / f'{name}-latest.json', kept)
+        return compare.load_side(str(kept))
+
+    verdicts = defaultdict(list)     # (condition, environment, metric) -> [verdict, ...]
+    start = time.monotonic()
+    try:
+        base = session('sens-baseline', '1gbit', args.baseline_repeats)
+        for trial in range(args.trials):
+            for condition, rate in CONDITIONS:
+                side = session(f'sens-{trial}-{rate}', rate, args.repeats)
+                rows, _, _ = compare.compare(base, side)
+                for row in rows:
+                    if row.metric in METRICS:
+                        verdicts[(condition, row.environ, row.metric)].append(row.result.verdict)
+            print(f'trial {trial + 1}/{args.trials} done, {time.monotonic() - start:.0f} s',
+                  flush=True)
+    finally:
+        tb.shape('1gbit')
+        tb.down()
+
+    print(f'\nbaseline {args.baseline_repeats} samples, each session {args.repeats} samples, '
+          f'{args.trials} trials; one-sided Mann-Whitney U at alpha {compare.ALPHA}, '
+          f'threshold {compare.THRESHOLD:.0%}')
+    print(f'{"environment":18} {"metric":16} {"clean: false alarms":>20} '
+          f'{"cut 10 %: detected":>20} {"cut 5 %: detected":>20}')
+    envs = sorted({env for (_, env, _) in verdicts})
+    for env in envs:
+        for metric in METRICS:
+            cells = []
+            for condition, _ in CONDITIONS:
+                got = verdicts.get((condition, env, metric), [])
+                hits = sum(v == statcompare.Verdict.REGRESSED for v in got)
+                cells.append(f'{hits}/{len(got)}')
+            print(f'{env:18} {metric:16} {cells[0]:>20} {cells[1]:>20} {cells[2]:>20}')
+    print(f'\nwall time {time.monotonic() - start:.0f} s; sessions kept in {scratch}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""`testbed`: the Slurm virtual cluster of ci/testbed (nodes in network
+namespaces on one host; `hpcnet testbed run`).
+
+The node count, the shaped link rate and the RDMA device are the running
+testbed's: `hpcnet testbed run` passes them in HPCNET_TESTBED_NODES,
+HPCNET_TESTBED_RATE_BPS and HPCNET_TESTBED_RDMA_DEVICE.  The roce partition
+exists only where the nodes have an RDMA device on eth0 (Soft-RoCE, rdma_rxe);
+`hpcnet testbed run` says so when it does not.
+"""
+import os
+
+from hpcnet.constants import (DEFAULT_JOB_TIME_LIMIT, TESTBED_NODES_ENV, TESTBED_RATE_ENV,
+                              TESTBED_RDMA_ENV, Fabric)
+from hpcnet.model import partition_extras
+
+#: What `hpcnet testbed up` makes by default: 4 compute nodes, 1 Gbit/s links.
+_nodes = int(os.environ.get(TESTBED_NODES_ENV, '4'))
+_rate_bps = int(os.environ[TESTBED_RATE_ENV]) if os.environ.get(TESTBED_RATE_ENV) else None
+_rdma_device = os.environ.get(TESTBED_RDMA_ENV) or None
+
+_common = {
+    'scheduler': 'slurm',
+    'launcher': 'srun',
+    'access': ['--partition=eth', '--exclusive'],
+    'max_jobs': 1,
+    'time_limit': DEFAULT_JOB_TIME_LIMIT,
+}
+
+system = {
+    'name': 'testbed',
+    'descr': 'Slurm virtual cluster in network namespaces (ci/testbed)',
+    'hostnames': [r'^hn0$'],
+    'partitions': [
+        {**_common, 'name': 'eth',
+         'descr': 'veth links to a bridge, shaped like Gigabit Ethernet',
+         'extras': partition_extras(fabric=Fabric.TCP, iface='eth0', mtu=1500,
+                                    link_rate_bps=_rate_bps, num_nodes=_nodes,
+                                    nodes_share_cores=True)},
+    ],
+}
+
+if _rdma_device:
+    system['partitions'].append(
+        {**_common, 'name': 'roce',
+         'descr': 'Soft-RoCE (rdma_rxe) on the veth links',
+         'extras': partition_extras(fabric=Fabric.ROCE, iface='eth0', rdma_device=_rdma_device,
+                                    rdma_port=1, gid_index=1, link_rate_bps=_rate_bps,
+                                    num_nodes=_nodes, nodes_share_cores=True)})

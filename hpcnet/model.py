@@ -1,0 +1,589 @@
+"""The typed model of what the checks consume, and the fabric x MPI table.
+
+A site's ReFrame configuration describes each partition with a few extras (the
+fabric it tests, the interface, RDMA devices, link rate, node count) and hpcnet
+describes each environment with its stack (compiler, MPI family, version,
+profile, tools).  Both are read here, once, into frozen dataclasses that are
+validated when the configuration loads: a wrong value is one error naming the
+system file, the partition and the key, never a ``KeyError`` in a check.  The
+extras keys are spelled only in this module (:class:`PartitionKey`,
+:class:`StackKey`); system files build their extras with
+:func:`partition_extras`.
+
+The fabric table (``config/fabrics.yaml``) says how each MPI profile is put on
+each fabric and how the MPI proves it: :meth:`Partition.fabric_settings` gives
+the variables and launcher options for a stack, and
+:meth:`FabricSettings.verify` reads the MPI's own report of what it used, so a
+run that silently took another path fails instead of passing.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from hpcnet.constants import FABRICS_FILE, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, Fabric, PartitionFeature
+
+
+class ConfigError(ValueError):
+    """A site's configuration (system file, fabric table) is invalid."""
+
+
+class PartitionKey:
+    """Keys of a partition's ``extras`` (the config -> check contract)."""
+    FABRIC = 'fabric'
+    IFACE = 'iface'
+    RDMA_DEVICE = 'rdma_device'
+    RDMA_PORT = 'rdma_port'
+    GID_INDEX = 'gid_index'
+    LINK_RATE_BPS = 'link_rate_bps'
+    MTU = 'mtu'
+    LINK_SPEED_MBPS = 'link_speed_mbps'
+    NUM_NODES = 'num_nodes'
+    #: True where the partition's nodes share one host's cores (an emulated
+    #: cluster): checks then keep concurrent measurements apart.
+    NODES_SHARE_CORES = 'nodes_share_cores'
+    ALL = (FABRIC, IFACE, RDMA_DEVICE, RDMA_PORT, GID_INDEX, LINK_RATE_BPS, MTU,
+           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES)
+
+
+class StackKey:
+    """Keys of an hpcnet environment's ``extras`` (written by hpcnet.stacks)."""
+    MPI_FAMILY = 'mpi_family'
+    MPI_PROFILE = 'mpi_profile'
+    MPI_VERSION = 'mpi_version'
+    MPI_SOURCE = 'mpi_source'
+    MPI_PREFIX = 'mpi_prefix'
+    MPI_KNOWN_ISSUE = 'mpi_known_issue'
+    COMPILER_FAMILY = 'compiler_family'
+    COMPILER_VERSION = 'compiler_version'
+    TOOLS = 'tools'
+    TOOL_PREFIXES = 'tool_prefixes'
+    ALL = (MPI_FAMILY, MPI_PROFILE, MPI_VERSION, MPI_SOURCE, MPI_PREFIX, MPI_KNOWN_ISSUE,
+           COMPILER_FAMILY, COMPILER_VERSION, TOOLS, TOOL_PREFIXES)
+
+
+#: What a value that reaches a job script may look like (it is also quoted).
+#: Linux interface names: at most 15 characters (IFNAMSIZ - 1), no '/', no blanks.
+IFACE_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}')
+RDMA_DEVICE_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
+RDMA_FABRICS = (Fabric.ROCE, Fabric.IB)
+#: Extras ReFrame itself adds to every partition.
+REFRAME_IMPLICIT_EXTRAS = ('scheduler', 'launcher')
+
+
+def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
+                     rdma_port: int | None = None, gid_index: int | None = None,
+                     link_rate_bps: int | None = None, mtu: int | None = None,
+                     link_speed_mbps: int | None = None, num_nodes: int = 1,
+                     nodes_share_cores: bool | None = None) -> dict:
+    """A partition's ``extras`` for a system file (keys from PartitionKey;
+    values are validated when the configuration loads)."""
+    given = {PartitionKey.FABRIC: fabric, PartitionKey.IFACE: iface,
+             PartitionKey.RDMA_DEVICE: rdma_device, PartitionKey.RDMA_PORT: rdma_port,
+             PartitionKey.GID_INDEX: gid_index, PartitionKey.LINK_RATE_BPS: link_rate_bps,
+             PartitionKey.MTU: mtu, PartitionKey.LINK_SPEED_MBPS: link_speed_mbps,
+             PartitionKey.NUM_NODES: num_nodes, PartitionKey.NODES_SHARE_CORES: nodes_share_cores}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+# --------------------------------------------------------------------------
+# Transport report parsers: MPI output -> set of transport names used for
+# peers (never 'self').
+# --------------------------------------------------------------------------
+
+_OMPI_BML = re.compile(r'mca: bml: Using (\S+) btl for send to \[\[\d+,\d+\],\d+\] on node')
+# UCX_LOG_LEVEL=info prints one line per endpoint configuration (ucp_worker.c,
+# ucp_worker_print_used_tls), in one of these forms (real output, with the UCX
+# version it came from, in tests/data/transport and tests/data/transport/rdma):
+#   ep_cfg[1]: tag(rc_mlx5/mlx5_0:1 rc_mlx5/mlx5_1:1);        older UCX ('; ' terminated)
+#   ep_cfg[1]: tag(tcp/lo) rma_am(tcp/lo) am(tcp/lo)          UCX 1.13.1
+#   0x309e3070 inter-node cfg#6 tag(rc_mlx5/mlx5_0:1)          UCX 1.15.0
+#   ucp_context_0 self cfg#0 tag(self/memory rc_mlx5/mlx5_0:1 cma/memory)   UCX 1.19.0
+# The tag() group lists every lane a tagged message can use (tag/am lane and the
+# rendezvous bandwidth lanes), so it covers MPI point-to-point traffic.  The self
+# endpoint ("self cfg#", or in the old format any config with a self/ lane) is the
+# rank talking to itself: its other lanes are not used for peers.
+_UCX_EP_CFG = re.compile(r'(?:\bep_cfg\[\d+\]:|\b(self|intra-node|inter-node) cfg#\d+)'
+                         r'\s+((?:\w+\([^)]*\)[;\s]*)+)')
+_UCX_LANE_GROUP = re.compile(r'(\w+)\(([^)]*)\)')
+_OFI_PROVIDER = re.compile(r'libfabric provider: (\S+)')
+_IMPI_SHM_TUNING = re.compile(r'Load tuning file: "[^"]*tuning_\w*?_shm\.dat"')
+# MVAPICH2 2.3.x, MV2_SHOW_HCA_BINDING=1|2 (src/mpid/ch3/src/mpid_init.c,
+# MPID_InitCompleted -> mv2_show_hca_affinity in
+# src/mpid/ch3/channels/common/src/affinity/hwloc_bind.c; MVAPICH 3.x's ch4 code has
+# this call under '#if 0', so prints nothing): rank 0 prints, only for the OFA
+# verbs channel (ch3:mrail) and only when ranks talk through an HCA (not SMP-only):
+#   -------------HCA AFFINITY-------------
+#   Process: 0 HCAs: mlx5_0
+# Taken from the source's fprintf formats: no real recording of it was found, see
+# tests/data/transport/rdma/README.md.  It names the HCA, not IB vs RoCE.  Nothing
+# else MVAPICH2 prints (MV2_SHOW_ENV_INFO's parameter table, mpiname's
+# "ch3:mrail") says which transport carried the messages, so it is not read.
+_MV2_HCA_AFFINITY = re.compile(r'^-+HCA AFFINITY-+[ \t]*$', re.M)
+_MV2_HCA_BINDING = re.compile(r'^Process: \d+ HCAs: \S', re.M)
+
+
+def _ucx_peer_lanes(text: str) -> set:
+    '''(transport, device) of every tag lane of the endpoints to peers.'''
+    found = set()
+    for line in text.splitlines():
+        m = _UCX_EP_CFG.search(line)
+        if not m or m.group(1) == 'self':
+            continue
+        for group, lanes in _UCX_LANE_GROUP.findall(m.group(2)):
+            if group != 'tag':
+                continue
+            pairs = {tuple((token.split('/', 1) + [''])[:2]) for token in lanes.split()}
+            if 'self' not in {tl for tl, _ in pairs}:     # old format: the self endpoint
+                found |= pairs
+    return found
+
+
+def _ucx_transports(text: str) -> set:
+    return {tl for tl, _ in _ucx_peer_lanes(text)}
+
+
+#: UCX transports that do not go through an RDMA device.
+_UCX_NON_RDMA = {'tcp', 'sysv', 'posix', 'cma', 'knem', 'xpmem', 'cuda_ipc', 'cuda_copy',
+                 'rocm_ipc', 'rocm_copy', 'gdr_copy', 'self'}
+
+
+def ucx_rdma_devices(text: str) -> set:
+    '''RDMA devices ('mlx5_0', without the port) UCX used for peers.'''
+    return {dev.split(':')[0] for tl, dev in _ucx_peer_lanes(text)
+            if tl not in _UCX_NON_RDMA and dev}
+
+
+def _openmpi_transports(text: str) -> set:
+    btls = {b for b in _OMPI_BML.findall(text) if b != 'self'}
+    return btls | _ucx_transports(text)
+
+
+def _ofi_transports(text: str) -> set:
+    # 'tcp;ofi_rxm' is the tcp provider under the RxM utility layer.
+    return {p.split(';')[0] for p in _OFI_PROVIDER.findall(text)}
+
+
+def _impi_transports(text: str) -> set:
+    found = _ofi_transports(text)
+    if not found and _IMPI_SHM_TUNING.search(text):
+        found.add('shm')
+    return found
+
+
+#: MVAPICH2's library string names its device (MPI_Get_library_version:
+#: "MVAPICH2 Device : ch3:sock"; real output in tests/data/samples).
+_MV2_DEVICE = re.compile(r'MVAPICH2 Device\s*:\s*([\w:]+)')
+#: Devices that carry every message one way, whatever the ranks' placement:
+#: ch3:sock has no shared-memory path, so on one node too it is TCP.
+_MV2_SINGLE_TRANSPORT_DEVICES = {'ch3:sock': 'tcp'}
+
+
+def _mvapich2_report(text: str) -> bool:
+    return bool(_MV2_HCA_AFFINITY.search(text) and _MV2_HCA_BINDING.search(text))
+
+
+def _mvapich2_transports(text: str) -> set:
+    # Its own report first: 'mrail' is the OFA verbs channel bound to an HCA
+    # (IB, RoCE or iWARP).  Else the device of its library string, where the
+    # device leaves no choice.
+    if _mvapich2_report(text):
+        return {'mrail'}
+    device = _MV2_DEVICE.search(text)
+    if device and device.group(1) in _MV2_SINGLE_TRANSPORT_DEVICES:
+        return {_MV2_SINGLE_TRANSPORT_DEVICES[device.group(1)]}
+    return set()
+
+
+def transport_evidence(parser: str, text: str) -> str:
+    '''Which of the MPI's outputs decided the transport, for the verdict.'''
+    if parser == 'mvapich2' and not _mvapich2_report(text):
+        device = _MV2_DEVICE.search(text)
+        if device:
+            return (f'its library string (MVAPICH2 Device : {device.group(1)}'
+                    + (', every message over TCP sockets' if device.group(1) == 'ch3:sock' else '')
+                    + ')')
+    return 'its own transport report'
+
+
+TRANSPORT_PARSERS = {
+    'openmpi': _openmpi_transports,
+    'ucx': _ucx_transports,
+    'mpich-ofi': _ofi_transports,
+    'impi': _impi_transports,
+    'mvapich2': _mvapich2_transports,
+}
+
+
+# --------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FabricSettings:
+    fabric: str
+    profile: str
+    env: dict               #: forcing + reporting variables, placeholders filled
+    launcher_options: tuple
+    expect: frozenset       #: transport names that count as this fabric
+    parser: str             #: key of TRANSPORT_PARSERS
+    #: RDMA devices the partition names (roce/ib): where the MPI reports the
+    #: devices it used (UCX), they must be among these, not just any port.
+    devices: frozenset = frozenset()
+
+    def verify(self, text: str) -> tuple:
+        '''(ok, message) for the MPI output ``text``.'''
+        used = TRANSPORT_PARSERS[self.parser](text)
+        if not used:
+            return False, (f'{self.profile} printed no transport report for fabric '
+                           f'{self.fabric!r} (reporting variables: '
+                           f'{", ".join(sorted(self.report_vars))})')
+        wrong = used - self.expect
+        evidence = transport_evidence(self.parser, text)
+        if wrong:
+            return False, (f'fabric {self.fabric!r} asked for, but {self.profile} used '
+                           f'{", ".join(sorted(wrong))} (expected one of: '
+                           f'{", ".join(sorted(self.expect))}; evidence: {evidence})')
+        if self.devices and self.parser in ('ucx', 'openmpi'):
+            other = ucx_rdma_devices(text) - self.devices
+            if other:
+                return False, (f'fabric {self.fabric!r} on {", ".join(sorted(self.devices))} '
+                               f'asked for, but {self.profile} also used RDMA device(s) '
+                               f'{", ".join(sorted(other))}')
+        return True, (f'{self.profile} used {", ".join(sorted(used))} on fabric {self.fabric!r}'
+                      + ('' if evidence == 'its own transport report' else f' (evidence: {evidence})'))
+
+    @property
+    def report_vars(self) -> frozenset:
+        return frozenset(k for k in self.env if 'VERBOSE' in k or 'LOG' in k or 'DEBUG' in k
+                         or k.startswith('MV2_SHOW'))
+
+
+def _fail(path, key, msg):
+    raise ConfigError(f'{path}: {key}: {msg}')
+
+
+def validate_table(data, path='<table>') -> dict:
+    '''Check the structure of a fabric table; return it unchanged.'''
+    if not isinstance(data, dict):
+        _fail(path, '(top level)', 'expected a mapping with keys schema, profiles, fabrics, launchers')
+    if data.get('schema') != 1:
+        _fail(path, 'schema', f'unsupported schema {data.get("schema")!r} (valid: 1)')
+    for top in ('profiles', 'fabrics', 'launchers'):
+        if not isinstance(data.get(top), dict):
+            _fail(path, top, 'missing or not a mapping')
+    profiles = data['profiles']
+    for name, prof in profiles.items():
+        parser = (prof or {}).get('report', {}).get('parser')
+        if parser not in TRANSPORT_PARSERS:
+            _fail(path, f'profiles.{name}.report.parser',
+                  f'{parser!r} is not a transport parser (valid: {", ".join(TRANSPORT_PARSERS)})')
+        if not isinstance(prof['report'].get('env', {}), dict):
+            _fail(path, f'profiles.{name}.report.env', 'must be a mapping of variable: value')
+    for fabric, entries in data['fabrics'].items():
+        if not isinstance(entries, dict):
+            _fail(path, f'fabrics.{fabric}', 'must be a mapping of MPI profile: settings')
+        for prof, entry in entries.items():
+            if prof == 'description':
+                continue
+            key = f'fabrics.{fabric}.{prof}'
+            if prof not in profiles:
+                _fail(path, key, f'unknown MPI profile (valid: {", ".join(profiles)})')
+            if not isinstance(entry, dict):
+                _fail(path, key, 'must be a mapping with env, expect')
+            unknown = set(entry) - {'env', 'launcher_options', 'expect'}
+            if unknown:
+                _fail(path, f'{key}.{sorted(unknown)[0]}', 'unknown key (valid: env, launcher_options, expect)')
+            if not isinstance(entry.get('env', {}), dict):
+                _fail(path, f'{key}.env', 'must be a mapping of variable: value')
+            options = entry.get('launcher_options', [])
+            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                _fail(path, f'{key}.launcher_options',
+                      f'{options!r} is not a list of strings (one launcher argument each)')
+            exp = entry.get('expect')
+            if not isinstance(exp, list) or not exp or not all(isinstance(x, str) for x in exp):
+                _fail(path, f'{key}.expect', 'must be a non-empty list of transport names')
+    for launcher, fams in data['launchers'].items():
+        if not isinstance(fams, dict) or not all(isinstance(v, list) for v in fams.values()):
+            _fail(path, f'launchers.{launcher}', 'must map MPI family to a list of options')
+    return data
+
+
+@functools.lru_cache(maxsize=None)
+def load_table(path: str | Path = FABRICS_FILE) -> dict:
+    path = Path(path)
+    try:
+        with open(path) as fp:
+            data = yaml.safe_load(fp)
+    except OSError as err:
+        raise ConfigError(f'{path}: cannot read the fabric table: {err.strerror}') from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+    return validate_table(data, path)
+
+
+def fabrics(path: str | Path = FABRICS_FILE) -> tuple:
+    return tuple(load_table(path)['fabrics'])
+
+
+#: Table placeholders and the partition value that fills each.
+PLACEHOLDERS = ('iface', 'rdma_dev', 'rdma_ports', 'rdma_port', 'gid_index')
+
+
+def _fill(value: str, values: dict, where: str) -> str:
+    def repl(m):
+        name = m.group(1)
+        if name not in PLACEHOLDERS:
+            raise ConfigError(f'{where}: unknown placeholder {{{name}}} '
+                              f'(valid: {", ".join(PLACEHOLDERS)})')
+        if values.get(name) is None:
+            raise ConfigError(f'{where}: needs the partition extra {PLACEHOLDER_KEY[name]!r}, '
+                              'which the partition does not set')
+        return str(values[name])
+    return re.sub(r'\{(\w+)\}', repl, str(value))
+
+
+#: The partition key a site sets for each placeholder (for error messages).
+PLACEHOLDER_KEY = {'iface': PartitionKey.IFACE, 'rdma_dev': PartitionKey.RDMA_DEVICE,
+                   'rdma_ports': PartitionKey.RDMA_DEVICE, 'rdma_port': PartitionKey.RDMA_PORT,
+                   'gid_index': PartitionKey.GID_INDEX}
+
+
+# --------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------
+
+#: Defaults of the optional RDMA settings (port 1; GID 3 is RoCE v2 over IPv4
+#: on a default mlx5 configuration).
+DEFAULT_RDMA_PORT = 1
+DEFAULT_GID_INDEX = 3
+
+
+def _positive_int(value, where: str, key: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f'{where}: extras.{key} is {value!r} (valid: a positive integer)')
+    return value
+
+
+def _device_list(value, where: str) -> tuple:
+    if value is None:
+        return ()
+    names = value if isinstance(value, (list, tuple)) else str(value).split(',')
+    names = tuple(str(n).strip() for n in names if str(n).strip())
+    for name in names:
+        if not RDMA_DEVICE_PATTERN.fullmatch(name):
+            raise ConfigError(f'{where}: extras.{PartitionKey.RDMA_DEVICE} names {name!r} '
+                              f'(valid: device names matching {RDMA_DEVICE_PATTERN.pattern}, '
+                              "as a name, a list or 'mlx5_0,mlx5_1')")
+    return names
+
+
+@dataclass(frozen=True)
+class Partition:
+    """A partition as the checks see it: the one fabric it tests and where."""
+    fullname: str                 #: 'system:partition'
+    fabric: str                   #: a key of the fabric table
+    iface: str | None = None      #: the fabric's network interface on the nodes
+    rdma_devices: tuple = ()      #: RDMA devices the MPI must use (roce/ib)
+    rdma_port: int = DEFAULT_RDMA_PORT
+    gid_index: int | None = None
+    link_rate_bps: int | None = None   #: wire rate, for efficiencies
+    mtu: int | None = None             #: what the preflight requires
+    link_speed_mbps: int | None = None
+    num_nodes: int = 1                 #: nodes a check may span
+    nodes_share_cores: bool = False    #: an emulated cluster on one host's cores
+
+    @property
+    def multinode(self) -> bool:
+        return self.num_nodes > 1
+
+    @property
+    def is_rdma(self) -> bool:
+        return self.fabric in RDMA_FABRICS
+
+    @classmethod
+    def from_extras(cls, fullname: str, extras: dict, where: str = '') -> 'Partition':
+        """Validate a partition's extras; ``where`` names the file."""
+        where = f'{where}: partition {fullname}' if where else f'partition {fullname}'
+        extras = extras or {}
+        unknown = sorted(set(extras) - set(PartitionKey.ALL) - set(REFRAME_IMPLICIT_EXTRAS))
+        if unknown:
+            raise ConfigError(f'{where}: extras.{unknown[0]} is not a partition setting '
+                              f'(valid: {", ".join(PartitionKey.ALL)})')
+        fabric = extras.get(PartitionKey.FABRIC)
+        valid_fabrics = fabrics()
+        if fabric not in valid_fabrics:
+            raise ConfigError(f'{where}: extras.{PartitionKey.FABRIC} is {fabric!r} '
+                              f'(valid: {", ".join(valid_fabrics)}, from {FABRICS_FILE})')
+        iface = extras.get(PartitionKey.IFACE)
+        if iface is not None and not (isinstance(iface, str) and IFACE_PATTERN.fullmatch(iface)):
+            raise ConfigError(f'{where}: extras.{PartitionKey.IFACE} is {iface!r} (valid: an '
+                              f'interface name matching {IFACE_PATTERN.pattern})')
+        if fabric != Fabric.SHM and iface is None and fabric not in RDMA_FABRICS:
+            raise ConfigError(f'{where}: fabric {fabric!r} needs extras.{PartitionKey.IFACE}, '
+                              'the interface whose counters prove the traffic')
+        devices = _device_list(extras.get(PartitionKey.RDMA_DEVICE), where)
+        if fabric in RDMA_FABRICS and not devices:
+            raise ConfigError(f'{where}: fabric {fabric!r} needs extras.'
+                              f'{PartitionKey.RDMA_DEVICE} (e.g. mlx5_0)')
+        num_nodes = _positive_int(extras.get(PartitionKey.NUM_NODES, 1), where,
+                                  PartitionKey.NUM_NODES)
+        rdma_port = _positive_int(extras.get(PartitionKey.RDMA_PORT, DEFAULT_RDMA_PORT),
+                                  where, PartitionKey.RDMA_PORT)
+        gid_index = extras.get(PartitionKey.GID_INDEX)
+        if gid_index is not None and (isinstance(gid_index, bool) or not isinstance(gid_index, int)
+                                      or gid_index < 0):
+            raise ConfigError(f'{where}: extras.{PartitionKey.GID_INDEX} is {gid_index!r} '
+                              '(valid: an integer >= 0)')
+        shared = extras.get(PartitionKey.NODES_SHARE_CORES, False)
+        if not isinstance(shared, bool):
+            raise ConfigError(f'{where}: extras.{PartitionKey.NODES_SHARE_CORES} is {shared!r} '
+                              '(valid: true or false)')
+        return cls(fullname=fullname, fabric=fabric, iface=iface, rdma_devices=devices,
+                   rdma_port=rdma_port, gid_index=gid_index,
+                   link_rate_bps=_positive_int(extras.get(PartitionKey.LINK_RATE_BPS), where,
+                                               PartitionKey.LINK_RATE_BPS),
+                   mtu=_positive_int(extras.get(PartitionKey.MTU), where, PartitionKey.MTU),
+                   link_speed_mbps=_positive_int(extras.get(PartitionKey.LINK_SPEED_MBPS), where,
+                                                 PartitionKey.LINK_SPEED_MBPS),
+                   num_nodes=num_nodes, nodes_share_cores=shared)
+
+    @classmethod
+    def of(cls, rfm_partition) -> 'Partition':
+        """The model of a ReFrame partition (``self.current_partition``)."""
+        return cls.from_extras(rfm_partition.fullname, rfm_partition.extras)
+
+    def features(self) -> list:
+        """The partition features the checks select on: its fabric, and
+        ``multinode`` where a check may span several nodes."""
+        return [self.fabric] + ([PartitionFeature.MULTINODE] if self.multinode else [])
+
+    def fabric_settings(self, stack: 'Stack', launcher: str,
+                        path: str | Path = FABRICS_FILE) -> 'FabricSettings':
+        """What puts ``stack``'s MPI on this partition's fabric under ``launcher``."""
+        table = load_table(path)
+        entry = table['fabrics'][self.fabric].get(stack.mpi_profile)
+        if entry is None:
+            known = [p for p in table['fabrics'][self.fabric] if p != 'description']
+            raise ConfigError(f'{path}: fabrics.{self.fabric}: no entry for MPI profile '
+                              f'{stack.mpi_profile!r} (valid: {", ".join(known)})')
+        gid_index = DEFAULT_GID_INDEX if self.gid_index is None else self.gid_index
+        values = {'iface': self.iface, 'rdma_port': self.rdma_port, 'gid_index': gid_index,
+                  # {rdma_dev}: the first device (MPIs that take one); {rdma_ports}: every
+                  # device with its port, as UCX_NET_DEVICES wants them (mlx5_0:1,mlx5_1:1).
+                  'rdma_dev': self.rdma_devices[0] if self.rdma_devices else None,
+                  'rdma_ports': (','.join(f'{d}:{self.rdma_port}' for d in self.rdma_devices)
+                                 or None)}
+        where = f'{path}: fabrics.{self.fabric}.{stack.mpi_profile}'
+        env = {k: _fill(v, values, f'{where}.env.{k}') for k, v in entry.get('env', {}).items()}
+        report = table['profiles'][stack.mpi_profile]['report']
+        env.update({k: str(v) for k, v in report.get('env', {}).items()})
+        options = list(table['launchers'].get(launcher, {}).get(stack.mpi_family, []))
+        options += [_fill(o, values, f'{where}.launcher_options')
+                    for o in entry.get('launcher_options', [])]
+        return FabricSettings(self.fabric, stack.mpi_profile, env, tuple(options),
+                              frozenset(entry['expect']), report['parser'],
+                              frozenset(self.rdma_devices) if self.is_rdma else frozenset())
+
+
+@dataclass(frozen=True)
+class Stack:
+    """An hpcnet environment's compiler x MPI stack, as the checks see it."""
+    environ: str                  #: the ReFrame environment's name
+    mpi_family: str
+    mpi_profile: str              #: key of the fabric table's profiles
+    mpi_version: str
+    mpi_source: str = ''          #: 'debian', 'pypi', 'spack', ...
+    mpi_prefix: str = ''
+    #: (what a failure caused by a known defect contains, explanation), or ('', '').
+    known_issue: tuple = ('', '')
+    compiler_family: str = ''
+    compiler_version: str = ''
+    tools: tuple = ()             #: ((program, absolute path), ...)
+    tool_prefixes: tuple = ()     #: prefixes of benchmarks built against this MPI
+
+    @property
+    def mpi_major(self) -> str:
+        return self.mpi_version.split('.')[0]
+
+    def tool(self, name: str) -> str | None:
+        return dict(self.tools).get(name)
+
+    def to_extras(self) -> dict:
+        return {StackKey.MPI_FAMILY: self.mpi_family, StackKey.MPI_PROFILE: self.mpi_profile,
+                StackKey.MPI_VERSION: self.mpi_version, StackKey.MPI_SOURCE: self.mpi_source,
+                StackKey.MPI_PREFIX: self.mpi_prefix,
+                StackKey.MPI_KNOWN_ISSUE: list(self.known_issue),
+                StackKey.COMPILER_FAMILY: self.compiler_family,
+                StackKey.COMPILER_VERSION: self.compiler_version,
+                StackKey.TOOLS: dict(self.tools), StackKey.TOOL_PREFIXES: list(self.tool_prefixes)}
+
+    @classmethod
+    def from_extras(cls, environ: str, extras: dict) -> 'Stack':
+        missing = [k for k in StackKey.ALL if k not in (extras or {})]
+        if missing:
+            raise ConfigError(f'environment {environ} was not made by hpcnet.stacks: its extras '
+                              f'lack {", ".join(missing)} (MPI checks select +mpi environments)')
+        known = extras[StackKey.MPI_KNOWN_ISSUE] or ('', '')
+        return cls(environ=environ, mpi_family=extras[StackKey.MPI_FAMILY],
+                   mpi_profile=extras[StackKey.MPI_PROFILE],
+                   mpi_version=extras[StackKey.MPI_VERSION],
+                   mpi_source=extras[StackKey.MPI_SOURCE], mpi_prefix=extras[StackKey.MPI_PREFIX],
+                   known_issue=tuple(known),
+                   compiler_family=extras[StackKey.COMPILER_FAMILY],
+                   compiler_version=extras[StackKey.COMPILER_VERSION],
+                   tools=tuple(sorted(extras[StackKey.TOOLS].items())),
+                   tool_prefixes=tuple(extras[StackKey.TOOL_PREFIXES]))
+
+    @classmethod
+    def of(cls, rfm_environ) -> 'Stack':
+        """The model of a ReFrame environment (``self.current_environ``)."""
+        return cls.from_extras(rfm_environ.name, rfm_environ.extras)
+
+
+def check_system(system: dict, where: str) -> dict:
+    """Validate every partition of a system dictionary (from ``where``) and add
+    the features its model implies; return the system."""
+    name = system.get('name') if isinstance(system, dict) else None
+    if not isinstance(name, str) or not isinstance(system.get('partitions'), list):
+        raise ConfigError(f'{where}: `system` must be a ReFrame system dictionary with a name '
+                          'and a list of partitions')
+    for part in system['partitions']:
+        model = Partition.from_extras(f'{name}:{part.get("name")}', part.get('extras'), where)
+        part['features'] = sorted(set(part.get('features', [])) | set(model.features()))
+    return system
+
+
+def load_system_files(*directories) -> list:
+    """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
+    (a site is a file).  Returned validated, in the order ReFrame must try
+    them: by file name, except that systems whose hostnames match any host
+    (``.*``, the ``local`` fallback) come last."""
+    import importlib.util
+    systems = []
+    for path in sorted(p for d in directories for p in Path(d).glob('*.py')):
+        spec = importlib.util.spec_from_file_location(f'hpcnet_system_{path.stem}', path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        if not hasattr(module, 'system'):
+            raise ConfigError(f'{path}: defines no `system` (a ReFrame system dictionary)')
+        systems.append(check_system(module.system, str(path)))
+    names = [s['name'] for s in systems]
+    for name in set(names):
+        if names.count(name) > 1:
+            raise ConfigError(f'system {name!r} is defined by more than one system file')
+    return sorted(systems, key=lambda s: '.*' in s.get('hostnames', []))
+
+
+def system_directories() -> list:
+    """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
+    (colon-separated: a site's own system files kept outside the checkout)."""
+    extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
+    return [SYSTEMS_DIR, *extra]

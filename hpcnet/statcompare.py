@@ -1,0 +1,311 @@
+"""Is "after" worse, better or the same as "before"? The statistics of
+comparing two sets of benchmark samples of one metric.
+
+Standard library only: the suite must run where numpy/scipy are not installed.
+
+Decision rule (``compare_samples``), and why:
+
+* "Worse" is lower values for a higher-is-better metric (bandwidth, message
+  rate) and higher values otherwise (latency, error counts). The size of a
+  change is the relative shift of the medians, ``ratio = median(after) /
+  median(before)``; ``worse_by = 1 - ratio`` when higher is better, else
+  ``ratio - 1``. Medians, because one disturbed repeat must not move the
+  figure.
+* REGRESSED: the one-sided Mann-Whitney p in the worse direction is below
+  ``alpha`` (the shift is not noise) AND ``worse_by > threshold`` (the shift
+  is big enough to matter). Both are needed: with many samples a 0.5 % drift
+  is "significant" but not worth a ticket; with few noisy samples a 10 % gap
+  can be chance. Mann-Whitney, because it assumes no distribution shape and
+  benchmark repeats are skewed and sometimes bimodal.
+* IMPROVED: the same, mirrored (p in the better direction, better by more
+  than ``threshold``).
+* UNCHANGED: the whole bootstrap confidence interval of the ratio lies inside
+  ``[1 - threshold, 1 + threshold]``: positive evidence of "no change that
+  matters", not merely the absence of a significant difference (a high p from
+  three noisy samples proves nothing).
+* INCONCLUSIVE: anything else, and always when a side has fewer than
+  ``MIN_SAMPLES`` samples. The reason says why, including when the sample
+  counts cannot reach ``alpha`` at all: without ties the smallest possible
+  one-sided p is ``1 / C(n1 + n2, n1)`` (0.05 for 3+3, so 3+3 can never be
+  significant at 0.05). ``more_samples`` estimates how many more samples per
+  side would decide it (see ``_more_samples_needed``).
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import math
+import random
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+
+class Verdict:
+    """The four outcomes of a comparison, as plain strings (they go into
+    tables and JSON as they are)."""
+    REGRESSED = 'regressed'
+    IMPROVED = 'improved'
+    UNCHANGED = 'unchanged'
+    INCONCLUSIVE = 'inconclusive'
+
+
+MIN_SAMPLES = 3          # below this per side, neither a median nor a rank test means anything
+EXACT_MAX_PAIRS = 400    # n1*n2 up to which the exact U distribution is counted (20+20)
+
+_HIGHER_IS_BETTER_UNITS = ('MB/s', 'Mbit/s', 'Gbit/s', 'GB/s', 'msg/s', 'trans/s', 'ratio',
+                           '% overlap')
+_LOWER_IS_BETTER_UNITS = ('us', 'ms', 's', 'ns', 'usec', 'count', '% lost')
+
+
+def higher_is_better(unit: str) -> bool:
+    """Direction of "better" from a metric's unit: rates and efficiency ratios
+    are higher-is-better; times and counts (errors, outlier nodes) are
+    lower-is-better. An unknown unit is an error rather than a guess, because
+    a wrong guess turns every regression into an improvement."""
+    if unit in _HIGHER_IS_BETTER_UNITS or unit.endswith('/s'):
+        return True
+    if unit in _LOWER_IS_BETTER_UNITS:
+        return False
+    raise ValueError(
+        f'unknown unit {unit!r}: cannot tell whether higher is better; known units are '
+        f'{", ".join(_HIGHER_IS_BETTER_UNITS)} or any rate ending in "/s" (higher is better) '
+        f'and {", ".join(_LOWER_IS_BETTER_UNITS)} (lower is better)')
+
+
+@functools.lru_cache(maxsize=256)
+def _exact_u_counts(n_before: int, n_after: int) -> tuple:
+    """counts[u] = number of orderings of n_before + n_after distinct values in
+    which U (pairs where the after value exceeds the before value) equals u.
+
+    Dynamic programming over the largest value of the combined sample: if it
+    is an after value it beats all n_before before values (U gains n_before),
+    if it is a before value it beats nothing:
+    f(b, a, u) = f(b, a - 1, u - b) + f(b - 1, a, u)."""
+    table = [[(1,)] * (n_after + 1) for _ in range(n_before + 1)]
+    for b in range(1, n_before + 1):
+        for a in range(1, n_after + 1):
+            largest_after = table[b][a - 1]        # U values 0 .. b*(a-1), shifted by b
+            largest_before = table[b - 1][a]       # U values 0 .. (b-1)*a
+            counts = [0] * (b * a + 1)
+            for u, ways in enumerate(largest_after):
+                counts[u + b] += ways
+            for u, ways in enumerate(largest_before):
+                counts[u] += ways
+            table[b][a] = tuple(counts)
+    return table[n_before][n_after]
+
+
+def _ranks(values: Sequence[float]) -> list:
+    """1-based ranks, tied values sharing the mean of their ranks."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        mean_rank = (start + end) / 2 + 1
+        for position in range(start, end + 1):
+            ranks[order[position]] = mean_rank
+        start = end + 1
+    return ranks
+
+
+def _finite_sample(values: Sequence[float], side: str) -> list:
+    """The values as floats; an empty side or a NaN/inf is an error."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError(f'{side} has no samples')
+    for index, value in enumerate(values):
+        if not math.isfinite(value):
+            raise ValueError(f'{side} sample #{index} is {value!r}: samples must be finite numbers')
+    return values
+
+
+def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative: str) -> float:
+    """One-sided Mann-Whitney U test p-value.
+
+    ``alternative='greater'``: H1 is that after tends to be larger than
+    before; ``'less'``: that after tends to be smaller.
+
+    Method: the EXACT null distribution of U (every ordering of the pooled
+    samples equally likely, counted by dynamic programming) when there are no
+    ties and ``n1 * n2 <= EXACT_MAX_PAIRS``, because the normal approximation
+    is poor for the handful of repeats a benchmark usually has. Otherwise the
+    normal approximation with the tie-corrected variance and a continuity
+    correction of 0.5 (the same as scipy.stats.mannwhitneyu with
+    ``method='asymptotic'``), since ties break the exact counting and large
+    samples make it slow and unnecessary. All values equal gives p = 1 (no
+    evidence of any shift).
+    """
+    if alternative not in ('less', 'greater'):
+        raise ValueError(f'alternative must be "less" or "greater", not {alternative!r}')
+    before = _finite_sample(before, 'before')
+    after = _finite_sample(after, 'after')
+    n_before, n_after = len(before), len(after)
+    pooled = before + after
+    ranks = _ranks(pooled)
+    u_after = sum(ranks[n_before:]) - n_after * (n_after + 1) / 2
+    has_ties = len(set(pooled)) < len(pooled)
+
+    if not has_ties and n_before * n_after <= EXACT_MAX_PAIRS:
+        counts = _exact_u_counts(n_before, n_after)
+        u = round(u_after)                      # an integer without ties
+        tail = counts[u:] if alternative == 'greater' else counts[:u + 1]
+        return sum(tail) / math.comb(n_before + n_after, n_before)
+
+    n_total = n_before + n_after
+    tie_sizes = collections.Counter(pooled).values()
+    tie_term = sum(t ** 3 - t for t in tie_sizes) / (n_total * (n_total - 1))
+    variance = n_before * n_after / 12 * ((n_total + 1) - tie_term)
+    if variance <= 0:
+        return 1.0                              # every value equal: nothing points either way
+    mean = n_before * n_after / 2
+    if alternative == 'greater':
+        z = (u_after - mean - 0.5) / math.sqrt(variance)
+    else:
+        z = (mean - u_after - 0.5) / math.sqrt(variance)
+    return 0.5 * math.erfc(z / math.sqrt(2))   # upper tail of the standard normal
+
+
+def min_exact_p(n_before: int, n_after: int) -> float:
+    """The smallest one-sided p the exact test can give for these sample
+    counts (complete separation): 1 / C(n1 + n2, n1)."""
+    return 1 / math.comb(n_before + n_after, n_before)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of compare_samples; ``reason`` is the one line to show a person."""
+    verdict: str
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    n_before: int
+    n_after: int
+    reason: str
+    more_samples: int | None
+
+
+def _benchmark_sample(values: Sequence[float], side: str) -> list:
+    """The values as floats; benchmark figures are positive and finite, and a
+    ratio of medians needs a non-zero denominator."""
+    values = _finite_sample(values, side)
+    for index, value in enumerate(values):
+        if value <= 0:
+            raise ValueError(f'{side} sample #{index} is {value!r}: benchmark figures must be positive')
+    return values
+
+
+def _percentile(sorted_values: list, fraction: float) -> float:
+    """Linearly interpolated percentile of already sorted values."""
+    position = fraction * (len(sorted_values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def bootstrap_ratio_ci(before: list, after: list, confidence: float, resamples: int) -> tuple:
+    """Percentile bootstrap interval of median(after) / median(before): both
+    sides resampled with replacement. Seeded (random.Random(0)) so the same
+    samples always give the same verdict."""
+    rng = random.Random(0)
+    ratios = sorted(statistics.median(rng.choices(after, k=len(after)))
+                    / statistics.median(rng.choices(before, k=len(before)))
+                    for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return _percentile(ratios, tail), _percentile(ratios, 1 - tail)
+
+
+def _more_samples_needed(n_before: int, n_after: int, ratio: float, ci_low: float,
+                         ci_high: float, alpha: float, threshold: float) -> int:
+    """A rough estimate of how many more samples per side would decide an
+    inconclusive comparison: the largest of
+    - the count that brings both sides to MIN_SAMPLES;
+    - the count k at which the smallest achievable exact p,
+      1 / C(n1 + n2 + 2k, n1 + k), falls below alpha;
+    - the count at which the CI's half-width, shrinking as 1/sqrt(n), gets
+      below the distance from the ratio to the nearer edge of the
+      [1 - threshold, 1 + threshold] band (then the CI lies on one side of it:
+      inside gives UNCHANGED, outside a shift beyond the threshold). The
+      distance is floored at threshold / 10 so a ratio sitting on an edge
+      gives a large finite number rather than infinity.
+    Always at least 1."""
+    n_now = min(n_before, n_after)
+    to_minimum = MIN_SAMPLES - n_now
+    to_reach_alpha = 0
+    while min_exact_p(n_before + to_reach_alpha, n_after + to_reach_alpha) >= alpha:
+        to_reach_alpha += 1
+    half_width = (ci_high - ci_low) / 2
+    distance = max(min(abs(ratio - (1 - threshold)), abs(ratio - (1 + threshold))), threshold / 10)
+    to_narrow_ci = math.ceil(n_now * (half_width / distance) ** 2) - n_now
+    return max(1, to_minimum, to_reach_alpha, to_narrow_ci)
+
+
+def _shift_words(worse_by: float) -> str:
+    if worse_by > 0:
+        return f'{worse_by * 100:.1f} % worse'
+    if worse_by < 0:
+        return f'{-worse_by * 100:.1f} % better'
+    return 'no different'
+
+
+def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_better: bool,
+                    alpha: float = 0.05, threshold: float = 0.03, confidence: float = 0.95,
+                    resamples: int = 2000) -> Comparison:
+    """The verdict on after versus before by the rule in the module docstring.
+
+    ``threshold`` is the relative shift of the medians that matters (0.03 =
+    3 %); ``alpha`` the one-sided significance level; ``confidence`` and
+    ``resamples`` set the bootstrap interval of the ratio of medians."""
+    for name, value in (('alpha', alpha), ('threshold', threshold), ('confidence', confidence)):
+        if not 0 < value < 1:
+            raise ValueError(f'{name} must be between 0 and 1 (exclusive), not {value!r}')
+    if resamples < 1:
+        raise ValueError(f'resamples must be at least 1, not {resamples!r}')
+    before = _benchmark_sample(before, 'before')
+    after = _benchmark_sample(after, 'after')
+    n_before, n_after = len(before), len(after)
+
+    ratio = statistics.median(after) / statistics.median(before)
+    worse_by = 1 - ratio if higher_better else ratio - 1
+    worse_direction, better_direction = ('less', 'greater') if higher_better else ('greater', 'less')
+    p_worse = mann_whitney_p(before, after, worse_direction)
+    p_better = mann_whitney_p(before, after, better_direction)
+    ci_low, ci_high = bootstrap_ratio_ci(before, after, confidence, resamples)
+
+    counts = f'{n_before}+{n_after} samples'
+    interval = f'{confidence * 100:g} % CI {ci_low:.3f}-{ci_high:.3f}'
+    band = f'{1 - threshold:.3f}-{1 + threshold:.3f}'
+    shift = f'after is {_shift_words(worse_by)} (ratio {ratio:.3f}, {interval})'
+
+    def result(verdict: str, p_value: float, reason: str, more: int | None = None) -> Comparison:
+        return Comparison(verdict, ratio, ci_low, ci_high, p_value, n_before, n_after, reason, more)
+
+    enough = min(n_before, n_after) >= MIN_SAMPLES
+    if enough and p_worse < alpha and worse_by > threshold:
+        return result(Verdict.REGRESSED, p_worse,
+                      f'{shift}, p={p_worse:.3g} < {alpha:g} with {counts}')
+    if enough and p_better < alpha and -worse_by > threshold:
+        return result(Verdict.IMPROVED, p_worse,
+                      f'{shift}, p={p_better:.3g} < {alpha:g} with {counts}')
+    if enough and 1 - threshold <= ci_low and ci_high <= 1 + threshold:
+        return result(Verdict.UNCHANGED, p_worse,
+                      f'{shift}: the CI is inside {band} (±{threshold * 100:g} %) with {counts}')
+
+    p_shift = p_worse if worse_by > 0 else p_better
+    if not enough:
+        why = f'fewer than {MIN_SAMPLES} samples on a side cannot be judged'
+    elif min_exact_p(n_before, n_after) >= alpha:
+        why = (f'{counts} cannot reach p < {alpha:g} at all (smallest possible p = '
+               f'1/C({n_before + n_after},{n_before}) = {min_exact_p(n_before, n_after):.3g})')
+    elif p_shift >= alpha:
+        why = f'the shift is not significant (p={p_shift:.3g} >= {alpha:g}) and the CI is not inside {band}'
+    else:
+        why = (f'the shift is significant (p={p_shift:.3g}) but not beyond the '
+               f'{threshold * 100:g} % threshold, and the CI is not inside {band}')
+    more = _more_samples_needed(n_before, n_after, ratio, ci_low, ci_high, alpha, threshold)
+    return result(Verdict.INCONCLUSIVE, p_worse,
+                  f'{shift} with {counts}: {why}; about {more} more per side would decide it', more)

@@ -1,0 +1,37 @@
+"""A Slurm virtual cluster on one host, for running the suite for real.
+
+``hpcnet testbed up`` builds, as root, a head node (``hn0``) and N compute
+nodes (``cn1`` ... ``cnN``). Every node is its own network namespace, UTS
+namespace (its own hostname) and mount namespace (its own SlurmdSpoolDir,
+TmpFS, sysfs and /etc/hosts); each node's ``eth0`` is one end of a veth pair
+whose other end is a port of a bridge living in a namespace of its own
+(``<name>-br``). Addresses (10.77.0.0/24 by default) exist only inside those
+namespaces; the root namespace gets none and no route. A private munged,
+slurmctld (head node) and one ``slurmd -N cnX`` per compute node run with
+configuration generated into the state directory, from the templates in
+``ci/testbed/``. Every link can be shaped with a ``tbf`` qdisc.
+
+Everything ``up`` creates is recorded, as it is created, in
+``<state-dir>/state.json``; ``down`` (and a failed ``up``) undo exactly that,
+in reverse: the recorded daemons (SIGTERM, bounded wait, SIGKILL), then any
+process left inside the namespaces, then mounts, namespaces, veths, bridge,
+files.
+
+API for the ReFrame integration (see ``Testbed``)::
+
+    tb = Testbed()                  # default state dir /run/hpcnet-testbed
+    tb.head_prefix()                # ['nsenter', '--net=...', ..., '--']
+    tb.slurm_conf                   # path to export as SLURM_CONF
+    tb.env()                        # {'SLURM_CONF': ..., 'PATH': <bin>:...}
+    tb.nodes(), tb.addresses()      # names and addresses
+    tb.iface, tb.rate               # 'eth0', '1gbit' (or None)
+
+CLI: ``hpcnet testbed up|down|exec|status|shape`` or
+``python -m hpcnet.testbed ...``.
+"""
+from hpcnet.testbed.cluster import Testbed
+from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, rate_bps
+from hpcnet.testbed.processes import leftovers, unavailable_reason
+
+__all__ = ['DEFAULTS', 'StepError', 'Testbed', 'TestbedError', 'leftovers', 'rate_bps',
+           'unavailable_reason']

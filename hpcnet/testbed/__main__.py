@@ -1,0 +1,6 @@
+"""python -m hpcnet.testbed ..."""
+import sys
+
+from hpcnet.testbed.cli import main
+
+sys.exit(main())

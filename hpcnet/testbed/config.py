@@ -1,0 +1,90 @@
+"""The testbed's one set of defaults and its errors (used by ``hpcnet
+testbed`` and ``hpcnet testbed run`` alike)."""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcnet.constants import PROJECT_ROOT
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """What ``hpcnet testbed up`` builds unless told otherwise."""
+    name: str = 'hpcnet'
+    #: A head node and this many compute nodes, each with its own link.
+    nodes: int = 4
+    #: Every link shaped like Gigabit Ethernet (ci/testbed/README.md, "Shaping").
+    rate: str = '1gbit'
+    #: A bucket of about two full frames: a larger one lets messages that fit
+    #: in it leave at memory speed (faster than any wire).
+    burst: str = '4kb'
+
+
+DEFAULTS = Defaults()
+
+#: tbf's latency bound (how long a packet may wait for tokens).
+TBF_LATENCY = '50ms'
+#: Bytes a real Ethernet frame spends on the wire beyond what the kernel
+#: hands the device: preamble 8 + frame check 4 + inter-frame gap 12.
+ETHERNET_OVERHEAD = 24
+IFACE = 'eth0'
+HEAD = 'hn0'
+SUBNET_PREFIX = '10.77.0'       # /24; head .10, cnI .(10+I)
+NETMASK_BITS = 24
+HOST_OFFSET = 10
+MAX_NODES = 200
+NETNS_DIR = Path('/run/netns')
+BRIDGE = 'br0'
+
+STOP_WAIT = 20.0        # seconds for daemons to exit on SIGTERM
+KILL_WAIT = 5.0         # seconds after SIGKILL
+CMD_TIMEOUT = 30.0      # default timeout of every helper command
+READY_TIMEOUT = 40.0    # slurm daemons up and nodes idle
+
+REQUIRED_TOOLS = ('ip', 'tc', 'nsenter', 'unshare', 'mount', 'umount',
+                  'munged', 'slurmctld', 'slurmd', 'scontrol', 'sinfo',
+                  'sacct')
+
+
+class TestbedError(Exception):
+    """Any failure of the testbed, with a message meant for a human."""
+
+    __test__ = False  # not a pytest class
+
+
+class StepError(TestbedError):
+    """A named step of ``up`` failed."""
+
+    def __init__(self, step: str, detail: str):
+        self.step = step
+        self.detail = detail
+        super().__init__(f"step '{step}' failed: {detail}")
+
+
+_RATE = re.compile(r'(\d+(?:\.\d+)?)(k|m|g)?bit')
+
+
+def rate_bps(rate: str) -> int:
+    """'1gbit' -> 1000000000 (tc's decimal units of bits per second)."""
+    m = _RATE.fullmatch(str(rate).strip().lower())
+    if not m:
+        raise TestbedError(f'rate {rate!r} is not valid (valid: a number with kbit, mbit or '
+                           "gbit, e.g. 1gbit, 500mbit; or 'none')")
+    return int(float(m.group(1)) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m.group(2)])
+
+
+def default_state_dir(name: str = DEFAULTS.name) -> Path:
+    env = os.environ.get('HPCNET_TESTBED_STATE_DIR')
+    if env and name == DEFAULTS.name:
+        return Path(env)
+    return Path(f'/run/{name}-testbed')
+
+
+def default_template_dir() -> Path:
+    env = os.environ.get('HPCNET_TESTBED_TEMPLATES')
+    if env:
+        return Path(env)
+    return PROJECT_ROOT / 'ci' / 'testbed'

@@ -1,0 +1,169 @@
+"""Processes and namespaces of the testbed: start, signal, wait, find what
+is left inside a namespace, and whether this machine can build a testbed."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from hpcnet.testbed.config import KILL_WAIT, REQUIRED_TOOLS
+
+
+def unavailable_reason() -> Optional[str]:
+    """Why a testbed cannot be built on this machine, or None when it can."""
+    if os.geteuid() != 0:
+        return 'needs root'
+    missing = [t for t in REQUIRED_TOOLS if not shutil.which(t)]
+    if missing:
+        return 'not installed: ' + ', '.join(missing)
+    try:
+        r = subprocess.run(['unshare', '--net', '--uts', '--mount', 'true'],
+                           capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f'cannot probe namespaces: {e}'
+    if r.returncode != 0:
+        return f'namespaces not permitted: {r.stderr.strip()}'
+    return None
+
+
+def leftovers(name: str, state_dir, pids=()) -> List[str]:
+    """Everything of testbed ``name`` still present (empty: nothing)."""
+    left = []
+    out = subprocess.run(['ip', 'netns', 'list'], capture_output=True,
+                         text=True, timeout=10).stdout
+    left += [f'netns {l.split()[0]}' for l in out.splitlines()
+             if l.startswith(name + '-')]
+    if Path(state_dir).exists():
+        left.append(f'state dir {state_dir}')
+    with open('/proc/mounts') as f:
+        left += [f'mount {l.split()[1]}' for l in f
+                 if str(state_dir) in l or f'/run/netns/{name}-' in l]
+    left += [f'pid {p}' for p in pids if alive(p)]
+    for d in os.listdir('/proc'):
+        if d.isdigit() and int(d) != os.getpid() and alive(int(d)):
+            try:
+                cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(
+                    errors='replace')
+            except OSError:
+                continue
+            if str(state_dir) in cmd:
+                left.append(f'process {d}: {cmd.replace(chr(0), " ")}')
+    return left
+
+
+def fmt_cmd(argv: Sequence[str]) -> str:
+    return ' '.join(shlex.quote(str(a)) for a in argv)
+
+
+# --- processes -----------------------------------------------------------
+
+def proc_stat(pid: int):
+    """(state, starttime) of a process, or None if it does not exist."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            data = f.read()
+    except OSError:
+        return None
+    rest = data[data.rindex(')') + 2:].split()
+    return rest[0], rest[19]
+
+
+def alive(pid: int, start: Optional[str] = None) -> bool:
+    st = proc_stat(pid)
+    if st is None or st[0] in ('Z', 'X'):
+        return False
+    return start is None or st[1] == start
+
+
+# Popen objects of the daemons this Python process started, so that they are
+# reaped (no zombies) when ``down`` runs in the same process as ``up``.
+CHILDREN: Dict[int, subprocess.Popen] = {}
+
+
+def reap():
+    for pid, proc in list(CHILDREN.items()):
+        if proc.poll() is not None:
+            del CHILDREN[pid]
+
+
+def signal_pid(pid: int, sig: int):
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def wait_gone(procs: Dict[int, Optional[str]], timeout: float) -> List[int]:
+    """Wait (bounded) until none of ``procs`` is alive; return the live ones."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reap()
+        live = [p for p, s in procs.items() if alive(p, s)]
+        if not live or time.monotonic() >= deadline:
+            return live
+        time.sleep(0.05)
+
+
+def stop(procs: Dict[int, Optional[str]], term_wait: float) -> List[str]:
+    """SIGTERM, bounded wait, SIGKILL, bounded wait. Return problems."""
+    live = [p for p, s in procs.items() if alive(p, s)]
+    if not live:
+        return []
+    for p in live:
+        signal_pid(p, signal.SIGTERM)
+    live = wait_gone({p: procs[p] for p in live}, term_wait)
+    for p in live:
+        signal_pid(p, signal.SIGKILL)
+    live = wait_gone({p: procs[p] for p in live}, KILL_WAIT)
+    return [f'process {p} survived SIGKILL' for p in live]
+
+
+def ns_inode(path: Path) -> Optional[int]:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def procs_in_namespaces(inodes: Dict[str, set]) -> Dict[int, Optional[str]]:
+    """Processes whose net, uts or mnt namespace is one of ``inodes``."""
+    me = {os.getpid()}
+    p = os.getppid()
+    while p > 1 and p not in me:      # never sweep ourselves or our callers
+        me.add(p)
+        try:
+            with open(f'/proc/{p}/stat') as f:
+                d = f.read()
+            p = int(d[d.rindex(')') + 2:].split()[1])
+        except (OSError, ValueError):
+            break
+    found = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) in me:
+            continue
+        pid = int(entry)
+        for kind, inos in inodes.items():
+            if not inos:
+                continue
+            try:
+                link = os.readlink(f'/proc/{pid}/ns/{kind}')
+            except OSError:
+                continue
+            m = re.search(r'\[(\d+)\]', link)
+            if m and int(m.group(1)) in inos:
+                st = proc_stat(pid)
+                if st and st[0] not in ('Z', 'X'):
+                    found[pid] = st[1]
+                break
+    return found
+
+
+def mounts() -> List[str]:
+    with open('/proc/self/mounts') as f:
+        return [line.split()[1].replace('\\040', ' ') for line in f]

@@ -1,0 +1,153 @@
+"""Errors a user can cause get one message naming what was wrong and what is
+valid; the build flags reach the compiler."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import run_reframe
+
+from hpcnet.constants import CONFIG_DIR
+
+HPCNET = Path(sys.executable).with_name('hpcnet')
+CHECKS = Path(__file__).parent / 'checks'
+
+
+def hpcnet(*args, env=None):
+    import os
+    return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
+                          timeout=300)
+
+
+def test_unknown_system_lists_the_valid_ones():
+    res = hpcnet('run', '--system', 'nosuch')
+    assert res.returncode == 2
+    assert 'hpcnet: error: --system nosuch: no such system (valid: example, local, testbed' in res.stdout
+    res = hpcnet('run', '--system', 'local:ib')
+    assert "system local has no partition 'ib' (valid: shm, tcp)" in res.stdout
+
+
+def test_environment_pattern_matching_nothing_fails():
+    res = hpcnet('run', '-p', '^no-such-env$')
+    assert res.returncode == 2
+    assert '-p ^no-such-env$: matches no environment (valid: ' in res.stdout
+    assert 'Traceback' not in res.stdout
+
+
+def test_bad_mpi_prefix_is_one_message(tmp_path):
+    res = hpcnet('stacks', '--refresh', env={'HPCNET_MPI_PREFIXES': str(tmp_path)})
+    assert res.returncode == 2
+    assert f"HPCNET_MPI_PREFIXES: '{tmp_path}' has no bin/mpicc" in res.stdout
+    assert 'Traceback' not in res.stdout
+
+
+def test_fabrics_validate(tmp_path):
+    res = hpcnet('fabrics', 'validate')
+    assert res.returncode == 0 and 'ok: system local: shm (shm), tcp (tcp)' in res.stdout
+    bad = tmp_path / 'fabrics.yaml'
+    table = yaml.safe_load((CONFIG_DIR / 'fabrics.yaml').read_text())
+    # A string where a list of launcher arguments belongs (was split into characters).
+    table['fabrics']['tcp']['openmpi']['launcher_options'] = '--bind-to none'
+    bad.write_text(yaml.safe_dump(table))
+    res = hpcnet('fabrics', 'validate', str(bad))
+    assert res.returncode == 2
+    assert "launcher_options: '--bind-to none' is not a list of strings" in res.stdout
+
+
+def test_warnings_as_errors_reach_the_compiler(tmp_path):
+    proc, cases = run_reframe(tmp_path, '-c', str(CHECKS / 'build_flags.py'), '-n', 'build_warns',
+                              '-p', 'builtin', retries=0, system='local:tcp', timeout=120)
+    (case,) = cases
+    assert case['result'] == 'fail' and case['fail_phase'].startswith('compile'), proc.stdout[-2000:]
+    build_sh = Path(case['stagedir']) / 'rfm_build.sh'
+    assert "'CFLAGS=-O2 -Wall -Wextra -Werror'" in build_sh.read_text()
+    err = (Path(case['stagedir']) / 'rfm_build.err').read_text()
+    assert 'unused_variable' in err and '-Werror' in err
+
+
+def test_run_without_references_says_not_judged(one_env_per_stack):
+    res = hpcnet('run', '--name', 'test-not-judged', '--system', 'local:shm', '-c', 'checks/p2p.py',
+                 '-n', 'hpcnet_p2p.*mode=pingpong', '-p', f'^{one_env_per_stack[0]}$',
+                 '-S', 'time_per_size_ms=2',
+                 env={'HPCNET_REFERENCE_DIR': str(Path(__file__).parent / 'no-such-dir')})
+    assert res.returncode == 0, res.stdout[-2000:]
+    assert 'PERFORMANCE NOT JUDGED' in res.stdout and 'hpcnet baseline' in res.stdout
+
+
+def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per_stack, tmp_path):
+    refdir = tmp_path / 'refs'
+    refdir.mkdir()
+    (refdir / 'local.yaml').write_text(
+        'hpcnet_p2p:\n  $index: [$partition, mpi_family, mode]\n  local:shm:\n    .*:\n'
+        '      pingpong:\n        latency_8B: [1.0, -1.0, 1000.0, us]\n'
+        "$not_asserted:\n  hpcnet_p2p:\n    'local:shm/.*/(latency_0B|bandwidth_.*)': not under test\n")
+    res = hpcnet('run', '--name', 'test-perflog', '--system', 'local:shm',
+                 '-n', 'hpcnet_p2p.*mode=pingpong', '-p', f'^{one_env_per_stack[0]}$',
+                 '-S', 'time_per_size_ms=2', env={'HPCNET_REFERENCE_DIR': str(refdir)})
+    assert res.returncode == 0, res.stdout[-2000:]
+    log = own_history / 'perflogs' / 'local' / 'shm' / 'hpcnet_p2p.log'
+    lines = [l for l in log.read_text().splitlines() if one_env_per_stack[0] in l]
+    latency = [l for l in lines if '|latency_8B=' in l][-1].split('|')
+    # completion time|name|environ|var=value|unit|ref (l, u)|result|judgement|library
+    value = float(latency[3].split('=')[1])
+    assert value > 0 and latency[4] == 'us'
+    assert latency[5] == 'ref=1.0 (l=-1.0, u=1000.0)' and latency[6] == 'pass'
+    assert latency[7].startswith('judged against') and latency[8]
+
+
+def test_only_named_known_issues_are_retried(tmp_path):
+    from hpcnet import stacks
+    mpich4 = [e.name for e in stacks.discover().environments
+              if e.stack().known_issue[0] and e.primary]
+    if not mpich4:
+        pytest.fail('no environment with a named known issue (Debian MPICH 4.0.2 over UCX)')
+    res = hpcnet('run', '--name', 'test-retry', '--system', 'local:shm', '-c', str(CHECKS / 'retry.py'),
+                 '-n', '^retry_', '-p', f'^{mpich4[0]}$',
+                 '-S', f'retry_known_issue.marker={tmp_path / "known"}',
+                 '-S', f'retry_other_failure.marker={tmp_path / "other"}')
+    assert 'PASSED ONLY ON RETRY: retry_known_issue' in res.stdout, res.stdout[-3000:]
+    assert 'retry_other_failure' not in ''.join(l for l in res.stdout.splitlines()
+                                                 if 'retrying once' in l)
+    assert res.returncode == 1          # the other failure is final
+
+
+def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
+    '''hpcnet baseline: K repeats -> a reference file with provenance (an
+    existing one is kept, the diff shown); the next run is judged against
+    it; hpcnet compare of the two sessions prints the verdict table.'''
+    refdir = tmp_path / 'refs'
+    refdir.mkdir()
+    env = {'HPCNET_REFERENCE_DIR': str(refdir)}
+    select = ['--system', 'local:shm', '-n', 'hpcnet_p2p.*scale=1_node.*mode=pingpong',
+              '-p', f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=2']
+    res = hpcnet('baseline', '--repeats', '3', *select, env=env)
+    assert res.returncode == 0, res.stdout[-3000:]
+    written = refdir / 'local.yaml'
+    data = yaml.safe_load(written.read_text())
+    prov = data['$provenance']
+    assert prov['repeats'] == 3 and prov['passed_cases'] == 3, prov
+    assert one_env_per_stack[0] in prov['environments'] and prov['suite_commit']
+    leaf = data['hpcnet_p2p']['local:shm']
+    value = next(iter(leaf.values()))['pingpong']['latency_8B']
+    assert value[0] > 0 and value[2] >= 0.03 and value[3] == 'us', value
+    # Again: the file is kept, the new baseline written beside it.
+    res = hpcnet('baseline', '--repeats', '3', *select, env=env)
+    assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
+    assert (refdir / 'local.yaml.baseline').exists()
+    # The next run is judged against the baseline.
+    res = hpcnet('run', '--name', 'after-baseline', *select, '--reruns', '2', env=env)
+    assert 'PERFORMANCE NOT JUDGED' not in res.stdout, res.stdout[-3000:]
+    reports = Path(os.environ['HPCNET_REPORTS_DIR'])
+    assert (reports / 'after-baseline-latest.html').exists()
+    res = hpcnet('compare', str(reports / 'baseline-latest.json'),
+                 str(reports / 'after-baseline-latest.json'))
+    assert res.returncode in (0, 1), res.stdout[-3000:]
+    assert 'one-sided Mann-Whitney U at alpha 0.05' in res.stdout
+    assert 'latency_8B [us]' in res.stdout and ' 3+3 ' in res.stdout, res.stdout[-3000:]
+    # Stored sessions are sides too: the latest baseline session.
+    res = hpcnet('compare', 'baseline', str(reports / 'after-baseline-latest.json'))
+    assert 'before: baseline (sessions ' in res.stdout, res.stdout[-3000:]

@@ -1,0 +1,105 @@
+"""hpcnet compare: per metric a verdict from the samples of two sides, and
+beside every regression what changed between them."""
+import json
+import random
+
+import pytest
+
+from hpcnet import compare, statcompare
+
+
+def _case(run_value, unit='MB/s', metric='bandwidth_4MiB', transport="openmpi used tcp on fabric 'tcp'",
+          nodes=('cn1', 'cn2'), errors=0, result='pass', env='gcc12-openmpi4'):
+    return {'name': 'hpcnet_p2p %scale=2_nodes %mode=bw /5b414a9c', 'system': 'testbed',
+            'partition': 'eth', 'environ': env, 'result': result, 'fixture': False,
+            'mpi_library': 'Open MPI v4.1.4', 'transport': transport,
+            'job_nodelist': list(nodes), 'link_rate_bps': 1000000000,
+            'link_counters': [{'host': 'cn1', 'iface': 'eth0', 'tx_bytes': 1, 'rx_errors': errors}],
+            'perfvalues': {f'testbed:eth:{metric}': [run_value, None, None, None, unit, 'pass']}}
+
+
+def _report(path, values, uuid, **case_kw):
+    report = {'session_info': {'uuid': uuid},
+              'runs': [{'testcases': [_case(v, **case_kw)]} for v in values]}
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def _noisy(center, spread, n, seed):
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
+
+
+def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
+    before = _report(tmp_path / 'b.json', _noisy(117.0, 0.01, 5, 1), 'before-uuid')
+    after = _report(tmp_path / 'a.json', _noisy(105.0, 0.01, 5, 2), 'after-uuid',
+                    transport="openmpi used tcp on fabric 'tcp' (fallback)", errors=12)
+    rows, only_before, only_after = compare.compare(compare.load_side(before),
+                                                    compare.load_side(after))
+    assert not only_before and not only_after
+    (row,) = rows
+    assert row.result.verdict == statcompare.Verdict.REGRESSED, row.result.reason
+    assert 0.88 < row.result.ratio < 0.92
+    changed = ' | '.join(row.changed)
+    assert 'transport:' in changed and '(fallback)' in changed
+    assert 'link errors+drops: 0 -> 12' in changed
+    text = compare.table(rows)
+    assert text.splitlines()[1].startswith('REGRESSED') and 'what changed:' in text
+
+
+def test_same_numbers_are_unchanged_and_latency_direction_comes_from_the_unit(tmp_path):
+    before = _report(tmp_path / 'b.json', _noisy(20.0, 0.005, 10, 3), 'b',
+                     unit='us', metric='latency_8B')
+    same = _report(tmp_path / 's.json', _noisy(20.0, 0.005, 10, 4), 's',
+                   unit='us', metric='latency_8B')
+    slower = _report(tmp_path / 'w.json', _noisy(23.0, 0.005, 10, 5), 'w',
+                     unit='us', metric='latency_8B')
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(same))
+    assert row.result.verdict == statcompare.Verdict.UNCHANGED, row.result.reason
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(slower))
+    assert row.result.verdict == statcompare.Verdict.REGRESSED, row.result.reason
+    (row,), _, _ = compare.compare(compare.load_side(slower), compare.load_side(before))
+    assert row.result.verdict == statcompare.Verdict.IMPROVED, row.result.reason
+
+
+def test_too_few_samples_are_inconclusive_and_failed_cases_are_no_samples(tmp_path):
+    before = _report(tmp_path / 'b.json', [117.0, 116.0], 'b')
+    after = _report(tmp_path / 'a.json', [80.0, 81.0], 'a')
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(after))
+    assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
+    assert row.result.more_samples and row.result.more_samples >= 1
+    failed = _report(tmp_path / 'f.json', [117.0] * 5, 'f', result='fail')
+    rows, only_before, _ = compare.compare(compare.load_side(before), compare.load_side(failed))
+    assert rows == [] and len(only_before) == 1
+
+
+def test_a_side_that_cannot_be_read_is_one_clear_error(tmp_path):
+    bad = tmp_path / 'bad.json'
+    bad.write_text('{not json')
+    with pytest.raises(compare.CompareError, match='bad.json: not a readable ReFrame JSON report'):
+        compare.load_side(str(bad))
+
+
+def test_counts_that_are_zero_when_healthy_regress_on_any_rise(tmp_path):
+    before = _report(tmp_path / 'b.json', [0, 0, 0], 'b', unit='count', metric='outlier_node_count')
+    after = _report(tmp_path / 'a.json', [1, 1, 0], 'a', unit='count', metric='outlier_node_count')
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(after))
+    assert row.result.verdict == statcompare.Verdict.REGRESSED
+    assert row.result.reason == 'median count 0 -> 1'
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(before))
+    assert row.result.verdict == statcompare.Verdict.UNCHANGED
+
+
+def test_a_configuration_value_that_changed_is_a_regression(tmp_path):
+    before = _report(tmp_path / 'b.json', [9000, 9000], 'b', unit='bytes', metric='mtu')
+    after = _report(tmp_path / 'a.json', [1500, 1500], 'a', unit='bytes', metric='mtu')
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(after))
+    assert row.result.verdict == statcompare.Verdict.REGRESSED
+    assert row.result.reason == 'configured value 9000 -> 1500'
+
+
+def test_a_unit_without_a_direction_is_not_compared_not_guessed(tmp_path):
+    before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
+    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(before))
+    assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
+    assert row.result.reason.startswith("not compared: unknown unit '%'")
