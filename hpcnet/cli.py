@@ -258,21 +258,18 @@ def cmd_run(args) -> int:
 
 def cmd_testbed(args) -> int:
     from hpcnet import testbed
-    from hpcnet.testbed.cli import main as testbed_main
+    from hpcnet.testbed.cli import add_up_options, main as testbed_main, up_from_options
     if args.testbed_args[:1] != ['run']:
         return testbed_main(args.testbed_args)
     p = argparse.ArgumentParser(prog='hpcnet testbed run',
                                 description='testbed up, the suite on it, testbed down')
-    p.add_argument('--nodes', type=int, default=testbed.DEFAULTS.nodes)
-    p.add_argument('--rate', default=testbed.DEFAULTS.rate,
-                   help="tbf rate of every link ('none': unshaped)")
-    p.add_argument('--burst', default=testbed.DEFAULTS.burst)
+    add_up_options(p)
     # Everything else goes to reframe (e.g. -n NAME, -p ENV).
     opts, reframe_args = p.parse_known_args(args.testbed_args[1:])
     tb = testbed.Testbed()
     tb.log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
-        tb.up(opts.nodes, None if opts.rate == 'none' else opts.rate, opts.burst)
+        up_from_options(tb, opts)
     except testbed.TestbedError as err:
         _say(f'testbed did not come up: {err}')
         return 1

@@ -30,8 +30,8 @@ CLI: ``hpcnet testbed up|down|exec|status|shape`` or
 ``python -m hpcnet.testbed ...``.
 """
 from hpcnet.testbed.cluster import Testbed
-from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, rate_bps
+from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, burst_bytes, rate_bps
 from hpcnet.testbed.processes import leftovers, unavailable_reason
 
-__all__ = ['DEFAULTS', 'StepError', 'Testbed', 'TestbedError', 'leftovers', 'rate_bps',
+__all__ = ['DEFAULTS', 'StepError', 'Testbed', 'TestbedError', 'leftovers', 'rate_bps', 'burst_bytes',
            'unavailable_reason']

@@ -12,6 +12,25 @@ from hpcnet.testbed.cluster import Testbed
 from hpcnet.testbed.config import DEFAULTS, HEAD, TestbedError
 
 
+def add_up_options(parser: argparse.ArgumentParser):
+    """The options of ``up`` (shared with ``hpcnet testbed run``)."""
+    parser.add_argument('--nodes', type=int, default=DEFAULTS.nodes,
+                        help=f'compute nodes (default {DEFAULTS.nodes})')
+    parser.add_argument('--rate', default=DEFAULTS.rate,
+                        help=f'tbf rate of every link, or "none" '
+                             f'(default {DEFAULTS.rate})')
+    parser.add_argument('--burst', default=DEFAULTS.burst,
+                        help=f'tbf burst (default {DEFAULTS.burst})')
+    parser.add_argument('--softirq-priority', type=int, default=DEFAULTS.softirq_priority,
+                        help='SCHED_FIFO priority of the host\'s ksoftirqd threads while up, '
+                             f'0 to leave them alone (default {DEFAULTS.softirq_priority})')
+
+
+def up_from_options(tb: Testbed, args) -> dict:
+    return tb.up(args.nodes, None if args.rate in ('none', '') else args.rate, args.burst,
+                 args.softirq_priority)
+
+
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument('--state-dir', default=None,
@@ -25,13 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         description='Slurm virtual cluster in network namespaces.')
     sub = p.add_subparsers(dest='cmd', required=True)
     up = sub.add_parser('up', parents=[common], help='build the testbed')
-    up.add_argument('--nodes', type=int, default=DEFAULTS.nodes,
-                    help=f'compute nodes (default {DEFAULTS.nodes})')
-    up.add_argument('--rate', default=DEFAULTS.rate,
-                    help=f'tbf rate of every link, or "none" '
-                         f'(default {DEFAULTS.rate})')
-    up.add_argument('--burst', default=DEFAULTS.burst,
-                    help=f'tbf burst (default {DEFAULTS.burst})')
+    add_up_options(up)
     sub.add_parser('down', parents=[common], help='remove everything')
     ex = sub.add_parser('exec', parents=[common],
                         help='run a command on a node: exec NODE -- CMD...')
@@ -53,7 +66,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         tb = Testbed(args.state_dir, args.name)
         if args.cmd == 'up':
             tb.log = lambda m: print(m, file=sys.stderr, flush=True)
-            r = tb.up(args.nodes, args.rate, args.burst)
+            r = up_from_options(tb, args)
             addrs = tb.addresses()
             print(f'testbed {tb.name} up in {r["seconds"]:.2f} s: ' +
                   ', '.join(f'{n} {a}' for n, a in addrs.items()) +

@@ -14,11 +14,12 @@ from typing import Dict, List, Optional, Sequence
 
 from hpcnet.constants import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.templates import render
+from hpcnet.testbed import softirq
 from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, HEAD,
                                    HOST_OFFSET, IFACE, MAX_NODES, REQUIRED_TOOLS, NETMASK_BITS,
                                    NETNS_DIR, READY_TIMEOUT, STOP_WAIT, SUBNET_PREFIX, TBF_LATENCY,
                                    StepError, TestbedError, default_state_dir,
-                                   default_template_dir, rate_bps)
+                                   burst_bytes, default_template_dir, rate_bps)
 from hpcnet.testbed.processes import (CHILDREN, alive, fmt_cmd, mounts, ns_inode, proc_stat,
                                       procs_in_namespaces, stop)
 
@@ -180,12 +181,20 @@ class Testbed:
     STEPS = ('check prerequisites', 'probe namespaces', 'create state dir',
              'private namespace dir', 'create network namespaces',
              'create node namespaces', 'create bridge', 'connect nodes',
-             'probe rdma', 'shape links', 'write configuration', 'start munged',
+             'probe rdma', 'shape links', 'prioritise softirq', 'write configuration',
+             'start munged',
              'start slurmctld', 'start slurmd', 'wait for nodes')
 
     def up(self, nodes: int = DEFAULTS.nodes, rate: Optional[str] = DEFAULTS.rate,
-           burst: str = DEFAULTS.burst) -> dict:
+           burst: str = DEFAULTS.burst,
+           softirq_priority: int = DEFAULTS.softirq_priority) -> dict:
         """Build the testbed. Returns {'seconds': ..., 'steps': {...}}."""
+        if not 0 <= softirq_priority <= 99:
+            raise TestbedError(f'--softirq-priority {softirq_priority}: valid: 0 (leave '
+                               'ksoftirqd alone) or a SCHED_FIFO priority 1..99')
+        if rate:            # bad values are one clear error before anything is made
+            rate_bps(rate)
+            burst_bytes(burst)
         if rate in ('none', ''):
             rate = None
         if not 1 <= nodes <= MAX_NODES:
@@ -219,6 +228,8 @@ class Testbed:
             try:
                 if step == 'shape links':
                     method(rate, burst)
+                elif step == 'prioritise softirq':
+                    method(softirq_priority)
                 else:
                     method()
             except BaseException as e:
@@ -450,7 +461,8 @@ class Testbed:
 
     def _step_shape_links(self, rate, burst):
         if rate:
-            rate_bps(rate)          # a bad rate is one clear error, before tc's
+            rate_bps(rate)          # a bad rate or burst is one clear error, before tc's
+            burst_bytes(burst)
             # Each node's eth0 shapes what it sends: every direction of every
             # path crosses exactly one shaper, as a frame crosses one wire.
             for node in self.nodes():
@@ -459,6 +471,11 @@ class Testbed:
         self._state['burst'] = burst if rate else None
         self._state['node_rates'] = {}
         self._save()
+
+    def _step_prioritise_softirq(self, priority):
+        if priority:
+            self._record('softirq', priority=priority)
+            softirq.hold(str(self.state_dir), priority)
 
     def _step_write_configuration(self):
         step = 'write configuration'
@@ -706,6 +723,9 @@ class Testbed:
                      'namespaces')
             problems += stop(stray, 3.0)
 
+        if any(r['kind'] == 'softirq' for r in res):
+            problems += softirq.release(str(self.state_dir))
+
         # 3. Links, namespace files, namespaces, mounts: reverse order.
         self.log('[down] removing links, namespaces, mounts')
         for r in reversed(res):
@@ -811,6 +831,7 @@ class Testbed:
         if rate:
             rate_bps(rate)
         burst = burst or self.state.get('burst') or DEFAULTS.burst
+        burst_bytes(burst)
         if node is not None and node not in self.compute_nodes():
             raise TestbedError(f'unknown compute node {node!r} '
                                f'(valid: {", ".join(self.compute_nodes())})')

@@ -18,9 +18,14 @@ class Defaults:
     nodes: int = 4
     #: Every link shaped like Gigabit Ethernet (ci/testbed/README.md, "Shaping").
     rate: str = '1gbit'
-    #: A bucket of about two full frames: a larger one lets messages that fit
-    #: in it leave at memory speed (faster than any wire).
-    burst: str = '4kb'
+    #: A bucket of four full frames: a larger one lets messages that fit in it
+    #: leave at memory speed (faster than any wire); a smaller one loses the
+    #: tokens of every timer that fires late (a VM's timers fire 20-50 us
+    #: late: 4kb gave 37.5-38.4 ms at 4 MiB, 6kb 35.9-36.5, the wire 35.6).
+    burst: str = '6kb'
+    #: SCHED_FIFO priority of the host's ksoftirqd threads while the testbed
+    #: is up (0: leave them alone); see hpcnet/testbed/softirq.py.
+    softirq_priority: int = 1
 
 
 DEFAULTS = Defaults()
@@ -74,6 +79,18 @@ def rate_bps(rate: str) -> int:
         raise TestbedError(f'rate {rate!r} is not valid (valid: a number with kbit, mbit or '
                            "gbit, e.g. 1gbit, 500mbit; or 'none')")
     return int(float(m.group(1)) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m.group(2)])
+
+
+_SIZE = re.compile(r'(\d+)(k|m)?b?')
+
+
+def burst_bytes(burst: str) -> int:
+    """'6kb' -> 6144 (tc's sizes: bytes, kb and mb of 1024)."""
+    m = _SIZE.fullmatch(str(burst).strip().lower())
+    if not m:
+        raise TestbedError(f'burst {burst!r} is not valid (valid: bytes, or a number with kb '
+                           'or mb, e.g. 6kb)')
+    return int(m.group(1)) * {None: 1, 'k': 1 << 10, 'm': 1 << 20}[m.group(2)]
 
 
 def default_state_dir(name: str = DEFAULTS.name) -> Path:

@@ -45,6 +45,9 @@ def leftovers(name: str, state_dir, pids=()) -> List[str]:
         left += [f'mount {l.split()[1]}' for l in f
                  if str(state_dir) in l or f'/run/netns/{name}-' in l]
     left += [f'pid {p}' for p in pids if alive(p)]
+    from hpcnet.testbed.softirq import holders
+    if str(state_dir) in holders():
+        left.append(f'ksoftirqd priority still held for {state_dir}')
     for d in os.listdir('/proc'):
         if d.isdigit() and int(d) != os.getpid() and alive(int(d)):
             try:
