@@ -38,6 +38,9 @@ def main(argv=None) -> int:
     ap.add_argument('--trials', type=int, default=10)
     ap.add_argument('--repeats', type=int, default=3, help='samples per compared session')
     ap.add_argument('--baseline-repeats', type=int, default=5)
+    ap.add_argument('--mode', default='pingpong', choices=('pingpong', 'bw'),
+                    help='p2p mode: a ping-pong pays a turnaround per message, so a cut '
+                         'of the link shows less in it than in streaming (bw)')
     ap.add_argument('--envs', default='^gcc12-(openmpi4|mpich5|impi2021)$',
                     help='environments (-p regex of ReFrame)')
     args = ap.parse_args(argv)
@@ -51,7 +54,7 @@ def main(argv=None) -> int:
     tb = tbm.Testbed(name='hpcnetsen')
     tb.down()
     tb.up()
-    select = ['--system', 'testbed:eth', '-n', 'hpcnet_p2p.*scale=2_nodes.*mode=pingpong',
+    select = ['--system', 'testbed:eth', '-n', f'hpcnet_p2p.*scale=2_nodes.*mode={args.mode}$',
               '-p', args.envs]
 
     def session(name: str, rate: str, repeats: int) -> compare.Side:
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
         tb.shape('1gbit')
         tb.down()
 
-    print(f'\nbaseline {args.baseline_repeats} samples, each session {args.repeats} samples, '
+    print(f'\np2p {args.mode}: baseline {args.baseline_repeats} samples, each session {args.repeats} samples, '
           f'{args.trials} trials; one-sided Mann-Whitney U at alpha {compare.ALPHA}, '
           f'threshold {compare.THRESHOLD:.0%}')
     print(f'{"environment":18} {"metric":16} {"clean: false alarms":>20} '
