@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
-from hpcnet.references import PROVENANCE, reference_dir, reference_file
+from hpcnet.references import PROVENANCE, per_environment, reference_dir, reference_file
 
 #: A tolerance is never tighter than this (fraction of the median).
 TOLERANCE_FLOOR = 0.03
@@ -91,7 +91,7 @@ def tolerance(values: list, floor: float = TOLERANCE_FLOOR) -> float:
 
 def index_keys(tc: dict) -> tuple:
     """The values of the attributes a case's references are indexed by."""
-    index = list(tc.get('reference_index') or ['$partition'])
+    index = per_environment(tc.get('reference_index') or ['$partition'])
     special = {'$partition': f'{tc["system"]}:{tc["partition"]}', '$system': tc['system'],
                '$environ': tc['environ']}
     return tuple(index), tuple(special[a] if a in special else str(tc.get(a)) for a in index)

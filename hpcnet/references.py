@@ -195,6 +195,8 @@ class TestReferences:
     #: resolve to a reference, an $xfail or a not-asserted entry.
     strict: bool
     not_asserted: tuple = ()  #: ((pattern, reason), ...) of this test class
+    #: The attributes the file indexes this test's references by (its $index).
+    index: tuple = ()
 
     def not_asserted_reason(self, index_path: str) -> str | None:
         for pattern, reason in self.not_asserted:
@@ -203,25 +205,36 @@ class TestReferences:
         return None
 
 
+def per_environment(reference_index) -> list:
+    """The index of a measured baseline: where a check indexes by MPI family
+    (one value for every build and compiler of it, as the wire-derived testbed
+    references are), measured values are kept per environment instead (Open
+    MPI 4 and 5, or two builds of one MPI, are different stacks)."""
+    return ['$environ' if attr == 'mpi_family' else attr for attr in reference_index]
+
+
 def for_test(system: str, test_class: str, reference_index, refdir: Path | None = None) \
         -> TestReferences:
     """The references of ``test_class`` on ``system``: an external reference
     when ``<reference dir>/<system>.yaml`` exists (validated first, and its
-    ``$index`` for the class must be the one the check declares)."""
+    ``$index`` for the class must be the one the check declares, or that one
+    per environment, as ``hpcnet baseline`` writes it)."""
     path = reference_file(system, refdir or reference_dir())
     if not path.exists():
-        return TestReferences(path, {}, strict=False)
+        return TestReferences(path, {}, strict=False, index=tuple(reference_index))
     data = load(path)
     index = (data.get(test_class) or {}).get('$index')
-    if index is not None and list(index) != list(reference_index):
+    valid = [list(reference_index), per_environment(reference_index)]
+    if index is not None and list(index) not in valid:
         raise ReferenceFileError(f'{path}: {test_class}.$index is {index} but the check is '
-                                 f'indexed by {list(reference_index)} (valid: that list)')
+                                 f'indexed by {valid[0]} (valid: that list'
+                                 + (f' or {valid[1]})' if valid[1] != valid[0] else ')'))
     patterns = tuple((str(k), v) for k, v in
                      (data.get(NOT_ASSERTED) or {}).get(test_class, {}).items())
     # Absolute: ReFrame joins it to its reference prefix, which then has no
     # effect (4.10.4's config schema lacks general/reference_prefix).
     return TestReferences(path, {'$ref': str(path.resolve())}, strict=True,
-                          not_asserted=patterns)
+                          not_asserted=patterns, index=tuple(index or reference_index))
 
 
 def dump(data: dict) -> str:

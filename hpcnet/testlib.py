@@ -118,6 +118,7 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
                                                self.reference_index)
         self.reference = self.references.reference
         self.require_reference = self.references.strict
+        self.reference_index = list(self.references.index)     # as the file has it
         self.judgement = (f'judged against {self.references.path}' if self.references.strict
                           else f'{references.NOT_JUDGED}: {self.references.path} does not exist')
 

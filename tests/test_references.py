@@ -112,12 +112,19 @@ def test_baseline_from_report_round_trips_through_validation(tmp_path):
                       ('gcc12-mpich4', 'mpich', 'pingpong', 'latency_8B', 20.0)])
     data = baseline.document([report])
     node = data['hpcnet_p2p']
-    assert node['$index'] == ['$partition', 'mpi_family', 'mode']
-    # Several samples of one key: the median, and a tolerance that covers
-    # their spread (worst deviation 18/12 x 1.2; below, no lower than a value
-    # of 0); one sample: the floor.
-    assert node['local:tcp']['openmpi']['pingpong']['latency_8B'] == [12.0, -1.0, 1.8, 'us']
-    assert node['local:tcp']['mpich']['pingpong']['latency_8B'] == [20.0, -0.03, 0.03, 'us']
+    # Measured per environment: Open MPI 4 and 5 (or one MPI by two
+    # compilers) are never merged into one wide reference.
+    assert node['$index'] == ['$partition', '$environ', 'mode']
+    # One sample per key: the floor.
+    assert node['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [10.0, -0.03, 0.03, 'us']
+    assert node['local:tcp']['gcc12-openmpi5']['pingpong']['latency_8B'] == [30.0, -0.03, 0.03, 'us']
+    assert node['local:tcp']['gcc12-mpich4']['pingpong']['latency_8B'] == [20.0, -0.03, 0.03, 'us']
+    # Several samples of one key (10, 11, 13): the median, and a tolerance from
+    # their spread, here 3 x robust CV = 3 x 1.4826 x MAD 1 / 11.
+    more = [_report([('gcc12-openmpi4', 'openmpi', 'pingpong', 'latency_8B', v)]) for v in (11, 13)]
+    thrice = baseline.document([report, *more])['hpcnet_p2p']
+    assert thrice['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [11.0, -0.4043,
+                                                                              0.4043, 'us']
     prov = data[references.PROVENANCE]
     assert prov['passed_cases'] == 4 and prov['repeats'] == 1 and prov['reframe'].startswith('4.')
     assert set(prov['environments']) == {'gcc12-openmpi4', 'clang14-openmpi4', 'gcc12-openmpi5',
@@ -129,8 +136,7 @@ def test_baseline_from_report_round_trips_through_validation(tmp_path):
     report['runs'][0]['testcases'][1]['result'] = 'fail'
     report['runs'][0]['testcases'][3]['perfvalues']['local:tcp:latency_8B'][5] = 'xfail'
     node = baseline.document([report])['hpcnet_p2p']
-    assert node['local:tcp']['openmpi']['pingpong']['latency_8B'] == [30.0, -0.03, 0.03, 'us']
-    assert 'mpich' not in node['local:tcp']
+    assert set(node['local:tcp']) == {'gcc12-openmpi5'}
 
 
 def test_baseline_tolerance_comes_from_the_spread_never_below_the_floor():
