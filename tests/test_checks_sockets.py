@@ -117,9 +117,11 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
           f'{theirs_perf["efficiency"]:.3f}); ours/iperf3 = {ours_mbps / iperf3_mbps:.3f}')
     assert ours_mbps >= 0.95 * iperf3_mbps, (ours_mbps, iperf3_mbps)
     # Payload over the 1 Gbit/s wire rate: TCP/IP/Ethernet headers cost ~4.4 %
-    # (0.9415), the shaper on two busy cores up to a few % more (measured 0.89-0.95).
-    assert 0.87 <= ours_perf['efficiency_1MiB'] <= 0.9415 * 1.02
-    assert 0.87 <= theirs_perf['efficiency'] <= 0.9415 * 1.02
+    # (0.9415); the bounds are reference/testbed.yaml's (tcp_stream -10 %, one
+    # 1 s sample per size: measured 0.866-0.95; iperf3 -5 % over 5 s), never above
+    # the wire.
+    assert 0.9415 * 0.90 <= ours_perf['efficiency_1MiB'] <= 0.9415 * 1.02
+    assert 0.9415 * 0.95 <= theirs_perf['efficiency'] <= 0.9415 * 1.02
 
     # Server on one node, client on the other, and both nodes' eth0 counted
     # the bytes (the sender's at least the payload).
