@@ -69,28 +69,25 @@ class StepError(TestbedError):
         super().__init__(f"step '{step}' failed: {detail}")
 
 
-_RATE = re.compile(r'(\d+(?:\.\d+)?)(k|m|g)?bit')
+def _tc_quantity(value: str, what: str, pattern: str, units: dict, valid: str) -> int:
+    """A number with one of tc's unit suffixes, as an int of the base unit."""
+    m = re.fullmatch(pattern, str(value).strip().lower())
+    if not m:
+        raise TestbedError(f'{what} {value!r} is not valid (valid: {valid})')
+    return int(float(m.group(1)) * units[m.group(2)])
 
 
 def rate_bps(rate: str) -> int:
     """'1gbit' -> 1000000000 (tc's decimal units of bits per second)."""
-    m = _RATE.fullmatch(str(rate).strip().lower())
-    if not m:
-        raise TestbedError(f'rate {rate!r} is not valid (valid: a number with kbit, mbit or '
-                           "gbit, e.g. 1gbit, 500mbit; or 'none')")
-    return int(float(m.group(1)) * {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9}[m.group(2)])
-
-
-_SIZE = re.compile(r'(\d+)(k|m)?b?')
+    return _tc_quantity(rate, 'rate', r'(\d+(?:\.\d+)?)(k|m|g)?bit',
+                        {None: 1, 'k': 10**3, 'm': 10**6, 'g': 10**9},
+                        "a number with kbit, mbit or gbit, e.g. 1gbit, 500mbit; or 'none'")
 
 
 def burst_bytes(burst: str) -> int:
     """'6kb' -> 6144 (tc's sizes: bytes, kb and mb of 1024)."""
-    m = _SIZE.fullmatch(str(burst).strip().lower())
-    if not m:
-        raise TestbedError(f'burst {burst!r} is not valid (valid: bytes, or a number with kb '
-                           'or mb, e.g. 6kb)')
-    return int(m.group(1)) * {None: 1, 'k': 1 << 10, 'm': 1 << 20}[m.group(2)]
+    return _tc_quantity(burst, 'burst', r'(\d+)(k|m)?b?', {None: 1, 'k': 1 << 10, 'm': 1 << 20},
+                        'bytes, or a number with kb or mb, e.g. 6kb')
 
 
 def default_state_dir(name: str = DEFAULTS.name) -> Path:
