@@ -27,8 +27,7 @@ def add_up_options(parser: argparse.ArgumentParser):
 
 
 def up_from_options(tb: Testbed, args) -> dict:
-    return tb.up(args.nodes, None if args.rate in ('none', '') else args.rate, args.burst,
-                 args.softirq_priority)
+    return tb.up(args.nodes, args.rate, args.burst, args.softirq_priority)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -192,11 +192,11 @@ class Testbed:
         if not 0 <= softirq_priority <= 99:
             raise TestbedError(f'--softirq-priority {softirq_priority}: valid: 0 (leave '
                                'ksoftirqd alone) or a SCHED_FIFO priority 1..99')
+        if rate in ('none', ''):
+            rate = None
         if rate:            # bad values are one clear error before anything is made
             rate_bps(rate)
             burst_bytes(burst)
-        if rate in ('none', ''):
-            rate = None
         if not 1 <= nodes <= MAX_NODES:
             raise TestbedError(f'--nodes must be in 1..{MAX_NODES}')
         if os.geteuid() != 0:
@@ -461,8 +461,6 @@ class Testbed:
 
     def _step_shape_links(self, rate, burst):
         if rate:
-            rate_bps(rate)          # a bad rate or burst is one clear error, before tc's
-            burst_bytes(burst)
             # Each node's eth0 shapes what it sends: every direction of every
             # path crosses exactly one shaper, as a frame crosses one wire.
             for node in self.nodes():
