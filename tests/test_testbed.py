@@ -10,12 +10,14 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from hpcnet import paper
 from hpcnet import testbed as tbm
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.parsers.kernel import parse_kernel_output
@@ -270,6 +272,9 @@ WIRE_TOLERANCE = 0.02
 #: messages in windows of 8; below that up to 2.5x and 1.05x.
 WIRE_FROM_TRANSFER_BYTES = 64 * 1024
 BW_WINDOW = 8
+#: The Rocks cluster paper's 4 MiB IMB PingPong one-way time over real GbE,
+#: averaged over its compilers x MPIs (reference/paper/: 35,886 us).
+PAPER_4MIB_US = statistics.mean(paper.paper_table()[('PingPong', 4 << 20)])
 #: The link is judged by the best of this many measurements: the shaper's
 #: timer and the ranks share the host's two cores with whatever else runs, and
 #: one stall costs a run several %; the link itself cannot be faster than it
@@ -359,16 +364,15 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
                 assert row['bw_MBps'] <= (1 + WIRE_TOLERANCE) * wire_MBps, (mode, row)
             at_4mib = out.row_for_size(4 << 20)
             return at_4mib, at_4mib['bw_MBps']
-        want = 0.9 if mode == 'bw' else 35910 * 1.05
         at_4mib, runs = best_of(measure, (lambda r: r['bw_MBps'] >= 0.9 * wire_MBps) if mode == 'bw'
-                                else (lambda r: r['median_us'] <= want))
+                                else (lambda r: r['median_us'] <= PAPER_4MIB_US * 1.05))
         assert at_4mib['bw_MBps'] >= 0.9 * wire_MBps, (mode, at_4mib)
         if mode == 'pingpong':
             one_way_us = at_4mib['median_us']
             print(f'\n4 MiB ping-pong one way (best of {runs}): {one_way_us:,.0f} us (paper, real '
-                  f'GbE: 35,840-35,980 us; ratio {one_way_us / 35910:.3f}); '
+                  f'GbE: {PAPER_4MIB_US:,.0f} us; ratio {one_way_us / PAPER_4MIB_US:.3f}); '
                   f'{at_4mib["bw_MBps"] * 8:.0f} Mbit/s')
-            assert abs(one_way_us / 35910 - 1) <= 0.05
+            assert abs(one_way_us / PAPER_4MIB_US - 1) <= 0.05
 
 
 def test_cli_exec_and_down_when_not_up(tb, capfd):
