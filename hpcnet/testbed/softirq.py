@@ -24,12 +24,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, List
 
+from hpcnet.testbed.processes import proc_stat
+
 #: The host-wide record: {'original': {pid: [policy, priority, start]}, 'holders': [state dirs]}.
 RECORD = Path('/run/hpcnet-testbed-softirq.json')
 
 
 def softirq_threads() -> Dict[int, str]:
-    """pid -> start time (field 22 of /proc/PID/stat) of every ksoftirqd/N."""
+    """pid -> start time of every ksoftirqd/N."""
     threads = {}
     for proc in Path('/proc').iterdir():
         if not proc.name.isdigit():
@@ -37,10 +39,11 @@ def softirq_threads() -> Dict[int, str]:
         try:
             if not (proc / 'comm').read_text().startswith('ksoftirqd/'):
                 continue
-            stat = (proc / 'stat').read_text()
         except OSError:         # exited while we looked
             continue
-        threads[int(proc.name)] = stat.rsplit(')', 1)[1].split()[19]
+        stat = proc_stat(int(proc.name))
+        if stat is not None:
+            threads[int(proc.name)] = stat[1]
     return threads
 
 
@@ -66,13 +69,17 @@ def holders() -> List[str]:
     return json.loads(RECORD.read_text())['holders'] if RECORD.exists() else []
 
 
+def _live_holders(record: dict, leaving: str) -> List[str]:
+    """The holders but ``leaving`` and those whose testbed is gone (killed
+    without down: its state file went with it)."""
+    return [h for h in record['holders'] if h != leaving and (Path(h) / 'state.json').exists()]
+
+
 def hold(state_dir: str, priority: int) -> List[int]:
     """Set every ksoftirqd to SCHED_FIFO ``priority`` for the testbed of
     ``state_dir``; returns the pids changed."""
     with _locked_record() as record:
-        # Holders whose testbed is gone (killed without down) hold nothing.
-        record['holders'] = [h for h in record['holders']
-                             if (Path(h) / 'state.json').exists() and h != state_dir]
+        record['holders'] = _live_holders(record, state_dir)
         threads = softirq_threads()
         if not record['holders']:
             record['original'] = {}
@@ -92,8 +99,7 @@ def release(state_dir: str) -> List[str]:
         return []
     problems = []
     with _locked_record() as record:
-        record['holders'] = [h for h in record['holders']
-                             if h != state_dir and (Path(h) / 'state.json').exists()]
+        record['holders'] = _live_holders(record, state_dir)
         if record['holders']:
             return []
         threads = softirq_threads()
