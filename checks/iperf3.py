@@ -43,8 +43,8 @@ class hpcnet_iperf3(SocketRun):
 
     @run_after('init')
     def require_iperf3(self):
-        self.skip_if(shutil.which('iperf3') is None,
-                     'iperf3 is not on PATH (install the iperf3 package)')
+        if shutil.which('iperf3') is None:
+            self.skip_because('iperf3 is not on PATH (install the iperf3 package)')
 
     @run_before('run')
     def set_command(self):

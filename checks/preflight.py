@@ -12,11 +12,11 @@ from hpcnet import preflight
 from hpcnet.constants import Fabric, Scale, Unit
 from hpcnet.model import Partition
 from hpcnet.stacks import BUILTIN_ENV
-from hpcnet.testlib import JudgedByReferences
+from hpcnet.testlib import JudgedByReferences, SkipsWithReason
 
 
 @rfm.simple_test
-class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences):
+class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason):
     #: One node, or every node of a multi-node partition.
     scale = parameter(Scale.WHOLE_PARTITION)
     valid_systems = ['*']
@@ -32,7 +32,8 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences):
     @run_after('setup')
     def set_probe(self):
         self.partition = part = Partition.of(self.current_partition)
-        self.skip_if(part.fabric == Fabric.SHM, 'shared memory has no link to check')
+        if part.fabric == Fabric.SHM:
+            self.skip_because('shared memory has no link to check')
         self.num_nodes = 1 if self.scale == Scale.ONE_NODE else part.num_nodes
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
@@ -71,8 +72,9 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences):
                    if node.values.get('rdma_present') != 'yes']
         # A partition that declares RDMA on nodes without the device skips
         # its RDMA checks, naming what is missing: it never passes them.
-        self.skip_if(bool(lacking), f'partition {part.fullname} declares fabric {part.fabric}, '
-                                    f'but {"; ".join(lacking)}')
+        if lacking:
+            self.skip_because(f'partition {part.fullname} declares fabric {part.fabric}, '
+                              f'but {"; ".join(lacking)}')
         problems = []
         for node in nodes.values():
             if part.iface:

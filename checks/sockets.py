@@ -95,9 +95,10 @@ class hpcnet_sockets(SocketRun):
             self.udp_rate_mbps = sockets.LOCAL_UDP_RATE_MBPS
             return
         rate_bps = self.partition.link_rate_bps
-        self.skip_if(not rate_bps, f'partition {self.partition.fullname} states no link rate '
-                                   '(link_rate_bps) to pace udp_stream at: set it in its system '
-                                   'file, or -S udp_rate_mbps=...')
+        if not rate_bps:
+            self.skip_because(f'partition {self.partition.fullname} states no link rate '
+                              '(link_rate_bps) to pace udp_stream at: set it in its system '
+                              'file, or -S udp_rate_mbps=...')
         self.udp_rate_mbps = round(self.udp_rate_fraction * float(rate_bps) / 1e6, 3)
 
     def kernel_args(self) -> list:

@@ -289,9 +289,6 @@ class ToolBenchmark(MpiBenchmark):
     tool_suite = variable(str, value='')
     #: The program that ran (absolute path), logged with every value.
     tool_path = variable(str, value='', loggable=True)
-    #: Why the test was skipped, when the program is missing (the JSON
-    #: report keeps no skip reason of its own).
-    tool_missing = variable(str, value='', loggable=True)
     #: The whole table: one dict per size (JSON report).
     curve = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
 
@@ -302,8 +299,7 @@ class ToolBenchmark(MpiBenchmark):
     def locate_tool(self):
         reason = tool_missing_reason(self.tool, self.tool_suite, self.stack)
         if reason is not None:
-            self.tool_missing = reason
-            self.skip(reason)
+            self.skip_because(reason)
         self.tool_path = self.stack.tool(self.tool)
         self.executable = self.tool_path
 

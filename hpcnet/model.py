@@ -63,8 +63,11 @@ class StackKey:
     COMPILER_VERSION = 'compiler_version'
     TOOLS = 'tools'
     TOOL_PREFIXES = 'tool_prefixes'
+    #: {fabric: what is missing for it and what provides it}: the fabrics
+    #: the stack's probe could not use on this host (checks skip there).
+    FABRIC_GAPS = 'fabric_gaps'
     ALL = (MPI_FAMILY, MPI_PROFILE, MPI_VERSION, MPI_SOURCE, MPI_PREFIX, MPI_KNOWN_ISSUE,
-           COMPILER_FAMILY, COMPILER_VERSION, TOOLS, TOOL_PREFIXES)
+           COMPILER_FAMILY, COMPILER_VERSION, TOOLS, TOOL_PREFIXES, FABRIC_GAPS)
 
 
 #: What a value that reaches a job script may look like (it is also quoted).
@@ -508,6 +511,7 @@ class Stack:
     compiler_version: str = ''
     tools: tuple = ()             #: ((program, absolute path), ...)
     tool_prefixes: tuple = ()     #: prefixes of benchmarks built against this MPI
+    fabric_gaps: tuple = ()       #: ((fabric, what is missing), ...)
 
     @property
     def mpi_major(self) -> str:
@@ -516,6 +520,10 @@ class Stack:
     def tool(self, name: str) -> str | None:
         return dict(self.tools).get(name)
 
+    def fabric_gap(self, fabric: str) -> str | None:
+        '''What this stack lacks to use ``fabric`` here, or None.'''
+        return dict(self.fabric_gaps).get(fabric)
+
     def to_extras(self) -> dict:
         return {StackKey.MPI_FAMILY: self.mpi_family, StackKey.MPI_PROFILE: self.mpi_profile,
                 StackKey.MPI_VERSION: self.mpi_version, StackKey.MPI_SOURCE: self.mpi_source,
@@ -523,7 +531,8 @@ class Stack:
                 StackKey.MPI_KNOWN_ISSUE: list(self.known_issue),
                 StackKey.COMPILER_FAMILY: self.compiler_family,
                 StackKey.COMPILER_VERSION: self.compiler_version,
-                StackKey.TOOLS: dict(self.tools), StackKey.TOOL_PREFIXES: list(self.tool_prefixes)}
+                StackKey.TOOLS: dict(self.tools), StackKey.TOOL_PREFIXES: list(self.tool_prefixes),
+                StackKey.FABRIC_GAPS: dict(self.fabric_gaps)}
 
     @classmethod
     def from_extras(cls, environ: str, extras: dict) -> 'Stack':
@@ -540,7 +549,8 @@ class Stack:
                    compiler_family=extras[StackKey.COMPILER_FAMILY],
                    compiler_version=extras[StackKey.COMPILER_VERSION],
                    tools=tuple(sorted(extras[StackKey.TOOLS].items())),
-                   tool_prefixes=tuple(extras[StackKey.TOOL_PREFIXES]))
+                   tool_prefixes=tuple(extras[StackKey.TOOL_PREFIXES]),
+                   fabric_gaps=tuple(sorted(extras[StackKey.FABRIC_GAPS].items())))
 
     @classmethod
     def of(cls, rfm_environ) -> 'Stack':

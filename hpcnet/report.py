@@ -86,7 +86,7 @@ def verdict_matrix(cases: list, retried: set) -> str:
                 continue
             v = _verdict(tc, retried)
             cells.append(f'<td style="background:{_COLOURS.get(v, "#fff")}" '
-                         f'title="{_esc(tc.get("fail_reason") or tc.get("judgement") or v)}">'
+                         f'title="{_esc(tc.get("fail_reason") or tc.get("skip_reason") or tc.get("judgement") or v)}">'
                          f'{_esc(v)}</td>')
         out.append(f'<tr><th>{_esc(name)}</th>{"".join(cells)}</tr>')
     return '\n'.join(out) + '</table>'
@@ -100,6 +100,20 @@ def failures(cases: list) -> str:
         f'<li><b>{_esc(_display(tc))}</b> @{_esc(tc["system"])}:{_esc(tc["partition"])}'
         f'+{_esc(tc["environ"])}: <code>{_esc(" ".join((tc.get("fail_reason") or "").split())[:400])}'
         '</code></li>' for tc in failed) + '</ul>'
+
+
+def skips(cases: list) -> str:
+    """Every reason a case did not run, with how many cases it kept out."""
+    reasons = defaultdict(list)
+    for tc in cases:
+        if tc['result'] == 'skip':
+            reasons[tc.get('skip_reason') or '(no reason recorded)'].append(tc)
+    if not reasons:
+        return '<p>Every selected case ran.</p>'
+    return '<ul>' + ''.join(
+        f'<li>{len(tcs)} case(s), e.g. <b>{_esc(_display(tcs[0]))}</b> '
+        f'@{_esc(tcs[0]["system"])}:{_esc(tcs[0]["partition"])}+{_esc(tcs[0]["environ"])}: '
+        f'<code>{_esc(reason)}</code></li>' for reason, tcs in sorted(reasons.items())) + '</ul>'
 
 
 def _curve_plot(title: str, series: dict, x_key: str, y_key: str, ylabel: str,
@@ -306,7 +320,8 @@ def render(reports: list, retried: set = frozenset(), title: str = 'hpcnet repor
         counts[_verdict(tc, retried)] += 1
     summary = ', '.join(f'{n} {v}' for v, n in sorted(counts.items()))
     sections = [('Verdicts', f'<p>{_esc(summary)}</p>' + verdict_matrix(cases, retried)),
-                ('What failed, and why', failures(cases))]
+                ('What failed, and why', failures(cases)),
+                ('What did not run, and why', skips(cases))]
     if comparison_html:
         sections.append(('Before and after', comparison_html))
     sections += [('Point-to-point: the whole message-size curve', p2p_curves(cases)),

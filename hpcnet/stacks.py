@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -33,8 +34,8 @@ from pathlib import Path
 from typing import Iterable
 
 from hpcnet.constants import (DEFAULT_STATE_DIR, STATE_DIR_ENV, WRAPPER_CC_VARIABLE,
-                              CompilerFamily, Feature, MpiFamily)
-from hpcnet.model import Stack
+                              CompilerFamily, Fabric, Feature, MpiFamily)
+from hpcnet.model import ConfigError, Partition, Stack
 
 #: Programs an MPI prefix may ship that checks can use, by feature.
 TOOL_FEATURES = {
@@ -124,6 +125,9 @@ class MpiStack(Labelled):
     version: str
     library_version: str          #: first line of MPI_Get_library_version
     tools: tuple = ()             #: ((tool name, absolute path), ...)
+    #: ((fabric, what is missing and what provides it), ...): fabrics this
+    #: MPI cannot use on this host (see probe_fabrics).
+    fabric_gaps: tuple = ()
 
     @property
     def profile(self) -> str:
@@ -186,7 +190,8 @@ class Environment:
                                              cand.transport_layer),
                      compiler_family=self.compiler.family,
                      compiler_version=self.compiler.version,
-                     tools=tuple(self.mpi.tools), tool_prefixes=tuple(cand.tool_prefixes))
+                     tools=tuple(self.mpi.tools), tool_prefixes=tuple(cand.tool_prefixes),
+                     fabric_gaps=tuple(self.mpi.fabric_gaps))
 
 
 @dataclass
@@ -194,6 +199,9 @@ class Discovery:
     environments: list = field(default_factory=list)
     #: (what, why) for every candidate or compiler pair left out
     rejected: list = field(default_factory=list)
+    #: (what, why) for every fabric probe that failed for a reason other than
+    #: a missing piece: its checks still run there, and fail saying why.
+    fabric_failures: list = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------
@@ -468,8 +476,21 @@ PROBE_SOURCE = r'''
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "exchange") == 0) {
+        /* Fabric probe: start the MPI on the fabric the environment puts it
+           on and pass one message around the ranks (connections are made). */
+        int rank = -1, size = 0, token = -1;
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Sendrecv(&rank, 1, MPI_INT, (rank + 1) % size, 0, &token, 1, MPI_INT,
+                     (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        printf("exchange: rank %d of %d received %d\n", rank, size, token);
+        MPI_Finalize();
+        return 0;
+    }
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     /* Allowed before MPI_Init (MPI-3): tells which library really got loaded. */
@@ -492,6 +513,9 @@ int main(void)
     return 0;
 }
 '''
+
+#: The probe program's file name in the probe's work directory.
+PROBE_PROGRAM = 'probe'
 
 #: How each family names itself in MPI_Get_library_version.
 LIBRARY_PATTERNS = {
@@ -539,7 +563,7 @@ def probe(candidate: MpiCandidate, compiler: Compiler | None, workdir: Path) -> 
     '''Compile (warnings are errors) and run the probe program.'''
     src = workdir / 'probe.c'
     src.write_text(PROBE_SOURCE)
-    exe = workdir / 'probe'
+    exe = workdir / PROBE_PROGRAM
     env = candidate.env()
     if compiler is not None:
         fam = candidate.expected_family
@@ -581,6 +605,97 @@ def probe(candidate: MpiCandidate, compiler: Compiler | None, workdir: Path) -> 
                        library_version=' '.join(library.group(1).split()))
 
 
+#: Fabrics a stack is probed on, on the host that runs ReFrame: those one host
+#: can carry (shared memory; TCP over loopback).  RDMA fabrics are judged where
+#: the ranks run, by the job's own preflight (hpcnet.preflight).
+HOST_PROBED_FABRICS = (Fabric.SHM, Fabric.TCP)
+
+#: What provides a shared library an MPI loads for a fabric (Debian names;
+#: a site with modules loads the module that provides it instead).
+LIBRARY_PROVIDERS = {
+    'libfabric.so.1': 'Debian package libfabric1',
+    'libucp.so.0': 'Debian package libucx0',
+    'libucs.so.0': 'Debian package libucx0',
+    'libuct.so.0': 'Debian package libucx0',
+    'libibverbs.so.1': 'Debian package libibverbs1',
+    'librdmacm.so.1': 'Debian package librdmacm1',
+    'libpmix.so.2': 'Debian package libpmix2',
+    'libhwloc.so.15': 'Debian package libhwloc15',
+    'libpsm2.so.2': 'Debian package libpsm2-2',
+}
+
+#: The loader's message (ld.so, or an MPI that dlopen()s its transport library:
+#: Intel MPI prints "MPI startup(): failed to load libfabric.so.1: libfabric.so.1:
+#: cannot open shared object file: No such file or directory" at I_MPI_DEBUG >= 1).
+_MISSING_LIBRARY = re.compile(r'([\w.+-]+\.so(?:\.\d+)*): cannot open shared object file')
+
+#: Seconds a fabric probe may take (2 ranks, one message; generous for a
+#: loaded host, short enough that a hang costs little).
+FABRIC_PROBE_TIMEOUT = 60
+
+
+def missing_piece(output: str) -> str | None:
+    '''"libfabric.so.1 not found: Debian package libfabric1" when an MPI's
+    output says it could not load a library, else None.'''
+    m = _MISSING_LIBRARY.search(output)
+    if not m:
+        return None
+    library = m.group(1)
+    provider = LIBRARY_PROVIDERS.get(library, 'install what provides it, or add its directory '
+                                              'to LD_LIBRARY_PATH')
+    return f'{library} not found: {provider}'
+
+
+def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
+                  fabrics: Iterable[str]) -> tuple:
+    '''Run the probe program (built by :func:`probe`) on 2 ranks of this host
+    with each fabric's settings from the fabric table.  Returns (gaps,
+    failures): ((fabric, missing piece), ...) where a library the MPI needs
+    for that fabric is missing (checks skip there, naming it), and ((fabric,
+    reason), ...) where the probe failed otherwise (checks run and fail there,
+    with their own diagnosis: a broken fabric is never a skip).'''
+    stack = Stack(environ=candidate.label, mpi_family=family,
+                  mpi_profile=MpiStack(candidate, family, version, '').profile,
+                  mpi_version=version)
+    gaps, failures = [], []
+    for fabric in fabrics:
+        part = Partition(fullname=f'host-probe:{fabric}', fabric=fabric,
+                         iface=None if fabric == Fabric.SHM else 'lo')
+        try:
+            settings = part.fabric_settings(stack, 'mpirun')
+        except ConfigError as err:
+            failures.append((fabric, str(err)))    # the checks fail there with the same
+            continue
+        env = {**candidate.env(), **settings.env}
+        if family == MpiFamily.OPENMPI and os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+        launcher = os.path.join(candidate.bindir, 'mpirun')
+        cmd = [launcher, '-np', '2', *settings.launcher_options, str(exe), 'exchange']
+        try:
+            # A session of its own: a hung launcher is killed with its ranks.
+            proc = subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as err:
+            failures.append((fabric, f'{launcher} failed to start: {err}'))
+            continue
+        try:
+            output, _ = proc.communicate(timeout=FABRIC_PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            failures.append((fabric, f'2-rank probe did not end within {FABRIC_PROBE_TIMEOUT} s'))
+            continue
+        if proc.returncode == 0 and output.count('exchange: rank') == 2:
+            continue
+        gap = missing_piece(output)
+        if gap:
+            gaps.append((fabric, gap))
+        else:
+            last = (output.strip().splitlines() or ['(no output)'])[-1]
+            failures.append((fabric, f'2-rank probe exited {proc.returncode}: {last[:200]}'))
+    return tuple(gaps), tuple(failures)
+
+
 def find_tools(candidate: MpiCandidate) -> tuple:
     tools = {}
     prefixes = (candidate.prefix,) + tuple(candidate.tool_prefixes)
@@ -598,7 +713,7 @@ def find_tools(candidate: MpiCandidate) -> tuple:
 # --------------------------------------------------------------------------
 
 #: Bump when the cached data changes shape: old caches are then recomputed.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 
 
 def _fingerprint(candidates, compilers) -> str:
@@ -617,7 +732,7 @@ def _fingerprint(candidates, compilers) -> str:
 
 def _to_json(d: Discovery) -> dict:
     return {'environments': [dataclasses.asdict(e) for e in d.environments],
-            'rejected': d.rejected}
+            'rejected': d.rejected, 'fabric_failures': d.fabric_failures}
 
 
 def _from_json(data: dict) -> Discovery:
@@ -629,19 +744,28 @@ def _from_json(data: dict) -> Discovery:
                                'tool_prefixes': tuple(cand.get('tool_prefixes', ()))})
         mpi = MpiStack(candidate=cand, family=e['mpi']['family'], version=e['mpi']['version'],
                        library_version=e['mpi']['library_version'],
-                       tools=tuple(tuple(t) for t in e['mpi']['tools']))
+                       tools=tuple(tuple(t) for t in e['mpi']['tools']),
+                       fabric_gaps=tuple(tuple(g) for g in e['mpi']['fabric_gaps']))
         envs.append(Environment(Compiler(**e['compiler']), mpi, e.get('primary', False)))
-    return Discovery(envs, [tuple(r) for r in data['rejected']])
+    return Discovery(envs, [tuple(r) for r in data['rejected']],
+                     [tuple(f) for f in data['fabric_failures']])
 
 
 def discover(state: Path | None = None, sources: list | None = None,
-             compilers: list | None = None, use_cache: bool = True) -> Discovery:
-    '''Find every working compiler x MPI environment.'''
+             compilers: list | None = None, use_cache: bool = True,
+             fabrics: Iterable[str] = HOST_PROBED_FABRICS) -> Discovery:
+    '''Find every working compiler x MPI environment, and the fabrics of
+    ``fabrics`` each MPI cannot use on this host.'''
     state = Path(state) if state else state_dir()
     state.mkdir(parents=True, exist_ok=True)
     candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
     compilers = detect_compilers() if compilers is None else compilers
-    fingerprint = _fingerprint(candidates, compilers)
+    unprobeable = sorted(set(fabrics) - set(HOST_PROBED_FABRICS))
+    if unprobeable:
+        raise StackError(f'fabric {unprobeable[0]!r} cannot be probed on one host (valid: '
+                         f'{", ".join(HOST_PROBED_FABRICS)}; RDMA is proven in the job)')
+    fabrics = tuple(f for f in HOST_PROBED_FABRICS if f in set(fabrics))
+    fingerprint = _fingerprint(candidates, compilers) + ':' + ','.join(fabrics)
     cache = state / 'stacks.json'
     if use_cache and cache.exists():
         try:
@@ -660,8 +784,12 @@ def discover(state: Path | None = None, sources: list | None = None,
                 result.rejected.append((cand.label, base.reason))
                 continue
             cand = dataclasses.replace(cand, expected_family=base.family)
+            gaps, failures = probe_fabrics(cand, base.family, base.version,
+                                           Path(tmp) / PROBE_PROGRAM, fabrics)
+            result.fabric_failures += [(f'{cand.label} on {fabric}', why)
+                                       for fabric, why in failures]
             stack = MpiStack(cand, base.family, base.version, base.library_version,
-                             find_tools(cand))
+                             find_tools(cand), gaps)
             primary = True
             for comp in compilers:
                 env = Environment(comp, stack, primary)

@@ -94,6 +94,19 @@ class build_sockets(MakeBuild):
         return {'CC': self.current_environ.cc}
 
 
+class SkipsWithReason(rfm.RegressionTestPlugin):
+    '''A case that does not run says why in the JSON report as well (ReFrame
+    keeps a skip's message only on the console), so the HTML report and the
+    tests can show it.'''
+
+    #: Why the case was skipped ('' when it ran).
+    skip_reason = variable(str, value='', loggable=True)
+
+    def skip_because(self, reason: str) -> None:
+        self.skip_reason = reason
+        self.skip(reason)
+
+
 class JudgedByReferences(rfm.RegressionTestPlugin):
     '''Performance judged against ``reference/<system>.yaml``, strictly: where
     the system has a file, every performance variable must resolve to a
@@ -159,7 +172,7 @@ class build_mpiprobe(MakeBuild):
         return {'CC': 'cc'}
 
 
-class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences):
+class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason):
     '''Base of every run whose bytes should cross the partition's link.'''
 
     exclusive_access = True
@@ -232,9 +245,9 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences):
     @run_before('sanity')
     def skip_without_rdma_devices(self):
         missing = preflight.rdma_missing(self.job_stdout())
-        self.skip_if(missing is not None,
-                     f'partition {self.partition.fullname} declares fabric '
-                     f'{self.partition.fabric}, but {missing}')
+        if missing is not None:
+            self.skip_because(f'partition {self.partition.fullname} declares fabric '
+                              f'{self.partition.fabric}, but {missing}')
 
     def _read(self, name: str) -> str:
         path = os.path.join(self.stagedir, name)
@@ -303,6 +316,12 @@ class MpiBenchmark(NetworkRun):
     def apply_fabric(self):
         self.stack = Stack.of(self.current_environ)
         self.mpi_family = self.stack.mpi_family
+        # Found by the stack probe on this host (hpcnet.stacks.probe_fabrics):
+        # a library the MPI loads for this fabric is not installed.
+        gap = self.stack.fabric_gap(self.partition.fabric)
+        if gap is not None:
+            self.skip_because(f'{self.stack.environ} cannot use fabric '
+                              f'{self.partition.fabric} on this host: {gap}')
         launcher = self.current_partition.launcher_type.registered_name
         self.fabric_settings = self.partition.fabric_settings(self.stack, launcher)
         # ReFrame writes `export NAME=value` as it is: quoted here.

@@ -28,7 +28,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet import benchlib, sanity, stacks
 from hpcnet.benchlib import ImbBenchmark, OsuProgram
-from hpcnet.constants import PROJECT_ROOT, MpiFamily
+from hpcnet.constants import CHECKS_DIR, MpiFamily
 from hpcnet.model import Stack
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.errors import BenchmarkOutputError, RowNotFound
@@ -40,8 +40,8 @@ from hpcnet.sizes import message_sizes, size_label
 from hpcnet.testlib import MpiBenchmark
 
 REFRAME = Path(sys.executable).with_name('reframe')
-IMB_CHECKS = PROJECT_ROOT / 'checks' / 'imb.py'
-OSU_CHECKS = PROJECT_ROOT / 'checks' / 'osu.py'
+IMB_CHECKS = CHECKS_DIR / 'imb.py'
+OSU_CHECKS = CHECKS_DIR / 'osu.py'
 IMB_DATA = Path(__file__).parent / 'data' / 'imb'
 # Real recordings, copied into the repository (tests/data/samples/README.md).
 SAMPLES = Path(__file__).parent / 'data' / 'samples'
@@ -445,7 +445,7 @@ def test_osu_checks_parse_real_outputs(tmp_path, fake_osu):
         for c in runs:
             if bench not in faked:
                 assert c['result'] == 'skip', (bench, c['result'], c['fail_reason'])
-                assert f'program {bench} not found' in c['tool_missing']
+                assert f'program {bench} not found' in c['skip_reason']
                 continue
             assert c['result'] == 'pass', (bench, c['partition'], c['fail_reason'])
             sample = parse_osu((SAMPLES / f'{bench}.{SAMPLE_MPI}.txt').read_text())
@@ -521,8 +521,8 @@ def test_osu_checks_skip_without_osu(tmp_path):
     for c in cases:
         assert c['result'] == 'skip', (c['name'], c['result'], c['fail_reason'])
         assert f'program {c["benchmark"]} not found in environment {env_name}' in \
-            c['tool_missing']
-        assert 'OSU Micro-Benchmarks' in c['tool_missing']
+            c['skip_reason']
+        assert 'OSU Micro-Benchmarks' in c['skip_reason']
         # ReFrame's own summary line gives the reason too.
         assert f'{env_name} [OSU Micro-Benchmarks (OMB) program {c["benchmark"]} not found' in \
             proc.stdout

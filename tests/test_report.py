@@ -66,3 +66,16 @@ def test_a_comparison_page_overlays_before_and_after(tmp_path):
 def test_an_empty_plot_is_left_out_not_drawn_empty():
     assert report._curve_plot('nothing', {'env': [[{'size_bytes': 0, 'median_us': 0}]]},
                               'size_bytes', 'median_us', 'us') == ''
+
+
+def test_skipped_cases_are_listed_with_their_reason():
+    gap = 'gcc12-impi2021 cannot use fabric tcp on this host: libfabric.so.1 not found: ' \
+          'Debian package libfabric1'
+    case = {'name': 'hpcnet_p2p %scale=1_node %mode=bw', 'display_name': 'hpcnet_p2p bw',
+            'system': 'local', 'partition': 'tcp', 'environ': 'gcc12-impi2021'}
+    cases = [{**case, 'result': 'skip', 'skip_reason': gap},
+             {**case, 'result': 'skip', 'skip_reason': gap, 'environ': 'gcc11-impi2021'},
+             {**case, 'result': 'pass', 'partition': 'shm'}]
+    html = report.skips(cases)
+    assert html.count('<li>') == 1 and '2 case(s)' in html and 'Debian package libfabric1' in html
+    assert report.skips(cases[2:]) == '<p>Every selected case ran.</p>'

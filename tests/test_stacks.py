@@ -26,6 +26,42 @@ LIBRARIES = {
 }
 
 
+#: What the probe's "exchange" mode calls; ranks come from FAKE_RANK/FAKE_SIZE.
+FAKE_MPI_API = '''typedef int MPI_Comm; typedef int MPI_Datatype; typedef struct { int s; } MPI_Status;
+#define MPI_COMM_WORLD 0
+#define MPI_INT 1
+#define MPI_STATUS_IGNORE ((MPI_Status *)0)
+int MPI_Get_library_version(char *version, int *len);
+int MPI_Init(int *argc, char ***argv);
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                 void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag,
+                 MPI_Comm comm, MPI_Status *status);
+int MPI_Finalize(void);
+'''
+FAKE_MPI_LIBRARY = '''#include <stdlib.h>
+static int env_int(const char *name) { const char *v = getenv(name); return v ? atoi(v) : 0; }
+int MPI_Init(int *argc, char ***argv) { (void)argc; (void)argv; return 0; }
+int MPI_Comm_rank(MPI_Comm c, int *rank) { (void)c; *rank = env_int("FAKE_RANK"); return 0; }
+int MPI_Comm_size(MPI_Comm c, int *size) { (void)c; *size = env_int("FAKE_SIZE"); return 0; }
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                 void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag,
+                 MPI_Comm comm, MPI_Status *status)
+{ (void)sbuf; (void)scount; (void)stype; (void)dest; (void)stag; (void)rcount; (void)rtype;
+  (void)rtag; (void)comm; (void)status; *(int *)rbuf = src; return 0; }
+int MPI_Finalize(void) { return 0; }
+'''
+#: Runs the program (second to last argument, before "exchange") as two ranks;
+#: FAKE_MPIRUN_OUTPUT replaces the run by a recorded output and exit status 143.
+FAKE_MPIRUN = '''#!/bin/sh
+if [ -n "$FAKE_MPIRUN_OUTPUT" ]; then cat "$FAKE_MPIRUN_OUTPUT"; exit 143; fi
+for last in "$@"; do exe=$program; program=$last; done
+FAKE_RANK=0 FAKE_SIZE=2 "$exe" exchange && FAKE_RANK=1 FAKE_SIZE=2 "$exe" exchange
+'''
+RECORDED = Path(__file__).parent / 'data' / 'stacks'
+
+
 def make_fake_mpi(root: Path, header_family: str, library_family: str,
                   broken_wrapper: bool = False, tools=()) -> Path:
     '''A prefix with include/mpi.h, lib/libmpi.so and bin/mpicc.'''
@@ -34,11 +70,12 @@ def make_fake_mpi(root: Path, header_family: str, library_family: str,
         (prefix / d).mkdir(parents=True, exist_ok=True)
     (prefix / 'include' / 'mpi.h').write_text(
         '#pragma once\n#define MPI_MAX_LIBRARY_VERSION_STRING 256\n'
-        + HEADERS[header_family] + 'int MPI_Get_library_version(char *version, int *len);\n')
+        + HEADERS[header_family] + FAKE_MPI_API)
     src = prefix / 'lib' / 'mpi.c'
     src.write_text('#include <string.h>\n#include <mpi.h>\n'
                    'int MPI_Get_library_version(char *v, int *len) {\n'
-                   f'  strcpy(v, "{LIBRARIES[library_family]}"); *len = (int)strlen(v); return 0; }}\n')
+                   f'  strcpy(v, "{LIBRARIES[library_family]}"); *len = (int)strlen(v); return 0; }}\n'
+                   + FAKE_MPI_LIBRARY)
     subprocess.run([CC, '-shared', '-fPIC', f'-I{prefix}/include', str(src), '-o',
                     str(prefix / 'lib' / 'libmpi.so')], check=True)
     body = ('echo "mpicc: cannot find the compiler" >&2; exit 1\n' if broken_wrapper else
@@ -47,6 +84,9 @@ def make_fake_mpi(root: Path, header_family: str, library_family: str,
     wrapper = prefix / 'bin' / 'mpicc'
     wrapper.write_text('#!/bin/sh\n' + body)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
+    launcher = prefix / 'bin' / 'mpirun'
+    launcher.write_text(FAKE_MPIRUN)
+    launcher.chmod(0o755)
     for tool in tools:
         t = prefix / 'bin' / tool
         t.write_text('#!/bin/sh\n')
@@ -202,3 +242,52 @@ def test_spack_environment_without_spack_is_a_clear_error(tmp_path, monkeypatch)
     monkeypatch.setenv('PATH', str(tmp_path))
     with pytest.raises(stacks.StackError, match='HPCNET_SPACK_ENV=.*spack command is not on PATH'):
         stacks.spack_candidates(tmp_path)
+
+
+def test_missing_piece_names_the_library_and_what_provides_it():
+    recorded = (RECORDED / 'impi-2021.19-tcp-without-libfabric.txt').read_text()
+    assert stacks.missing_piece(recorded) == ('libfabric.so.1 not found: Debian package '
+                                              'libfabric1')
+    # The dynamic loader's own message, for a library without a known provider.
+    assert stacks.missing_piece('./probe: error while loading shared libraries: libfoo.so.3: '
+                                'cannot open shared object file: No such file or directory') \
+        == ('libfoo.so.3 not found: install what provides it, or add its directory to '
+            'LD_LIBRARY_PATH')
+    assert stacks.missing_piece('Abort(1): Fatal error in internal_Init') is None
+
+
+def test_fabric_probe_records_a_missing_piece_per_fabric(tmp_path, compiler, monkeypatch):
+    prefix = make_fake_mpi(tmp_path, 'impi', 'impi')
+    (env,) = discover(tmp_path, [prefix], [compiler]).environments
+    assert env.mpi.fabric_gaps == ()
+    # Intel MPI's real output without libfabric, on every fabric of this fake.
+    monkeypatch.setenv('FAKE_MPIRUN_OUTPUT',
+                       str(RECORDED / 'impi-2021.19-tcp-without-libfabric.txt'))
+    found = stacks.discover(tmp_path / 'state', compilers=[compiler], fabrics=['tcp'],
+                            sources=[lambda state: [stacks.prefix_candidate(prefix, 'fake',
+                                                                            'test')]])
+    (env,) = found.environments
+    assert env.mpi.fabric_gaps == (('tcp', 'libfabric.so.1 not found: Debian package '
+                                           'libfabric1'),)
+    assert env.stack().fabric_gap('tcp').startswith('libfabric.so.1 not found')
+    assert env.stack().fabric_gap('shm') is None
+    assert env.to_reframe(['local'])['extras']['fabric_gaps'] == dict(env.mpi.fabric_gaps)
+
+
+def test_a_fabric_probe_failing_otherwise_is_no_skip(tmp_path, compiler, monkeypatch):
+    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+    broken = tmp_path / 'broken.txt'
+    broken.write_text('mpirun noticed that process rank 0 exited on signal 11 (SIGSEGV)\n')
+    monkeypatch.setenv('FAKE_MPIRUN_OUTPUT', str(broken))
+    found = discover(tmp_path, [prefix], [compiler])
+    (env,) = found.environments
+    assert env.mpi.fabric_gaps == ()        # the checks run there and fail, saying why
+    assert sorted(what for what, _ in found.fabric_failures) == [
+        f'fake-{prefix.name} on shm', f'fake-{prefix.name} on tcp']
+    assert all('exited 143: mpirun noticed that process rank 0 exited on signal 11' in why
+               for _, why in found.fabric_failures)
+
+
+def test_rdma_fabrics_are_not_probed_on_the_host(tmp_path, compiler):
+    with pytest.raises(stacks.StackError, match="fabric 'roce' cannot be probed on one host"):
+        stacks.discover(tmp_path / 'state', sources=[], compilers=[compiler], fabrics=['roce'])
