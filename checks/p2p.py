@@ -36,6 +36,9 @@ class hpcnet_p2p(KernelRun):
     #: this many bytes in flight (large messages need few to fill the pipe).
     window = variable(int, value=64)
     window_bytes = variable(int, value=16 * 1024 * 1024)
+    #: bw/bibw: receive buffers per window (0: one per message; 1: one for
+    #: all, as osu_bw; for comparisons only, see src/p2p.c).
+    recv_slots = variable(int, value=0)
     #: The whole curve: one dict per size with every statistic (JSON report).
     curve = variable(typ.List[typ.Dict[str, float]], value=[], loggable=True)
     #: First exchange between the two ranks (pays connection set-up), µs.
@@ -58,7 +61,8 @@ class hpcnet_p2p(KernelRun):
                 '--min-size', str(self.min_size), '--max-size', str(self.max_size),
                 '--time-per-size', str(self.time_per_size_ms),
                 '--min-iters', str(self.min_iters), '--warmup', str(self.warmup),
-                '--window', str(self.window), '--window-bytes', str(self.window_bytes)]
+                '--window', str(self.window), '--window-bytes', str(self.window_bytes),
+                '--recv-slots', str(self.recv_slots)]
 
     def sizes(self) -> tuple:
         return message_sizes(self.min_size, self.max_size)

@@ -10,18 +10,20 @@ matrix; a partition that lists no `environs` gets all of them.
 import os
 import sys
 
-from hpcnet import stacks
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet import modules, stacks
+from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR
 from hpcnet.model import load_system_files, system_directories
 
-REPORTS = os.path.join(str(PROJECT_ROOT), 'reports')
+REPORTS = str(DEFAULT_REPORTS_DIR)
 # The debug log and the reports are written here; ReFrame does not create it.
 os.makedirs(REPORTS, exist_ok=True)
 
 
-def _discovery():
+def _discovery(systems):
+    # Each MPI is probed on the fabrics of these systems one host can carry.
+    fabrics = {p['extras']['fabric'] for s in systems for p in s['partitions']}
     try:
-        return stacks.discover()
+        return stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
     except stacks.StackError as err:
         # The configuration must still load so that `reframe --list` etc.
         # show the problem instead of a traceback.
@@ -29,19 +31,36 @@ def _discovery():
         return stacks.Discovery()
 
 
-_found = _discovery()
 _systems = load_system_files(*system_directories())
+_found = _discovery(_systems)
 _environ_names = [e.name for e in _found.environments] + [stacks.BUILTIN_ENV]
 for _system in _systems:
     for _part in _system['partitions']:
         _part.setdefault('environs', _environ_names)
+_environments = stacks.reframe_environments(_found, [s['name'] for s in _systems])
+# Environments that load modules need ReFrame's Lmod backend (hpcnet.modules).
+modules.configure_reframe(_systems, _environments)
+
+_GENERAL = {
+    'report_file': os.path.join(REPORTS, 'run-report-{sessionid}.json'),
+    'check_search_path': [str(CHECKS_DIR)],
+}
 
 site_configuration = {
     'systems': _systems,
-    'environments': stacks.reframe_environments(_found, [s['name'] for s in _systems]),
+    'environments': _environments,
+    # How often ReFrame looks whether a job ended.  Its default decays from
+    # 10 Hz to 0.1 Hz: a case of a few seconds then ends up to a second late,
+    # a longer one up to 10 s; on 284 short cases that was a third of
+    # `make run`.  A local job's status is a waitpid(): poll it at 10-50 Hz
+    # (at 100 Hz ReFrame itself took 15 % of a core from the ranks).  A Slurm
+    # job's is an sacct call: 1-5 Hz.
     'general': [{
-        'report_file': os.path.join(REPORTS, 'run-report-{sessionid}.json'),
-        'check_search_path': [os.path.join(str(PROJECT_ROOT), 'checks')],
+        **_GENERAL, 'target_systems': ['local'],
+        'poll_rate_max': 50, 'poll_rate_min': 10, 'poll_rate_decay': 0.1,
+    }, {
+        **_GENERAL,
+        'poll_rate_max': 5, 'poll_rate_min': 1, 'poll_rate_decay': 0.1,
     }],
     # ReFrame's results database: every session's performance values, for
     # `reframe --performance-compare` (RFM_SQLITE_DB_FILE moves it to storage
@@ -70,7 +89,7 @@ site_configuration = {
             # verdict (perflog_multiline below).
             'type': 'filelog',
             'prefix': '%(check_system)s/%(check_partition)s',
-            'basedir': os.path.join(str(PROJECT_ROOT), 'perflogs'),
+            'basedir': str(PERFLOG_DIR),
             'level': 'info',
             'format': ('%(check_job_completion_time)s|%(check_name)s|%(check_environ)s|'
                        '%(check_perf_var)s=%(check_perf_value)s|%(check_perf_unit)s|'

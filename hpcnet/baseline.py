@@ -30,6 +30,8 @@ import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 
+import reframe
+
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
 from hpcnet.references import PROVENANCE, per_environment, reference_dir, reference_file
 
@@ -130,6 +132,8 @@ def references(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None 
 
 
 def _suite_commit() -> str:
+    if PROJECT_ROOT is None:
+        return f'unknown (installed hpcnet {metadata.version("hpcnet")}, not a git checkout)'
     try:
         res = subprocess.run(['git', '-C', str(PROJECT_ROOT), 'rev-parse', 'HEAD'], text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=10)
@@ -158,7 +162,9 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR) -> dict:
                          for env, info in sorted(by_env.items())},
         'link_rates_bps': rates,
         'os_kernel': f'{platform.system()} {platform.release()} (host running ReFrame)',
-        'reframe': metadata.version('reframe-hpc'),
+        # reframe.VERSION, not the pip metadata: Spack's and EasyBuild's
+        # ReFrame are not pip installs.
+        'reframe': reframe.VERSION,
         'hpcnet': metadata.version('hpcnet'),
         'suite_commit': _suite_commit(),
         'tolerance': f'max({floor:g}, 3 x robust CV, 1.2 x worst deviation) of the samples',

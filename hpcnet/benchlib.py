@@ -147,9 +147,11 @@ IMB_TIME_PER_SIZE = 10.0
 #: testbed: 116 MB/s for both together) 10 s per size ran out at 4 MiB.
 IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: -iter for the windowed benchmarks: each repetition is a window of 64
-#: messages, so 100 repetitions are 6400 messages per size (IMB's 1000 takes
-#: minutes per size over a slow TCP path).
-IMB_WINDOWED_REPETITIONS = 100
+#: messages, so 20 repetitions are 1280 messages per size, timed as one
+#: aggregate (IMB prints no per-repetition spread).  IMB's 1000 takes minutes
+#: per size over a slow TCP path; 100 took 60 s of a 13-minute `make run` for
+#: Biband over loopback alone.
+IMB_WINDOWED_REPETITIONS = 20
 #: IMB's window (messages in flight per repetition of Uniband/Biband).
 IMB_WINDOW = 64
 #: Launch, MPI_Init and finalize on top of IMB's own time budget.

@@ -3,7 +3,7 @@
     hpcnet install-stacks        install the PyPI MPI stacks, one prefix each
     hpcnet stacks                list the compiler x MPI environments (and why others are out)
     hpcnet run [reframe args]    run the suite with ReFrame, keep the report
-    hpcnet crosscheck            our ping-pong against IMB PingPong, as ratios
+    hpcnet crosscheck            our kernel against IMB and OSU, ratios of medians
     hpcnet fabrics validate      check the fabric table and every system file
     hpcnet paper [--report R]    the Rocks cluster paper's tables beside a testbed session
     hpcnet refs validate [FILE]  check reference files
@@ -29,7 +29,11 @@ from pathlib import Path
 
 from hpcnet import baseline, compare, model, references, spacklock, stacks, statcompare
 from hpcnet import report as hpcnet_report
-from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT, REFERENCE_DIR, REPORTS_DIR_ENV, Feature
+from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, OUTPUT_DIR, PERFLOG_DIR,
+                              PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, REPORTS_DIR_ENV,
+                              WORK_DIR, Feature,
+                              InstallationError, installation_problem, reframe_executable,
+                              work_dir_problem)
 from hpcnet.sanity import KNOWN_ISSUE_MARKER
 
 #: Exact versions: the suite must be reproducible; bump deliberately.
@@ -85,8 +89,12 @@ def cmd_stacks(args) -> int:
     for env in found.environments:
         print(f'{env.name:22} {env.mpi.candidate.source:7} {env.mpi.family} {env.mpi.version:10} '
               f'{",".join(env.features)}')
+        for fabric, missing in env.mpi.fabric_gaps:
+            print(f'{"":22} skips fabric {fabric}: {missing}')
     for what, why in found.rejected:
         print(f'left out: {what}: {why}')
+    for what, why in found.fabric_failures:
+        print(f'fabric probe failed (its checks run and show why): {what}: {why}')
     if not found.environments:
         _say('no working compiler x MPI environment found')
         return 1
@@ -95,7 +103,7 @@ def cmd_stacks(args) -> int:
 
 def reports_dir() -> Path:
     '''reports/, or $HPCNET_REPORTS_DIR (tests keep theirs apart from the user's).'''
-    return Path(os.environ.get(REPORTS_DIR_ENV) or PROJECT_ROOT / 'reports')
+    return Path(os.environ.get(REPORTS_DIR_ENV) or DEFAULT_REPORTS_DIR)
 
 
 def _reframe_cmd(name: str, reframe_args: list) -> tuple:
@@ -104,9 +112,9 @@ def _reframe_cmd(name: str, reframe_args: list) -> tuple:
     reports.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime('%Y%m%dT%H%M%S%f')
     report = reports / f'{name}-{stamp}.json'
-    cmd = [str(Path(sys.executable).with_name('reframe')), '-C', str(CONFIG_DIR / 'settings.py'),
-           '-c', str(PROJECT_ROOT / 'checks'), '-R',
-           '--prefix', str(PROJECT_ROOT / 'output' / name),
+    cmd = [reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
+           '-c', str(CHECKS_DIR), '-R',
+           '--prefix', str(OUTPUT_DIR / name),
            '--report-file', str(report), *reframe_args]
     if not any(a in ('-r', '--run', '-l', '-L', '--list', '--list-detailed', '--dry-run')
                for a in reframe_args):
@@ -126,6 +134,8 @@ def _final_cases(report: Path) -> dict:
     return final
 
 
+#: ReFrame options that only list the checks (`hpcnet run -l`).
+_LISTING_OPTIONS = ('-l', '-L', '--list', '--list-detailed')
 #: ReFrame options that select test cases: a retry replaces them with its own.
 _SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag')
 
@@ -155,7 +165,7 @@ def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env)
         cmd, report = _reframe_cmd(f'{name}-retry', [
             *_without_selection(reframe_args), '-n', f'/{tc["hashcode"]}',
             '-p', f'^{re.escape(tc["environ"])}$', '--system', f'{tc["system"]}:{tc["partition"]}'])
-        subprocess.run([*prefix, *cmd], cwd=PROJECT_ROOT, env=env)
+        subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
         again = _final_cases(report).get(key) if report.exists() else None
         retried.append({**(again or tc), 'first_attempt': tc.get('fail_reason')})
     return retried
@@ -213,8 +223,10 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
          f'{", ".join(e.name for e in found.environments)}')
     _say('running: ' + ' '.join(cmd))
     start = time.monotonic()
-    rc = subprocess.run([*prefix, *cmd], cwd=PROJECT_ROOT, env=env).returncode
+    rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
     if not report.exists():
+        if any(a.split('=', 1)[0] in _LISTING_OPTIONS for a in reframe_args):
+            return rc   # a listing runs nothing and writes no report
         _say(f'no report was written ({report}); reframe exit code {rc}')
         return rc or 1
     cases = _final_cases(report)
@@ -234,7 +246,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
                                          title=f'hpcnet {name}: {" ".join(reframe_args)}'))
     _say(f'HTML report: {page}')
-    _say(f'perflogs: {PROJECT_ROOT / "perflogs"}')
+    _say(f'perflogs: {PERFLOG_DIR}')
     not_judged = sorted({tc['judgement'] for tc in cases.values()
                          if str(tc.get('judgement', '')).startswith(references.NOT_JUDGED)})
     for why in not_judged:
@@ -279,12 +291,23 @@ def cmd_testbed(args) -> int:
         if no_roce:
             _say(no_roce)
         return run_suite('testbed', ['--system', 'testbed', *reframe_args],
-                         prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env(dict(os.environ)))
+                         prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))
     finally:
         tb.down()
         _say('testbed down')
         if no_roce:
             _say(no_roce)
+
+
+def _positive_int(text: str) -> int:
+    '''argparse type: an integer >= 1.'''
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{text!r} is not an integer >= 1')
+    return value
 
 
 def cmd_crosscheck(args) -> int:
@@ -293,23 +316,25 @@ def cmd_crosscheck(args) -> int:
         report = Path(args.report)
     else:
         envs = [e.name for e in stacks.discover().environments
-                if e.primary and Feature.IMB in e.features]
+                if e.primary and ({Feature.IMB, Feature.OSU} & set(e.features))]
         if not envs:
-            _say('no environment ships IMB-MPI1 (feature +imb): nothing to cross-check')
+            _say('no environment ships IMB-MPI1 or the OSU benchmarks (feature +imb or +osu): '
+                 'nothing to cross-check')
             return 1
-        rc = run_suite('crosscheck', ['-n', r'^(hpcnet_p2p.*mode=pingpong|hpcnet_imb.*benchmark=PingPong)\b',
-                                      '-p', '^(' + '|'.join(envs) + ')$', *args.reframe_args])
+        modes = '|'.join(sorted({p.ours_mode for p in crosscheck.PAIRINGS}))
+        refs = '|'.join(f'{p.check}.*benchmark={p.benchmark}' for p in crosscheck.PAIRINGS)
+        rc = run_suite('crosscheck', ['-n', rf'^(hpcnet_p2p.*scale=1_node.*mode=({modes})'
+                                            rf'|{refs})( |$)',
+                                      '-p', '^(' + '|'.join(envs) + ')$',
+                                      '--reruns', str(args.repeats - 1), *args.reframe_args])
         report = reports_dir() / 'crosscheck-latest.json'
         if rc != 0:
             _say(f'some runs failed (exit {rc}); ratios below use the ones that passed')
     data = references.load_report(report)
-    final = {}
-    for run in data.get('runs', []):
-        for tc in run['testcases']:
-            final[(tc['name'], tc['system'], tc['partition'], tc['environ'])] = tc
-    rows = crosscheck.ratios(list(final.values()))
+    cases = [tc for run in data.get('runs', []) for tc in run['testcases']]
+    rows = crosscheck.ratios(cases)
     if not rows:
-        _say(f'{report}: no environment with both our ping-pong and IMB PingPong passing')
+        _say(f'{report}: no environment with both our kernel and IMB or OSU passing')
         return 1
     print(crosscheck.table(rows))
     return 0 if all(r.ok for r in rows) else 2
@@ -362,6 +387,10 @@ def cmd_refs(args) -> int:
 def cmd_baseline(args) -> int:
     '''K repeats of the selected checks (not judged meanwhile), stored as a
     baseline session; references with provenance from the passed samples.'''
+    if PROJECT_ROOT is None and not args.output and not os.environ.get(REFERENCE_DIR_ENV):
+        raise SelectionError(f'an installed hpcnet does not write into its installation '
+                             f'({REFERENCE_DIR}): set {REFERENCE_DIR_ENV} to your own reference '
+                             f'directory (runs are then judged against it), or give -o FILE')
     system = (_option_values(args.reframe_args, '--system') or [None])[0]
     system = system.split(':')[0] if system else None
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
@@ -440,6 +469,11 @@ def cmd_report(args) -> int:
     return 0
 
 
+#: Commands that write nothing in the work directory (HPCNET_WORK_DIR): they
+#: run wherever the user is.
+_READ_ONLY_COMMANDS = ('fabrics', 'refs', 'paper')
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog='hpcnet', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -462,12 +496,15 @@ def main(argv=None) -> int:
     p.add_argument('--name', default='run', help='report name (reports/<name>-latest.json)')
     p.set_defaults(func=cmd_run, takes_reframe_args=True)
 
-    p = sub.add_parser('crosscheck', help='our ping-pong against IMB PingPong (ratios)')
+    p = sub.add_parser('crosscheck', help='our kernel against IMB and OSU (ratios of medians)')
     p.add_argument('--report', help='use this ReFrame JSON report instead of running')
+    p.add_argument('--repeats', type=_positive_int, default=5,
+                   help='runs of each side in the session; figures are medians (default 5)')
     p.set_defaults(func=cmd_crosscheck, takes_reframe_args=True)
 
     p = sub.add_parser('baseline', help='K repeats -> references with provenance')
-    p.add_argument('--repeats', type=int, default=5, help='sessions of samples (default 5)')
+    p.add_argument('--repeats', type=_positive_int, default=5,
+                   help='sessions of samples (default 5)')
     p.add_argument('--floor', type=float, default=baseline.TOLERANCE_FLOOR,
                    help='tightest tolerance (fraction, default %(default)s)')
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
@@ -520,10 +557,20 @@ def main(argv=None) -> int:
     args.reframe_args = extra
     if args.cmd == 'testbed':
         args.testbed_args = args.testbed_args + extra
+    problem = installation_problem() or (None if args.cmd in _READ_ONLY_COMMANDS
+                                         else work_dir_problem())
+    if problem:
+        print(f'hpcnet: error: {problem}', file=sys.stderr)
+        return 2
+    if PROJECT_ROOT is None:
+        # An installed copy writes nothing into its installation, even as root: no
+        # bytecode of the system files and checks it imports, here or in ReFrame.
+        sys.dont_write_bytecode = True
+        os.environ['PYTHONDONTWRITEBYTECODE'] = '1'
     try:
         return args.func(args)
     except (model.ConfigError, references.ReferenceFileError, stacks.StackError,
-            SelectionError) as err:
+            SelectionError, InstallationError) as err:
         # Errors a user causes: one message, no traceback.
         print(f'hpcnet: error: {err}', file=sys.stderr)
         return 2

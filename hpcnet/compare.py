@@ -14,13 +14,12 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet import statcompare
 from hpcnet.baseline import BASELINE_TAG, measured_cases, perf_samples
-from hpcnet.constants import CONFIG_DIR, Unit
+from hpcnet.constants import CONFIG_DIR, Unit, reframe_executable
 
 #: Practical threshold: a shift smaller than this is not a change a site acts on.
 THRESHOLD = 0.03
@@ -44,8 +43,7 @@ class Side:
 
 
 def _stored_sessions(query: str) -> list:
-    reframe = Path(sys.executable).with_name('reframe')
-    res = subprocess.run([str(reframe), '-C', str(CONFIG_DIR / 'settings.py'),
+    res = subprocess.run([reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
                           '--describe-stored-sessions', query], text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if res.returncode != 0:

@@ -36,6 +36,7 @@ from typing import Iterable
 from hpcnet.constants import (DEFAULT_STATE_DIR, STATE_DIR_ENV, WRAPPER_CC_VARIABLE,
                               CompilerFamily, Fabric, Feature, MpiFamily)
 from hpcnet.model import ConfigError, Partition, Stack
+from hpcnet.modules import module_candidates
 
 #: Programs an MPI prefix may ship that checks can use, by feature.
 TOOL_FEATURES = {
@@ -107,6 +108,12 @@ class MpiCandidate:
     #: Further prefixes holding benchmarks built against this MPI (Spack
     #: installs OSU and IMB as packages of their own).
     tool_prefixes: tuple = ()
+    #: The MPI's part of the environment name, where the source names it
+    #: (a module: 'gompi-2023b'); default: the probed family and major.
+    env_name: str | None = None
+    #: The C compiler this MPI belongs to (a toolchain module's GCC): it is
+    #: then paired with that compiler only, and ``env_name`` alone names it.
+    compiler_command: str | None = None
 
     def env(self) -> dict:
         env = dict(os.environ)
@@ -148,7 +155,10 @@ class Environment:
 
     @property
     def name(self) -> str:
-        return f'{self.compiler.label}-{self.mpi.label}'
+        cand = self.mpi.candidate
+        if cand.compiler_command and cand.env_name:
+            return cand.env_name        # 'gompi-2023b': the toolchain names its compiler
+        return f'{self.compiler.label}-{cand.env_name or self.mpi.label}'
 
     @property
     def features(self) -> list:
@@ -162,8 +172,10 @@ class Environment:
     def env_vars(self) -> list:
         '''Environment variables as ReFrame expects them: [[name, value], ...].'''
         cand = self.mpi.candidate
-        env = [['PATH', f'{cand.bindir}:$PATH']]
-        env += [[k, v] for k, v in cand.env_vars]
+        # A module candidate's PATH and variables come from its modules,
+        # loaded in the job (repeating them would hide a module that fails).
+        env = [] if cand.modules else [['PATH', f'{cand.bindir}:$PATH'],
+                                       *([k, v] for k, v in cand.env_vars)]
         env.append([WRAPPER_CC_VARIABLE[self.mpi.family], self.compiler.command])
         return env
 
@@ -228,6 +240,20 @@ def _compiler_identity(path: str) -> tuple | None:
     if re.search(r'\bgcc\b|GCC|Free Software Foundation', out):
         ver = _run([path, '-dumpfullversion'], timeout=20).stdout.strip()
         return (CompilerFamily.GCC, ver) if re.fullmatch(r'\d+(\.\d+)*', ver) else None
+    return None
+
+
+def wrapper_compiler(wrapper: str, env: dict) -> str | None:
+    '''Absolute path of the C compiler an MPI wrapper calls by default
+    (Open MPI: --showme:command; MPICH, Intel MPI, MVAPICH2: -show).'''
+    for args in (['--showme:command'], ['-show']):
+        try:
+            res = _run([wrapper, *args], env=env, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        words = res.stdout.split()
+        if res.returncode == 0 and words:
+            return shutil.which(words[0], path=env.get('PATH', ''))
     return None
 
 
@@ -465,7 +491,7 @@ def spack_lock_candidates(state: Path) -> list:
 #: Every source of candidates, in order.  A source is a function of the state
 #: directory returning a list of MpiCandidate.
 SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, spack_lock_candidates,
-                 extra_prefix_candidates]
+                 extra_prefix_candidates, module_candidates]
 
 
 # --------------------------------------------------------------------------
@@ -751,6 +777,14 @@ def _from_json(data: dict) -> Discovery:
                      [tuple(f) for f in data['fabric_failures']])
 
 
+def _pinned_compilers(cand: MpiCandidate) -> list:
+    '''[the compiler of a candidate that names its own], else [].'''
+    if not cand.compiler_command:
+        return []
+    identity = _compiler_identity(cand.compiler_command)
+    return [Compiler(*identity, cand.compiler_command)] if identity else []
+
+
 def discover(state: Path | None = None, sources: list | None = None,
              compilers: list | None = None, use_cache: bool = True,
              fabrics: Iterable[str] = HOST_PROBED_FABRICS) -> Discovery:
@@ -791,7 +825,7 @@ def discover(state: Path | None = None, sources: list | None = None,
             stack = MpiStack(cand, base.family, base.version, base.library_version,
                              find_tools(cand), gaps)
             primary = True
-            for comp in compilers:
+            for comp in _pinned_compilers(cand) or compilers:
                 env = Environment(comp, stack, primary)
                 if env.name in seen:
                     result.rejected.append((f'{env.name} ({cand.label})',

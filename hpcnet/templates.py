@@ -10,10 +10,10 @@ import re
 import shlex
 from pathlib import Path
 
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.constants import CHECKS_DIR
 
 #: Where the checks' job script templates live.
-CHECK_TEMPLATES = PROJECT_ROOT / 'checks' / 'templates'
+CHECK_TEMPLATES = CHECKS_DIR / 'templates'
 
 _PLACEHOLDER = re.compile(r'@([A-Z][A-Z0-9_]*)@')
 

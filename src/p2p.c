@@ -21,7 +21,10 @@ static const char *const mode_names[NMODES] = {"pingpong", "pingping", "bw", "bi
 #define TAG_FIRST 13
 /* bw/bibw: every message of a window gets its own receive slot (no two
  * pending receives share memory) as long as the window fits in this many
- * bytes; beyond, slots are reused round-robin. */
+ * bytes; beyond, slots are reused round-robin.  --recv-slots N caps the
+ * slots: 1 is what osu_bw does (every receive of a window into one buffer,
+ * which then stays in the cache; the MPI standard forbids pending receives
+ * that share memory, so only for comparisons). */
 #define RECV_REGION_CAP ((size_t)64 << 20)
 #define MAX_WINDOW 65536L
 
@@ -29,6 +32,7 @@ typedef struct {
     int mode;
     int window;        /* --window: messages in flight per iteration (at most) */
     size_t window_bytes; /* --window-bytes: bytes in flight per iteration (0: no cap) */
+    int recv_slots;    /* --recv-slots: at most this many receive slots (0: no cap) */
     int cur_window;    /* window used at the current size */
     int peer;
     unsigned char *sbuf;
@@ -50,7 +54,10 @@ static void usage(void)
            "output format 1 on stdout (see src/README.md).\n"
            "  --mode M             pingpong (default), pingping, bw, bibw\n"
            "  --window W           messages in flight per window for bw/bibw (default 64)\n"
-           "  --window-bytes B     at most B bytes in flight per window (0: no cap; default 0)\n" HK_COMMON_USAGE);
+           "  --window-bytes B     at most B bytes in flight per window (0: no cap; default 0)\n"
+           "  --recv-slots N       at most N receive buffers per window for bw/bibw (0: one per\n"
+           "                       message, up to 64 MiB; 1: one buffer, as osu_bw; default 0)\n"
+           HK_COMMON_USAGE);
 }
 
 static size_t slot_stride(size_t size)
@@ -69,6 +76,8 @@ static int slot_count(const ctx_t *c, size_t size)
     if (fit < 1)
         fit = 1;
     int w = window_for(c, size);
+    if (c->recv_slots > 0 && c->recv_slots < w)
+        w = c->recv_slots;
     return fit < (size_t)w ? (int)fit : w;
 }
 
@@ -263,6 +272,8 @@ int main(int argc, char **argv)
             c.window = (int)hc_parse_long("--window", v, 1, MAX_WINDOW);
         } else if (hk_opt(argc, argv, &i, "--window-bytes", &v)) {
             c.window_bytes = hk_parse_size("--window-bytes", v);
+        } else if (hk_opt(argc, argv, &i, "--recv-slots", &v)) {
+            c.recv_slots = (int)hc_parse_long("--recv-slots", v, 0, MAX_WINDOW);
         } else if (!hk_common_option(&opt, argc, argv, &i)) {
             hk_usage_error("unknown option '%s'", argv[i]);
         }
@@ -308,6 +319,7 @@ int main(int argc, char **argv)
         if (c.mode == BW || c.mode == BIBW) {
             printf("window: %d\n", c.window);
             printf("window-bytes: %zu\n", c.window_bytes);
+            printf("recv-slots: %d\n", c.recv_slots);
         }
         printf("bw-formula: %s\n", c.mode == BIBW ? "2*size_bytes/median_us" : "size_bytes/median_us");
     }

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import stacks
+from hpcnet import modules, stacks
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR
 
@@ -171,3 +171,38 @@ def running_testbed(name: str):
         yield t
     finally:
         t.down()
+
+
+# --------------------------------------------------------------------------
+# An EasyBuild-made Lmod tree of this machine's MPIs (tests/test_modules.py,
+# and the testbed's run through modules in tests/test_testbed_suite.py)
+# --------------------------------------------------------------------------
+
+@pytest.fixture(scope='session')
+def easybuild_tree(tmp_path_factory):
+    if modules.lmod_command() is None:
+        pytest.skip('Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
+    tree = modules.build_tree(tmp_path_factory.mktemp('easybuild'))
+    print(f'EasyBuild made {len(tree.easyconfigs)} modules in {tree.seconds:.1f} s: '
+          f'{tree.modulepath}')
+    return tree
+
+
+@pytest.fixture(scope='session')
+def module_discovery(easybuild_tree, tmp_path_factory):
+    '''(variables a ReFrame run needs, the discovery it makes): the tree on
+    HPCNET_MODULEPATH (not on MODULEPATH), a state directory of its own that
+    the run shares (its cache: the configuration loads without probing).'''
+    variables = {modules.MODULEPATH_ENV: str(easybuild_tree.modulepath), 'MODULEPATH': '',
+                 'HPCNET_STATE_DIR': str(tmp_path_factory.mktemp('module-state'))}
+    saved = {k: os.environ.get(k) for k in variables}
+    os.environ.update(variables)
+    try:
+        found = stacks.discover()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = value
+    return variables, found

@@ -11,12 +11,12 @@ import pytest
 from conftest import perf, run_reframe, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.constants import CHECKS_DIR, WORK_DIR
 
 pytestmark = pytest.mark.integration
 
-SOCKETS = PROJECT_ROOT / 'checks' / 'sockets.py'
-IPERF3 = PROJECT_ROOT / 'checks' / 'iperf3.py'
+SOCKETS = CHECKS_DIR / 'sockets.py'
+IPERF3 = CHECKS_DIR / 'iperf3.py'
 TESTS = ('tcp_stream', 'tcp_bidir', 'tcp_rr', 'udp_stream', 'udp_rr')
 RR_PERF = {'rtt_median_32B', 'rtt_p99_32B', 'rtt_median_1KiB', 'rtt_p99_1KiB', 'rtt_first'}
 #: Performance variables of each test on a partition without link_rate_bps.
@@ -101,7 +101,7 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
         '-S', 'hpcnet_sockets.stream_min_size=65536',
         '-S', 'hpcnet_sockets.duration_ms=1000',
         system='testbed:eth', timeout=300,
-        prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env())
+        prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env())
     ours = [c for c in cases if c['name'].startswith('hpcnet_sockets ')]
     theirs = [c for c in cases if c['name'].startswith('hpcnet_iperf3 ')]
     assert len(ours) == 1 and len(theirs) == 1, proc.stdout[-4000:]

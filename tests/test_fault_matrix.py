@@ -19,12 +19,12 @@ import conftest
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures
 
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.constants import CHECKS_DIR
 
 pytestmark = pytest.mark.integration
 
 FAULTS = Path(__file__).parent / 'checks' / 'faults.py'
-P2P = PROJECT_ROOT / 'checks' / 'p2p.py'
+P2P = CHECKS_DIR / 'p2p.py'
 HPCNET = Path(sys.executable).with_name('hpcnet')
 
 #: fault -> (check class, what its failure reason must contain)

@@ -2,11 +2,11 @@
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures
 
-from hpcnet.constants import P2P_BANDWIDTH_SIZES, PROJECT_ROOT, P2PMode
+from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, P2P_BANDWIDTH_SIZES, P2PMode
 
 pytestmark = pytest.mark.integration
 
-P2P = PROJECT_ROOT / 'checks' / 'p2p.py'
+P2P = CHECKS_DIR / 'p2p.py'
 
 
 def test_p2p_every_mpi_both_partitions_all_modes(tmp_path, one_env_per_stack):
@@ -109,7 +109,7 @@ def test_malformed_reference_fails_with_file_and_key(tmp_path, one_env_per_stack
 
 def test_sessions_of_the_tests_stay_out_of_the_users_history(tmp_path, own_history,
                                                              one_env_per_stack):
-    user_db = PROJECT_ROOT / 'reports' / 'results.db'
+    user_db = DEFAULT_REPORTS_DIR / 'results.db'
     before = user_db.stat().st_mtime_ns if user_db.exists() else None
     proc, cases = run_reframe(tmp_path, '-c', str(P2P), '-n', '^hpcnet_p2p.*mode=pingpong',
                               '-p', env_regex([_one_env(one_env_per_stack)]),
@@ -130,7 +130,7 @@ def test_collectives_pairs_and_preflight(tmp_path, one_env_per_stack):
     '''Collectives (a reduction and a personalized exchange), the pair
     matrix and the preflight, every MPI, both partitions.'''
     proc, cases = run_reframe(
-        tmp_path, '-c', str(PROJECT_ROOT / 'checks'), '-R',
+        tmp_path, '-c', str(CHECKS_DIR), '-R',
         '-n', r'^(hpcnet_collectives.*op=(allreduce|alltoall)\b|hpcnet_pairs|hpcnet_preflight)',
         '-p', env_regex(one_env_per_stack + ['builtin']), '-S', 'time_per_size_ms=5')
     by = {}

@@ -135,6 +135,16 @@ def test_p2p(built, mode):
     assert big['bw_MBps'] == pytest.approx(factor * 4096 / big['median_us'], rel=2e-3, abs=0.01)
 
 
+@pytest.mark.parametrize('slots', [1, 4])
+def test_p2p_streaming_into_fewer_receive_buffers(built, slots):
+    '''--recv-slots: osu_bw's way (1: every receive of a window into one
+    buffer), for comparisons; validation still checks the last message.'''
+    out = _run_ok(built, 'p2p', '--mode', 'bw', '--validate', '--window', '16',
+                  '--recv-slots', str(slots), *SMALL)
+    assert out.header['recv-slots'] == str(slots) and out.validated == len(SMALL_SIZES)
+    _assert_finite(out)
+
+
 def test_p2p_adaptive_and_explicit_sizes(built):
     out = _run_ok(built, 'p2p', '--sizes', '3,1K,8', '--time-per-size', '2',
                   '--min-iters', '30', '--max-iters', '500')

@@ -19,7 +19,7 @@ import pytest
 
 from hpcnet import paper
 from hpcnet import testbed as tbm
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.constants import SRC_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.cli import main as run_cli
@@ -348,7 +348,7 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
     MPICH 3.2 / Open MPI 1.10: 35,840-35,980 us).'''
     if not shutil.which('mpicc.openmpi'):
         pytest.skip('mpicc.openmpi not installed')
-    subprocess.run(['make', '-s', '-C', str(PROJECT_ROOT / 'src'), 'MPICC=mpicc.openmpi',
+    subprocess.run(['make', '-s', '-C', str(SRC_DIR), 'MPICC=mpicc.openmpi',
                     f'BINDIR={tmp_path}', f'{tmp_path}/p2p'], check=True)
     wire_MBps = 1e9 / 8 * WIRE_PAYLOAD_FRACTION / 1e6
     for mode in ('pingpong', 'bw'):

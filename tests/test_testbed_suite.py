@@ -6,9 +6,12 @@ matrix (a link throttled to 85 %, a node's link set down during a run, slurmd ki
 Needs root and namespaces (CI has both); skipped with the reason otherwise.
 """
 import json
+import os
+import re
 import statistics
 import threading
 import time
+from pathlib import Path
 
 import conftest
 import pytest
@@ -16,14 +19,14 @@ from conftest import env_regex, perf, run_reframe, running_testbed, unexplained_
 
 from hpcnet import paper
 from hpcnet import testbed as tbm
-from hpcnet.constants import PROJECT_ROOT, P2PMode
+from hpcnet.constants import CHECKS_DIR, WORK_DIR, P2PMode
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
               pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
 
 NAME = 'hpcnets'     # never touches a developer's 'hpcnet' testbed
-CHECKS = PROJECT_ROOT / 'checks'
+CHECKS = CHECKS_DIR
 #: The wire's TCP payload fraction (reference/testbed.yaml).
 EFFICIENCY = 1448 / 1538
 #: Lower bounds of reference/testbed.yaml, as fractions of the wire's rate.
@@ -39,7 +42,7 @@ def tb():
 def run_on_testbed(t, tmp_path, *args, timeout=1500, check='p2p.py'):
     return run_reframe(tmp_path, '-c', str(CHECKS / check), *args, system='testbed:eth',
                        timeout=timeout, retries=0,
-                       prefix=t.head_prefix(cwd=str(PROJECT_ROOT)), env=t.env())
+                       prefix=t.head_prefix(cwd=str(WORK_DIR)), env=t.env())
 
 
 def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_per_stack):
@@ -203,6 +206,31 @@ def test_testbed_fault_matrix(tb, tmp_path, one_env_per_stack):
     assert case['result'] == 'fail', proc.stdout[-3000:]
 
     conftest.FAULT_MATRIX.extend(rows)
+
+
+def test_p2p_through_easybuild_modules_on_the_testbed(tb, tmp_path, easybuild_tree,
+                                                      module_discovery):
+    '''The gompi toolchain module of the EasyBuild tree (Debian's Open MPI
+    with pmix under srun; Debian's MPICH, gmpich, is 4.0.2 with its finalize
+    hang) loads inside the Slurm job on two nodes, and the p2p check passes.'''
+    variables, found = module_discovery
+    (gompi,) = [e.name for e in found.environments if e.mpi.candidate.env_name == 'gompi-system']
+    proc, cases = run_reframe(tmp_path, '-c', str(CHECKS / 'p2p.py'),
+                              '-n', 'hpcnet_p2p.*scale=2_nodes.*mode=pingpong', '-p',
+                              env_regex([gompi]), system='testbed:eth', retries=0, timeout=900,
+                              prefix=tb.head_prefix(cwd=str(WORK_DIR)),
+                              env=tb.env({**os.environ, **variables}))
+    (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p ')] or [None]
+    assert case is not None, proc.stdout[-3000:]
+    assert case['result'] == 'pass', (case.get('fail_reason'), proc.stdout[-3000:])
+    outdir = Path(case['outputdir'])
+    script = (outdir / 'rfm_job.sh').read_text()
+    assert f'module use {easybuild_tree.modulepath}\nmodule load gompi/system\n' in script
+    assert 'lmod/init/bash' in script
+    errors = (outdir / 'rfm_job.err').read_text()
+    assert not re.search(r'Lmod has detected|module: command not found', errors), errors
+    assert len({lc['host'] for lc in case['link_counters']}) == 2
+    assert case['mpi_library'].startswith('Open MPI v4.1')
 
 
 def test_nothing_left_after_runs(tb):

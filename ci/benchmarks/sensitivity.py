@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hpcnet import cli, compare, statcompare
 from hpcnet import testbed as tbm
-from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV, REPORTS_DIR_ENV
+from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR
 
 CONDITIONS = (('clean', '1gbit'), ('cut 10 %', '900mbit'), ('cut 5 %', '950mbit'))
 METRICS = ('bandwidth_4MiB', 'latency_8B')
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     def session(name: str, rate: str, repeats: int) -> compare.Side:
         tb.shape(rate)
         cli.run_suite(name, [*select, '--reruns', str(repeats - 1)],
-                      prefix=tb.head_prefix(cwd=str(PROJECT_ROOT)), env=tb.env(dict(os.environ)))
+                      prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))
         kept = scratch / f'{name}.json'
         shutil.copyfile(scratch / 'reports' / f'{name}-latest.json', kept)
         return compare.load_side(str(kept))

@@ -66,7 +66,7 @@ KNOWN_KEYS = frozenset({
     # p2p, pairs: payload bytes each rank sent, in rank order
     'bytes-sent',
     # p2p
-    'mode', 'window', 'window-bytes', 'bw-formula', 'first-exchange-us', 'second-exchange-us',
+    'mode', 'window', 'window-bytes', 'recv-slots', 'bw-formula', 'first-exchange-us', 'second-exchange-us',
     # collectives
     'ops', 'root', 'reduction',
     # pairs
@@ -80,7 +80,7 @@ KNOWN_KEYS = frozenset({
 #: Header keys whose value must be a finite number.
 NUMERIC_HEADER_KEYS = frozenset({
     'ranks', 'warmup', 'time-per-size-ms', 'min-iters', 'max-iters', 'window', 'window-bytes',
-    'root',
+    'recv-slots', 'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
     'samples', 'bw-samples',
 })

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.constants import DATA_DIR
 
 
 @dataclass(frozen=True)
@@ -101,4 +101,4 @@ def default_template_dir() -> Path:
     env = os.environ.get('HPCNET_TESTBED_TEMPLATES')
     if env:
         return Path(env)
-    return PROJECT_ROOT / 'ci' / 'testbed'
+    return DATA_DIR / 'ci' / 'testbed'
