@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcnet import baseline, compare, model, references, spacklock, stacks, statcompare
+from hpcnet import baseline, compare, model, modules, references, spacklock, stacks, statcompare
 from hpcnet import report as hpcnet_report
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, OUTPUT_DIR, PERFLOG_DIR,
                               PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, REPORTS_DIR_ENV,
@@ -95,6 +95,11 @@ def cmd_stacks(args) -> int:
         print(f'left out: {what}: {why}')
     for what, why in found.fabric_failures:
         print(f'fabric probe failed (its checks run and show why): {what}: {why}')
+    if args.modules:
+        survey = modules.survey()
+        print(survey.summary())
+        for module, why in survey.skipped:
+            print(f'module left out: {module}: {why}')
     if not found.environments:
         _say('no working compiler x MPI environment found')
         return 1
@@ -486,6 +491,8 @@ def main(argv=None) -> int:
 
     p = sub.add_parser('stacks', help='list the compiler x MPI environments')
     p.add_argument('--refresh', action='store_true', help='probe again, ignore the cache')
+    p.add_argument('--modules', action='store_true',
+                   help='also say where Lmod was searched and why modules were left out')
     p.add_argument('--json', action='store_true')
     p.add_argument('--spack-lock', metavar='FILE',
                    help="the matrix of a Spack environment's spack.lock (no Spack needed)")

@@ -50,7 +50,7 @@ def test_tcp_settings_use_the_partition_interface():
     s = settings('tcp', 'openmpi4', extras={'fabric': 'tcp', 'iface': 'eth7'})
     assert s.env['OMPI_MCA_btl_tcp_if_include'] == 'eth7'
     assert s.env['OMPI_MCA_btl_base_verbose'] == '1'
-    assert s.launcher_options == ('--bind-to', 'none')
+    assert s.launcher_options == ('--bind-to', 'core')
     assert settings('tcp', 'mpich4', launcher='srun').launcher_options == ('--mpi=pmi2',)
     assert settings('tcp', 'openmpi4', launcher='srun').launcher_options == ('--mpi=pmix',)
 
