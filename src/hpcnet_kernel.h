@@ -592,10 +592,10 @@ static inline void hk_print_done(void)
  * builds hang there (Debian MPICH 4.0.2 over UCX; fixed upstream by
  * "ch4/ucx: remove MPIR_pmi_barrier in finalize"): the process then reports
  * it on stderr and exits 3 at once, instead of the job waiting for its time
- * limit with the cause unnamed.  10 s: a healthy finalize took < 1 s here,
- * on one host and across the testbed's nodes; a hung one cost 20 s a case
- * at the earlier limit. */
-#define HK_FINALIZE_TIMEOUT_S 10
+ * limit with the cause unnamed.  20 s: at 10 s, 4 collectives of that MPICH
+ * across the testbed's 4 nodes failed here that passed at 20 s in earlier
+ * full runs (its finalize there is slow, not always hung). */
+#define HK_FINALIZE_TIMEOUT_S 20
 #define HK_STR_(x) #x
 #define HK_STR(x) HK_STR_(x)
 
