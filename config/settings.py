@@ -51,8 +51,8 @@ site_configuration = {
     'environments': _environments,
     # How often ReFrame looks whether a job ended.  Its default decays from
     # 10 Hz to 0.1 Hz: a case of a few seconds then ends up to a second late,
-    # a longer one up to 10 s; on 284 short cases that was a third of
-    # `make run`.  A local job's status is a waitpid(): poll it at 10-50 Hz
+    # a longer one up to 10 s (the 120 p2p cases of `make run`: 388 s at the
+    # default, 204 s polled faster).  A local job's status is a waitpid(): poll it at 10-50 Hz
     # (at 100 Hz ReFrame itself took 15 % of a core from the ranks).  A Slurm
     # job's is an sacct call, and the testbed's nodes share the host's two
     # cores: ReFrame's default there (at 1 Hz at least, a full testbed run had
