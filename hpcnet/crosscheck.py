@@ -142,10 +142,10 @@ def ratios(cases: list) -> list:
                     continue
                 if ours_mean_col:
                     ours_mean = _median_at(ours, size, ours_mean_col)
-                else:      # bandwidth by mean time: size / mean one-way time
+                else:      # our bandwidth at the mean time instead of the median
                     ours_mean = statistics.median(
-                        size / row['mean_us'] for curve in ours for row in curve
-                        if int(row[SIZE_COLUMN]) == size)
+                        row['bw_MBps'] * row['median_us'] / row['mean_us']
+                        for curve in ours for row in curve if int(row[SIZE_COLUMN]) == size)
                 out.append(Ratio(where, pair.reference, metric, ours_median, ours_mean,
                                  reference, samples))
     return out

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import yaml
 
-from hpcnet.constants import FABRICS_FILE, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, Fabric, PartitionFeature
+from hpcnet.constants import (FABRICS_FILE, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, Fabric, MpiFamily,
+                              PartitionFeature)
 
 
 class ConfigError(ValueError):
@@ -494,6 +495,14 @@ class Partition:
         return FabricSettings(self.fabric, stack.mpi_profile, env, tuple(options),
                               frozenset(entry['expect']), report['parser'],
                               frozenset(self.rdma_devices) if self.is_rdma else frozenset())
+
+
+def start_env(mpi_family: str) -> dict:
+    '''Variables an MPI needs to start at all as this user: Open MPI refuses
+    to run as root without OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).'''
+    if mpi_family == MpiFamily.OPENMPI and os.geteuid() == 0:
+        return {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
+    return {}
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Iterable
 
 from hpcnet.constants import (DEFAULT_STATE_DIR, STATE_DIR_ENV, WRAPPER_CC_VARIABLE,
                               CompilerFamily, Fabric, Feature, MpiFamily)
-from hpcnet.model import ConfigError, Partition, Stack
+from hpcnet.model import ConfigError, Partition, Stack, start_env
 from hpcnet.modules import module_candidates
 
 #: Programs an MPI prefix may ship that checks can use, by feature.
@@ -124,6 +124,14 @@ class MpiCandidate:
         return env
 
 
+def mpi_profile(family: str, transport_layer: str | None) -> str:
+    '''Key of an MPI in the fabric table: its family, plus the transport layer
+    where one family ships with several (MPICH over UCX or OFI).'''
+    if family == MpiFamily.MPICH and transport_layer:
+        return f'{family}-{transport_layer}'
+    return family
+
+
 @dataclass(frozen=True)
 class MpiStack(Labelled):
     '''An MPI proven to build and load a program.'''
@@ -138,11 +146,7 @@ class MpiStack(Labelled):
 
     @property
     def profile(self) -> str:
-        '''Key of this MPI in the fabric table: family, plus the transport
-        layer where one family ships with several (MPICH over UCX or OFI).'''
-        if self.family == MpiFamily.MPICH and self.candidate.transport_layer:
-            return f'{self.family}-{self.candidate.transport_layer}'
-        return self.family
+        return mpi_profile(self.family, self.candidate.transport_layer)
 
 
 @dataclass(frozen=True)
@@ -681,7 +685,7 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
     reason), ...) where the probe failed otherwise (checks run and fail there,
     with their own diagnosis: a broken fabric is never a skip).'''
     stack = Stack(environ=candidate.label, mpi_family=family,
-                  mpi_profile=MpiStack(candidate, family, version, '').profile,
+                  mpi_profile=mpi_profile(family, candidate.transport_layer),
                   mpi_version=version)
     gaps, failures = [], []
     for fabric in fabrics:
@@ -692,9 +696,7 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
         except ConfigError as err:
             failures.append((fabric, str(err)))    # the checks fail there with the same
             continue
-        env = {**candidate.env(), **settings.env}
-        if family == MpiFamily.OPENMPI and os.geteuid() == 0:
-            env.update(OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+        env = {**candidate.env(), **settings.env, **start_env(family)}
         launcher = os.path.join(candidate.bindir, 'mpirun')
         cmd = [launcher, '-np', '2', *settings.launcher_options, str(exe), 'exchange']
         try:

@@ -25,8 +25,8 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
 from reframe.core.exceptions import PerformanceError, SanityError
 
 from hpcnet import linkstats, preflight, references, sanity
-from hpcnet.constants import SRC_DIR, Fabric, Feature, MpiFamily, PartitionFeature, Scale
-from hpcnet.model import Partition, Stack
+from hpcnet.constants import SRC_DIR, Fabric, Feature, PartitionFeature, Scale
+from hpcnet.model import Partition, Stack, start_env
 from hpcnet.stacks import BUILTIN_ENV
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output
@@ -326,10 +326,7 @@ class MpiBenchmark(NetworkRun):
         self.fabric_settings = self.partition.fabric_settings(self.stack, launcher)
         # ReFrame writes `export NAME=value` as it is: quoted here.
         self.env_vars.update({k: shlex.quote(v) for k, v in self.fabric_settings.env.items()})
-        if self.stack.mpi_family == MpiFamily.OPENMPI and os.geteuid() == 0:
-            # Open MPI refuses to start as root without these.
-            self.env_vars.update({'OMPI_ALLOW_RUN_AS_ROOT': '1',
-                                  'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'})
+        self.env_vars.update(start_env(self.stack.mpi_family))
 
     @run_before('run')
     def set_launcher_options(self):
