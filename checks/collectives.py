@@ -34,7 +34,9 @@ class hpcnet_collectives(KernelRun):
     reference_index = ['$partition', 'mpi_family', 'op']
     #: Largest size, bytes per rank; every power of two from 0.
     max_size = variable(int, value=1024 * 1024)
-    #: Wall time per size (ms); sets the iteration count.
+    #: Samples per size: until the median is known within +-precision_pct %
+    #: (95 % confidence, on every rank), at most time_per_size_ms of them.
+    precision_pct = variable(float, value=1.0)
     time_per_size_ms = variable(int, value=40)
     #: The whole table: one dict per size (JSON report).
     curve = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
@@ -47,7 +49,7 @@ class hpcnet_collectives(KernelRun):
     def kernel_args(self) -> list:
         self.descr = f'MPI {self.op} over {self.current_partition.fullname}'
         return ['--op', self.op, '--validate', '--max-size', str(self.max_size),
-                '--time-per-size', str(self.time_per_size_ms)]
+                '--precision', str(self.precision_pct), '--time-per-size', str(self.time_per_size_ms)]
 
     def expected_sizes(self):
         if self.op == Collective.BARRIER:

@@ -19,7 +19,8 @@ from hpcnet import sanity
 from hpcnet.sanity import sanity_from_output_errors
 from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
                              IMB_P2P_MSGLOG_MAX, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
-                             IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE, LATENCY_SIZES,
+                             IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
+                             IMB_WINDOWED_VOLUME_MB, LATENCY_SIZES,
                              MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
                              ToolBenchmark, check_imb_timeout, imb_sizes)
 from hpcnet.constants import Feature, Unit
@@ -70,7 +71,7 @@ class ImbBase(ToolBenchmark):
     #: None: IMB_TIME_PER_SIZE, IMB_WINDOWED_TIME_PER_SIZE for Uniband/Biband.
     time_per_size = variable(float, type(None), value=None)
     #: IMB -iter (maximum repetitions); None: IMB's own, except the windowed
-    #: benchmarks (IMB_WINDOWED_REPETITIONS).
+    #: benchmarks (IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_VOLUME_MB).
     repetitions = variable(int, type(None), value=None)
     #: IMB's version, as its header prints it.
     imb_version = variable(str, value='', loggable=True)
@@ -106,7 +107,7 @@ class ImbBase(ToolBenchmark):
         self.descr = f'IMB {self.benchmark} over {self.current_partition.fullname}'
         repetitions = self.repetitions
         if repetitions is None and self.benchmark in ImbBenchmark.WINDOWED:
-            repetitions = IMB_WINDOWED_REPETITIONS
+            repetitions = (IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_VOLUME_MB)
         # -npmin: only the table with every rank (IMB would also run 2, 4, ...).
         args = imb_command([self.benchmark], msglog=(0, self.msglog()), suite=self.tool,
                            executable=self.tool_path, npmin=self.num_tasks,

@@ -27,8 +27,13 @@ class hpcnet_p2p(KernelRun):
     #: Smallest and largest message (bytes); every power of two in between.
     min_size = variable(int, value=0)
     max_size = variable(int, value=4 * 1024 * 1024)
-    #: Wall time spent per message size (ms); sets the iteration count.
+    #: Samples per size: until the median is known within +-precision_pct %
+    #: (95 % confidence), at most time_per_size_ms of them (src/README.md).
+    precision_pct = variable(float, value=1.0)
     time_per_size_ms = variable(int, value=40)
+    #: A sample times as many iterations as last batch_us (the clock is read
+    #: once per sample, not inside every sub-microsecond round trip).
+    batch_us = variable(float, value=10.0)
     #: Fewest timed iterations per size, and untimed warm-up iterations.
     min_iters = variable(int, value=20)
     warmup = variable(int, value=10)
@@ -59,7 +64,8 @@ class hpcnet_p2p(KernelRun):
         self.descr = f'MPI point-to-point {self.mode} over {self.current_partition.fullname}'
         return ['--mode', self.mode, '--validate',
                 '--min-size', str(self.min_size), '--max-size', str(self.max_size),
-                '--time-per-size', str(self.time_per_size_ms),
+                '--precision', str(self.precision_pct), '--time-per-size', str(self.time_per_size_ms),
+                '--batch-us', str(self.batch_us),
                 '--min-iters', str(self.min_iters), '--warmup', str(self.warmup),
                 '--window', str(self.window), '--window-bytes', str(self.window_bytes),
                 '--recv-slots', str(self.recv_slots)]

@@ -147,11 +147,15 @@ IMB_TIME_PER_SIZE = 10.0
 #: testbed: 116 MB/s for both together) 10 s per size ran out at 4 MiB.
 IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: -iter for the windowed benchmarks: each repetition is a window of 64
-#: messages, so 20 repetitions are 1280 messages per size, timed as one
-#: aggregate (IMB prints no per-repetition spread).  IMB's 1000 takes minutes
-#: per size over a slow TCP path; 100 took 60 s of a 13-minute `make run` for
-#: Biband over loopback alone.
+#: messages, timed as one aggregate (IMB prints no per-repetition spread).
+#: At most 20 repetitions, and at most IMB_WINDOWED_VOLUME_MB / size of them
+#: (IMB's overall_vol, in MB, counts one message per repetition, not the
+#: window): 2 repetitions = 128 messages = 512 MiB each way at 4 MiB.  With
+#: IMB's 40 MB, Uniband and Biband took 316 and 408 s of the testbed's
+#: Gigabit link (2.5 GB per size from 2 MiB up) and 57 s of `make run` over
+#: loopback TCP.
 IMB_WINDOWED_REPETITIONS = 20
+IMB_WINDOWED_VOLUME_MB = 8
 #: IMB's window (messages in flight per repetition of Uniband/Biband).
 IMB_WINDOW = 64
 #: Launch, MPI_Init and finalize on top of IMB's own time budget.

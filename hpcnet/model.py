@@ -289,6 +289,15 @@ def validate_table(data, path='<table>') -> dict:
                   f'{parser!r} is not a transport parser (valid: {", ".join(TRANSPORT_PARSERS)})')
         if not isinstance(prof['report'].get('env', {}), dict):
             _fail(path, f'profiles.{name}.report.env', 'must be a mapping of variable: value')
+        unknown = set(prof) - {'report', 'oversubscribed'}
+        if unknown:
+            _fail(path, f'profiles.{name}.{sorted(unknown)[0]}',
+                  'unknown key (valid: report, oversubscribed)')
+        over = prof.get('oversubscribed', {})
+        if not isinstance(over, dict) or set(over) - {'env'} \
+                or not isinstance(over.get('env', {}), dict):
+            _fail(path, f'profiles.{name}.oversubscribed',
+                  'must be a mapping with one key, env: a mapping of variable: value')
     for fabric, entries in data['fabrics'].items():
         if not isinstance(entries, dict):
             _fail(path, f'fabrics.{fabric}', 'must be a mapping of MPI profile: settings')
@@ -469,9 +478,15 @@ class Partition:
         ``multinode`` where a check may span several nodes."""
         return [self.fabric] + ([PartitionFeature.MULTINODE] if self.multinode else [])
 
-    def fabric_settings(self, stack: 'Stack', launcher: str,
-                        path: str | Path = FABRICS_FILE) -> 'FabricSettings':
-        """What puts ``stack``'s MPI on this partition's fabric under ``launcher``."""
+    def oversubscribed(self, ranks: int) -> bool:
+        '''Whether ``ranks`` ranks on this partition's nodes outnumber the cores
+        they share (nodes emulated on this host, which is then their host).'''
+        return self.nodes_share_cores and ranks > (os.cpu_count() or 1)
+
+    def fabric_settings(self, stack: 'Stack', launcher: str, path: str | Path = FABRICS_FILE,
+                        *, oversubscribed: bool = False) -> 'FabricSettings':
+        """What puts ``stack``'s MPI on this partition's fabric under ``launcher``;
+        ``oversubscribed``: also the profile's variables for more ranks than cores."""
         table = load_table(path)
         entry = table['fabrics'][self.fabric].get(stack.mpi_profile)
         if entry is None:
@@ -489,6 +504,9 @@ class Partition:
         env = {k: _fill(v, values, f'{where}.env.{k}') for k, v in entry.get('env', {}).items()}
         report = table['profiles'][stack.mpi_profile]['report']
         env.update({k: str(v) for k, v in report.get('env', {}).items()})
+        if oversubscribed:
+            over = table['profiles'][stack.mpi_profile].get('oversubscribed', {})
+            env.update({k: str(v) for k, v in over.get('env', {}).items()})
         options = list(table['launchers'].get(launcher, {}).get(stack.mpi_family, []))
         options += [_fill(o, values, f'{where}.launcher_options')
                     for o in entry.get('launcher_options', [])]

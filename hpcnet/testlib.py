@@ -323,7 +323,8 @@ class MpiBenchmark(NetworkRun):
             self.skip_because(f'{self.stack.environ} cannot use fabric '
                               f'{self.partition.fabric} on this host: {gap}')
         launcher = self.current_partition.launcher_type.registered_name
-        self.fabric_settings = self.partition.fabric_settings(self.stack, launcher)
+        self.fabric_settings = self.partition.fabric_settings(
+            self.stack, launcher, oversubscribed=self.partition.oversubscribed(self.num_tasks))
         # ReFrame writes `export NAME=value` as it is: quoted here.
         self.env_vars.update({k: shlex.quote(v) for k, v in self.fabric_settings.env.items()})
         self.env_vars.update(start_env(self.stack.mpi_family))

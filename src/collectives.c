@@ -344,7 +344,7 @@ int main(int argc, char **argv)
     hk_print_common(&opt);
     if (hk_rank == 0)
         printf("columns: op size_bytes count iterations t_min_us t_avg_us t_max_us med_min_us med_avg_us "
-               "med_max_us\n");
+               "med_max_us median_ci_pct\n");
 
     int validated = 0;
     for (int o = 0; o < nops; o++) {
@@ -377,8 +377,13 @@ int main(int argc, char **argv)
 
             long nwarm = hk_warmup_count(&opt);
             run(op, &b, cnt, nwarm, samples, 1);
-            long iters = hk_pick_iters(&opt, hk_median(samples, nwarm) * 1e-6);
-            run(op, &b, cnt, iters, samples, 0);
+            hk_sampling sampling;
+            hk_sampling_start(&sampling, &opt, hk_median(samples, nwarm) * 1e-6, 0.0);
+            while (sampling.next > 0) {
+                run(op, &b, cnt, sampling.next, samples + sampling.n, 0);
+                hk_sampling_more(&sampling, &opt, samples, 1);
+            }
+            long iters = sampling.n;
 
             hc_stats st = hc_compute_stats(samples, iters);
             double in[2] = {st.mean, st.median}, mn[2], mx[2], sm[2];
@@ -396,8 +401,8 @@ int main(int argc, char **argv)
                     avg[q] = sm[q] / hk_nranks;
                     avg[q] = avg[q] < mn[q] ? mn[q] : (avg[q] > mx[q] ? mx[q] : avg[q]);
                 }
-                printf("row: %s %zu %ld %ld %.4f %.4f %.4f %.4f %.4f %.4f\n", op_names[op], size, cnt, iters, mn[0],
-                       avg[0], mx[0], mn[1], avg[1], mx[1]);
+                printf("row: %s %zu %ld %ld %.4f %.4f %.4f %.4f %.4f %.4f %.3f\n", op_names[op], size, cnt, iters,
+                       mn[0], avg[0], mx[0], mn[1], avg[1], mx[1], sampling.ci_pct);
             }
         }
     }

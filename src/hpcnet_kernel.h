@@ -202,6 +202,19 @@ static inline double hk_parse_positive(const char *opt, const char *s, double hi
     return v;
 }
 
+/* Decimal number in [0, hi]. */
+static inline double hk_parse_nonnegative(const char *opt, const char *s, double hi)
+{
+    char *end = NULL;
+    if (*s == '\0' || !(isdigit((unsigned char)*s) || *s == '.'))
+        hk_usage_error("%s: '%s' is not a number >= 0", opt, s);
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || *end != '\0' || !(v >= 0.0) || !(v <= hi))
+        hk_usage_error("%s: '%s' is not a number in [0, %g]", opt, s, hi);
+    return v;
+}
+
 /* Message size in bytes, at most 1 GiB (hpcnet_common.h says the form). */
 static inline size_t hk_parse_size(const char *opt, const char *s)
 {
@@ -222,6 +235,7 @@ typedef struct {
     int have_range;       /* --min-size or --max-size given */
     const char *sizes;    /* --sizes a,b,c (NULL = range) */
     int validate;         /* --validate */
+    double precision;     /* --precision PCT (default 1; 0 = fill --time-per-size) */
 } hk_common;
 
 static inline void hk_common_defaults(hk_common *c)
@@ -236,6 +250,7 @@ static inline void hk_common_defaults(hk_common *c)
     c->have_range = 0;
     c->sizes = NULL;
     c->validate = 0;
+    c->precision = 1.0;
 }
 
 #define HK_COMMON_USAGE                                                              \
@@ -247,12 +262,16 @@ static inline void hk_common_defaults(hk_common *c)
     "                       removed); sizes are bytes with optional K/M/G suffix\n"  \
     "                       (binary: 1K = 1024), at most 1G\n"                       \
     "  --warmup N           untimed warm-up iterations per size (default 10)\n"     \
-    "  --iters N            fixed number of timed iterations per size\n"            \
-    "                       (default: adaptive, see --time-per-size)\n"             \
-    "  --time-per-size MS   adaptive iterations: aim at MS milliseconds of timed\n"  \
-    "                       iterations per size (default 40)\n"                     \
-    "  --min-iters N        lower clamp of adaptive iterations (default 20)\n"      \
-    "  --max-iters N        upper clamp of adaptive iterations (default 10000)\n"   \
+    "  --iters N            fixed number of timed samples per size\n"               \
+    "                       (default: adaptive, see --precision)\n"                 \
+    "  --precision PCT      adaptive: sample until the 95%% confidence interval of\n" \
+    "                       the median is within +-PCT %% (default 1), at least\n"   \
+    "                       --min-iters samples, at most --time-per-size; 0: fill\n" \
+    "                       --time-per-size\n"                                     \
+    "  --time-per-size MS   adaptive: at most about MS milliseconds of timed\n"      \
+    "                       samples per size (default 40)\n"                       \
+    "  --min-iters N        fewest adaptive samples (default 20)\n"                \
+    "  --max-iters N        most adaptive samples (default 10000)\n"               \
     "  --validate           check the received payloads (outside the timed loops)\n" \
     "  --help               this text\n"
 
@@ -278,6 +297,8 @@ static inline int hk_common_option(hk_common *c, int argc, char **argv, int *i)
         c->have_range = 1;
     } else if (hk_opt(argc, argv, i, "--sizes", &v))
         c->sizes = v;
+    else if (hk_opt(argc, argv, i, "--precision", &v))
+        c->precision = hk_parse_nonnegative("--precision", v, 100.0);
     else if (hk_flag(argv[*i], "--validate"))
         c->validate = 1;
     else
@@ -367,32 +388,113 @@ static inline size_t hk_sizes_max(const hk_sizes *s)
 /* ------------------------------------------------------------------------ */
 /* iterations                                                                */
 
-/* Number of timed iterations for one size.  Collective over MPI_COMM_WORLD.
- * 'per_iter_seconds' is this rank's estimate of the wall time of one
- * iteration, taken from the warm-up (the kernels use the median of the
- * warm-up iterations, robust against a slow first iteration; ranks that
- * measure nothing pass 0).  Fixed --iters: returned as is.  Adaptive: rank 0
- * takes the largest estimate of all ranks, picks enough iterations for
- * --time-per-size, clamps to [--min-iters, --max-iters] and broadcasts the
- * result, so all ranks agree. */
-static inline long hk_pick_iters(const hk_common *c, double per_iter_seconds)
+/* Samples of one size, taken in chunks (collective over MPI_COMM_WORLD):
+ *
+ *     hk_sampling sm;
+ *     hk_sampling_start(&sm, &opt, per_iter_seconds, batch_us);
+ *     while (sm.next > 0) {
+ *         take sm.next samples of sm.batch iterations each into samples + sm.n;
+ *         hk_sampling_more(&sm, &opt, samples, has_samples);
+ *     }
+ *     sm.n samples, sorted; sm.ci_pct their median's precision
+ *
+ * 'per_iter_seconds' is this rank's estimate of one iteration's wall time,
+ * from the median of the warm-up (0 on ranks that measure nothing).
+ * Batching ('batch_us' > 0, the point-to-point kernel's --batch-us): a
+ * sample times sm.batch iterations, enough to last batch_us, because reading
+ * the clock costs tens of ns, a tenth of a shared-memory round trip.  Adaptive (no
+ * --iters): --min-iters samples, then twice as many each chunk until the 95 %
+ * confidence interval of the median is within +-(--precision) % on every
+ * rank that has samples, or --time-per-size has passed, or --max-iters.  The
+ * interval is distribution-free (order statistics), so a noisy size takes
+ * longer and a steady one stops early.  Rank 0 decides, everyone agrees. */
+typedef struct {
+    long batch;    /* iterations per sample */
+    long n;        /* samples taken */
+    long next;     /* samples of the next chunk; 0: done */
+    double start;  /* MPI_Wtime (rank 0) when the timed samples began */
+    double ci_pct; /* rank 0: largest half-width of the median's 95 % CI, % of the median */
+} hk_sampling;
+
+#define HK_MAX_BATCH 4096L
+
+static inline void hk_sampling_start(hk_sampling *sm, const hk_common *c, double per_iter_seconds, double batch_us)
 {
-    if (c->iters > 0)
-        return c->iters;
     double slowest = 0.0;
-    long n = c->min_iters;
+    long plan[2] = {1, c->iters};
     MPI_Reduce(&per_iter_seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (hk_rank == 0) {
-        double want = c->time_per_size * 1e-3;
-        double est = slowest > 0.0 ? ceil(want / slowest) : (double)c->max_iters;
-        if (est < (double)c->min_iters)
-            est = (double)c->min_iters;
-        if (est > (double)c->max_iters)
-            est = (double)c->max_iters;
-        n = (long)est;
+        if (batch_us > 0.0 && slowest > 0.0) {
+            double b = ceil(batch_us * 1e-6 / slowest);
+            plan[0] = b > (double)HK_MAX_BATCH ? HK_MAX_BATCH : (long)b;
+        }
+        if (c->iters == 0) {
+            /* adaptive: the first chunk is --min-iters, or (no --precision)
+             * the estimate filling --time-per-size */
+            double per_sample = slowest * (double)plan[0];
+            double est = per_sample > 0.0 ? ceil(c->time_per_size * 1e-3 / per_sample) : (double)c->max_iters;
+            if (c->precision > 0.0 && est > (double)c->min_iters)
+                est = (double)c->min_iters;
+            est = est < (double)c->min_iters ? (double)c->min_iters : est;
+            plan[1] = est > (double)c->max_iters ? c->max_iters : (long)est;
+        }
     }
-    MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-    return n;
+    MPI_Bcast(plan, 2, MPI_LONG, 0, MPI_COMM_WORLD);
+    sm->batch = plan[0];
+    sm->next = plan[1];
+    sm->n = 0;
+    sm->ci_pct = 0.0;
+    sm->start = MPI_Wtime();
+}
+
+/* Half-width of the distribution-free 95 % confidence interval of the
+ * median of the sorted s[0..n), in % of the median (order statistics
+ * n/2 -+ 0.98 sqrt(n)). */
+static inline double hk_median_ci_pct(const double *s, long n)
+{
+    if (n < 2)
+        return 100.0;
+    double half = 0.98 * sqrt((double)n);
+    long lo = (long)floor(0.5 * (double)n - half) - 1;
+    long hi = (long)ceil(0.5 * (double)n + half);
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > n - 1 ? n - 1 : hi;
+    double median = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    if (!(median > 0.0))
+        return 0.0;
+    return 100.0 * 0.5 * (s[hi] - s[lo]) / median;
+}
+
+/* After a chunk: counts it, sorts this rank's samples and decides the next
+ * chunk (sm->next, 0: done).  Collective. */
+static inline void hk_sampling_more(hk_sampling *sm, const hk_common *c, double *samples, int has_samples)
+{
+    sm->n += sm->next;
+    double mine = 0.0, widest = 0.0;
+    if (has_samples) {
+        qsort(samples, (size_t)sm->n, sizeof *samples, hc_cmp_double);
+        mine = hk_median_ci_pct(samples, sm->n);
+    }
+    MPI_Reduce(&mine, &widest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    long next = 0;
+    if (hk_rank == 0) {
+        sm->ci_pct = widest;
+        double elapsed = MPI_Wtime() - sm->start;
+        double budget = c->time_per_size * 1e-3;
+        int precise = c->precision > 0.0 && widest <= c->precision;
+        if (c->iters == 0 && sm->n < c->max_iters && !(sm->n >= c->min_iters && (precise || elapsed >= budget))) {
+            next = sm->n < c->min_iters ? c->min_iters - sm->n : sm->n;
+            /* the rest of the time budget at the rate seen so far */
+            double rate = elapsed / (double)sm->n;
+            double fit = rate > 0.0 ? ceil((budget - elapsed) / rate) : (double)next;
+            if (sm->n >= c->min_iters && fit < (double)next)
+                next = fit < 1.0 ? 1 : (long)fit;
+            if (next > c->max_iters - sm->n)
+                next = c->max_iters - sm->n;
+        }
+    }
+    MPI_Bcast(&next, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    sm->next = next;
 }
 
 /* Median of s[0..n) (sorts s); 0 for n <= 0. */
@@ -553,6 +655,7 @@ static inline void hk_print_common(const hk_common *c)
         printf("iters: %ld\n", c->iters);
     } else {
         printf("iters: adaptive\n");
+        printf("precision-pct: %g\n", c->precision);
         printf("time-per-size-ms: %g\n", c->time_per_size);
         printf("min-iters: %ld\n", c->min_iters);
         printf("max-iters: %ld\n", c->max_iters);

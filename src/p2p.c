@@ -33,6 +33,7 @@ typedef struct {
     int window;        /* --window: messages in flight per iteration (at most) */
     size_t window_bytes; /* --window-bytes: bytes in flight per iteration (0: no cap) */
     int recv_slots;    /* --recv-slots: at most this many receive slots (0: no cap) */
+    double batch_us;   /* --batch-us: a sample lasts at least this long (0: one iteration) */
     int cur_window;    /* window used at the current size */
     int peer;
     unsigned char *sbuf;
@@ -57,6 +58,8 @@ static void usage(void)
            "  --window-bytes B     at most B bytes in flight per window (0: no cap; default 0)\n"
            "  --recv-slots N       at most N receive buffers per window for bw/bibw (0: one per\n"
            "                       message, up to 64 MiB; 1: one buffer, as osu_bw; default 0)\n"
+           "  --batch-us US        a sample times as many iterations as last US microseconds\n"
+           "                       (the clock is read once per sample; default 10; 0: one)\n"
            HK_COMMON_USAGE);
 }
 
@@ -94,24 +97,28 @@ static int window_for(const ctx_t *c, size_t size)
     return fit < (size_t)c->window ? (int)fit : c->window;
 }
 
-/* One loop of n iterations at 'size'; samples[k] receives the time of
- * iteration k in microseconds (rank 0 for every mode; rank 1 only for
- * pingping/bibw, unused).  Returns this rank's wall time for the loop. */
-static double run(ctx_t *c, int size, long n, double *samples)
+/* n samples of 'batch' iterations each at 'size'; samples[k] receives the
+ * mean time of one iteration of sample k in microseconds (per message for
+ * bw/bibw, half the round trip for pingpong; rank 0 for every mode, rank 1
+ * only for pingping/bibw, unused).  Returns this rank's wall time. */
+static double run(ctx_t *c, int size, long n, long batch, double *samples)
 {
     const int W = c->cur_window, peer = c->peer;
+    const long iters = n * batch;
     double start = MPI_Wtime();
     switch (c->mode) {
     case PINGPONG:
         if (hk_rank == 0) {
             for (long k = 0; k < n; k++) {
                 double t0 = MPI_Wtime();
-                MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
-                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
-                samples[k] = (MPI_Wtime() - t0) * 0.5e6;
+                for (long b = 0; b < batch; b++) {
+                    MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+                    MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+                }
+                samples[k] = (MPI_Wtime() - t0) * 0.5e6 / (double)batch;
             }
         } else {
-            for (long k = 0; k < n; k++) {
+            for (long k = 0; k < iters; k++) {
                 MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
                 MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
             }
@@ -121,10 +128,12 @@ static double run(ctx_t *c, int size, long n, double *samples)
     case PINGPING:
         for (long k = 0; k < n; k++) {
             double t0 = MPI_Wtime();
-            MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[0]);
-            MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
-            MPI_Wait(&c->reqs[0], MPI_STATUS_IGNORE);
-            samples[k] = (MPI_Wtime() - t0) * 1e6;
+            for (long b = 0; b < batch; b++) {
+                MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[0]);
+                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+                MPI_Wait(&c->reqs[0], MPI_STATUS_IGNORE);
+            }
+            samples[k] = (MPI_Wtime() - t0) * 1e6 / (double)batch;
         }
         c->last_slot = 0;
         break;
@@ -132,23 +141,25 @@ static double run(ctx_t *c, int size, long n, double *samples)
         if (hk_rank == 0) {
             for (long k = 0; k < n; k++) {
                 double t0 = MPI_Wtime();
-                for (int w = 0; w < W; w++)
-                    MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[w]);
-                /* c->stats, not MPI_STATUSES_IGNORE: with MPICH's mpi.h, gcc >= 11
-                 * warns (-Wstringop-overflow) about the latter */
-                MPI_Waitall(W, c->reqs, c->stats);
-                MPI_Recv(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                samples[k] = (MPI_Wtime() - t0) * 1e6 / W;
+                for (long b = 0; b < batch; b++) {
+                    for (int w = 0; w < W; w++)
+                        MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[w]);
+                    /* c->stats, not MPI_STATUSES_IGNORE: with MPICH's mpi.h, gcc >= 11
+                     * warns (-Wstringop-overflow) about the latter */
+                    MPI_Waitall(W, c->reqs, c->stats);
+                    MPI_Recv(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                }
+                samples[k] = (MPI_Wtime() - t0) * 1e6 / ((double)W * (double)batch);
             }
         } else {
-            for (long k = 0; k < n; k++) {
+            for (long k = 0; k < iters; k++) {
                 for (int w = 0; w < W; w++)
                     MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
                               MPI_COMM_WORLD, &c->reqs[w]);
                 MPI_Waitall(W, c->reqs, c->stats);
                 MPI_Send(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD);
             }
-            if (n > 0)
+            if (iters > 0)
                 c->last = c->stats[W - 1];
         }
         c->last_slot = (W - 1) % c->slots;
@@ -156,15 +167,17 @@ static double run(ctx_t *c, int size, long n, double *samples)
     case BIBW:
         for (long k = 0; k < n; k++) {
             double t0 = MPI_Wtime();
-            for (int w = 0; w < W; w++)
-                MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
-                          MPI_COMM_WORLD, &c->reqs[w]);
-            for (int w = 0; w < W; w++)
-                MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[W + w]);
-            MPI_Waitall(2 * W, c->reqs, c->stats);
-            samples[k] = (MPI_Wtime() - t0) * 1e6 / W;
+            for (long b = 0; b < batch; b++) {
+                for (int w = 0; w < W; w++)
+                    MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
+                              MPI_COMM_WORLD, &c->reqs[w]);
+                for (int w = 0; w < W; w++)
+                    MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[W + w]);
+                MPI_Waitall(2 * W, c->reqs, c->stats);
+            }
+            samples[k] = (MPI_Wtime() - t0) * 1e6 / ((double)W * (double)batch);
         }
-        if (n > 0)
+        if (iters > 0)
             c->last = c->stats[W - 1];
         c->last_slot = (W - 1) % c->slots;
         break;
@@ -176,7 +189,7 @@ static double run(ctx_t *c, int size, long n, double *samples)
         per_iter = hk_rank == 0 ? (unsigned long long)W * (unsigned long long)size : sizeof c->ack;
     else if (c->mode == BIBW)
         per_iter = (unsigned long long)W * (unsigned long long)size;
-    c->bytes_sent += (unsigned long long)n * per_iter;
+    c->bytes_sent += (unsigned long long)iters * per_iter;
     return elapsed;
 }
 
@@ -257,6 +270,7 @@ int main(int argc, char **argv)
     c.mode = PINGPONG;
     c.window = 64;
     c.window_bytes = 0;
+    c.batch_us = 10.0;
 
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
@@ -274,6 +288,8 @@ int main(int argc, char **argv)
             c.window_bytes = hk_parse_size("--window-bytes", v);
         } else if (hk_opt(argc, argv, &i, "--recv-slots", &v)) {
             c.recv_slots = (int)hc_parse_long("--recv-slots", v, 0, MAX_WINDOW);
+        } else if (hk_opt(argc, argv, &i, "--batch-us", &v)) {
+            c.batch_us = hk_parse_nonnegative("--batch-us", v, 1e6);
         } else if (!hk_common_option(&opt, argc, argv, &i)) {
             hk_usage_error("unknown option '%s'", argv[i]);
         }
@@ -322,13 +338,14 @@ int main(int argc, char **argv)
             printf("recv-slots: %d\n", c.recv_slots);
         }
         printf("bw-formula: %s\n", c.mode == BIBW ? "2*size_bytes/median_us" : "size_bytes/median_us");
+        printf("batch-us: %g\n", c.batch_us);
     }
     hk_print_common(&opt);
     if (hk_rank == 0) {
         printf("first-exchange-us: %.4f\n", first_us);
         printf("second-exchange-us: %.4f\n", second_us);
         printf("columns: size_bytes iterations min_us median_us mean_us max_us stddev_us p99_us "
-               "bw_MBps bw_peak_MBps\n");
+               "bw_MBps bw_peak_MBps batch median_ci_pct\n");
     }
 
     int validated = 0;
@@ -343,23 +360,28 @@ int main(int argc, char **argv)
         }
         MPI_Barrier(MPI_COMM_WORLD);
         long nwarm = hk_warmup_count(&opt);
-        run(&c, (int)size, nwarm, samples);
+        run(&c, (int)size, nwarm, 1, samples);
         /* wall time of one iteration from rank 0's warm-up samples */
         double per_iter = 0.0;
         if (hk_rank == 0)
             per_iter = hk_median(samples, nwarm) * 1e-6 * iter_factor(&c);
-        long iters = hk_pick_iters(&opt, per_iter);
+        hk_sampling sm;
+        hk_sampling_start(&sm, &opt, per_iter, c.batch_us);
         MPI_Barrier(MPI_COMM_WORLD);
-        run(&c, (int)size, iters, samples);
+        while (sm.next > 0) {
+            run(&c, (int)size, sm.next, sm.batch, samples + sm.n);
+            hk_sampling_more(&sm, &opt, samples, hk_rank == 0);
+        }
         if (opt.validate) {
             hk_check_all(validate(&c, size));
             validated++;
         }
         if (hk_rank == 0) {
-            hc_stats st = hc_compute_stats(samples, iters);
+            hc_stats st = hc_compute_stats(samples, sm.n);
             double bytes = (double)size * (c.mode == BIBW ? 2.0 : 1.0);
-            printf("row: %zu %ld %.4f %.4f %.4f %.4f %.4f %.4f %.6g %.6g\n", size, iters, st.min, st.median, st.mean,
-                   st.max, st.stddev, st.p99, hk_mbps(bytes, st.median), hk_mbps(bytes, st.min));
+            printf("row: %zu %ld %.4f %.4f %.4f %.4f %.4f %.4f %.6g %.6g %ld %.3f\n", size, sm.n, st.min, st.median,
+                   st.mean, st.max, st.stddev, st.p99, hk_mbps(bytes, st.median), hk_mbps(bytes, st.min), sm.batch,
+                   sm.ci_pct);
         }
     }
     hk_print_bytes_sent(c.bytes_sent);

@@ -55,6 +55,23 @@ def test_tcp_settings_use_the_partition_interface():
     assert settings('tcp', 'openmpi4', launcher='srun').launcher_options == ('--mpi=pmix',)
 
 
+def test_yield_variables_only_for_more_ranks_than_shared_cores(monkeypatch):
+    monkeypatch.setattr(model.os, 'cpu_count', lambda: 2)
+    shared = model.Partition.from_extras('testbed:eth', {'fabric': 'tcp', 'iface': 'eth0', 'num_nodes': 4,
+                                                         'nodes_share_cores': True})
+    real = model.Partition.from_extras('site:eth', {'fabric': 'tcp', 'iface': 'eth0', 'num_nodes': 4})
+    assert shared.oversubscribed(4) and not shared.oversubscribed(2) and not real.oversubscribed(4)
+    stack = model.Stack(environ='e', mpi_family='openmpi', mpi_profile='openmpi', mpi_version='5')
+    assert shared.fabric_settings(stack, 'srun', oversubscribed=True).env['OMPI_MCA_mpi_yield_when_idle'] == '1'
+    assert 'OMPI_MCA_mpi_yield_when_idle' not in shared.fabric_settings(stack, 'srun').env
+    impi = model.Stack(environ='e', mpi_family='impi', mpi_profile='impi', mpi_version='2021')
+    assert shared.fabric_settings(impi, 'srun', oversubscribed=True).env['I_MPI_WAIT_MODE'] == '1'
+    # MPICH yields by itself (>= 4.2) or cannot (4.0.2): nothing added, nothing broken
+    mpich = model.Stack(environ='e', mpi_family='mpich', mpi_profile='mpich-ofi', mpi_version='5')
+    assert shared.fabric_settings(mpich, 'srun', oversubscribed=True).env \
+        == shared.fabric_settings(mpich, 'srun').env
+
+
 def test_roce_needs_the_rdma_device_from_the_partition():
     with pytest.raises(model.ConfigError, match="fabric 'roce' needs extras.rdma_device"):
         fabric_settings('roce', 'openmpi', 'openmpi', 'srun', {'iface': 'eth0'})
@@ -89,6 +106,9 @@ def _broken(mutate):
     (lambda d: d['fabrics']['tcp']['impi'].update(envs={}), r'fabrics\.tcp\.impi\.envs: unknown key \(valid: env, launcher_options, expect\)'),
     (lambda d: d['fabrics']['tcp'].update(lam={'expect': ['tcp']}), r'fabrics\.tcp\.lam: unknown MPI profile'),
     (lambda d: d['profiles']['impi']['report'].update(parser='grep'), r'profiles\.impi\.report\.parser: \'grep\' is not a transport parser'),
+    (lambda d: d['profiles']['impi'].update(oversubscribe={}), r'profiles\.impi\.oversubscribe: unknown key \(valid: report, oversubscribed\)'),
+    (lambda d: d['profiles']['impi'].update(oversubscribed={'env': ['I_MPI_WAIT_MODE=1']}),
+     r'profiles\.impi\.oversubscribed: must be a mapping with one key, env'),
 ])
 def test_malformed_table_names_file_key_and_valid(mutate, match):
     with pytest.raises(model.ConfigError, match=match):

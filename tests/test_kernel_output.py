@@ -1,11 +1,15 @@
 """Parser of the hpcnet kernel output format 1 (hpcnet/parsers/kernel.py), on text fixtures.
 
 No MPI needed.  The fixtures are real outputs of src/{p2p,collectives,pairs}.c
-(Debian Open MPI 4.1.4 and MPICH 4.0.2), shortened.
+(Debian Open MPI 4.1.4 and MPICH 4.0.2), shortened, from before the kernels
+sampled to a precision (no `batch` / `median_ci_pct` columns: such outputs
+must keep parsing), and two whole recordings of the current kernels in
+tests/data/samples/ (Open MPI 5.0.11; README.md there says how they were made).
 """
 
 import math
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -329,7 +333,7 @@ def test_noise_without_newline_at_end_and_crlf():
 
 
 def test_known_keys_cover_the_fixtures():
-    for text in (P2P, COLLECTIVES, PAIRS):
+    for text in (P2P, COLLECTIVES, PAIRS, P2P_SAMPLED.read_text(), COLLECTIVES_SAMPLED.read_text()):
         keys = {line.split(':', 1)[0] for line in text.splitlines() if line and not line.startswith('#')}
         assert keys <= KNOWN_KEYS, keys - KNOWN_KEYS
 
@@ -339,3 +343,65 @@ def test_rows_are_numbers_except_text_columns():
     for row in out.rows:
         assert isinstance(row['op'], str)
         assert all(isinstance(v, float) and math.isfinite(v) for k, v in row.items() if k != 'op')
+
+
+# Real recordings of the kernels with adaptive sampling to a precision
+# (tests/data/samples/README.md: commands and MPI).
+SAMPLES = Path(__file__).resolve().parent / 'data' / 'samples'
+P2P_SAMPLED = SAMPLES / 'hpcnet-p2p-pingpong.local-shm.openmpi-5.0.11.txt'
+COLLECTIVES_SAMPLED = SAMPLES / 'hpcnet-collectives.local-shm.openmpi-5.0.11.txt'
+
+
+def test_p2p_sampled_output_batch_and_median_ci():
+    out = parse_kernel_output_file(P2P_SAMPLED, expect_kernel='p2p')
+    assert out.mpi_library.startswith('Open MPI v5.0.11')
+    assert out.noise == ()                     # batch-us:, precision-pct: are known keys
+    assert out.header_float('batch-us') == 10
+    assert out.header_float('precision-pct') == 1
+    assert out.header['iters'] == 'adaptive'
+    assert out.columns[-2:] == ('batch', 'median_ci_pct')
+    assert out.sizes == (0,) + tuple(2 ** k for k in range(17))     # 0, 1, ..., 64K
+    min_iters = out.header_float('min-iters')
+    for row in out.rows:
+        assert isinstance(row['batch'], float) and row['batch'].is_integer() and row['batch'] >= 1
+        assert isinstance(row['median_ci_pct'], float) and 0 <= row['median_ci_pct'] < 100
+        assert row['iterations'] >= min_iters
+    row = out.row_for_size(0)
+    assert (row['iterations'], row['batch'], row['median_ci_pct']) == (80, 30, pytest.approx(0.576))
+    # a shared-memory round trip of ~0.2 us: many iterations per sample at
+    # size 0, one per sample at 64 KiB (~12 us per round trip)
+    assert out.row_for_size(65536)['batch'] == 1
+    assert out.validated == 18
+
+
+def test_p2p_batch_is_an_integer_column():
+    text = P2P_SAMPLED.read_text()
+    line = 'row: 0 80 0.0961 0.1013 0.1030 0.2255 0.0140 0.2255 0 0 30 0.576\n'
+    assert line in text
+    with pytest.raises(BenchmarkOutputError, match="column batch: '30.5' is not a non-negative integer"):
+        parse_kernel_output(text.replace(line, line.replace(' 30 ', ' 30.5 ')))
+    with pytest.raises(BenchmarkOutputError, match="column median_ci_pct: value 'nan' is not finite"):
+        parse_kernel_output(text.replace(line, line.replace(' 0.576', ' nan')))
+    with pytest.raises(BenchmarkOutputError, match="batch-us: 'ten' is not a number"):
+        parse_kernel_output(text.replace('batch-us: 10\n', 'batch-us: ten\n'))
+    with pytest.raises(BenchmarkOutputError, match="precision-pct: 'x' is not a number"):
+        parse_kernel_output(text.replace('precision-pct: 1\n', 'precision-pct: x\n'))
+    # the old format (no batch, no median_ci_pct) still parses
+    old = parse_kernel_output(P2P)
+    assert 'batch' not in old.columns and 'median_ci_pct' not in old.columns
+
+
+def test_collectives_sampled_output_median_ci():
+    out = parse_kernel_output_file(COLLECTIVES_SAMPLED, expect_kernel='collectives')
+    assert out.noise == ()
+    assert out.header_float('precision-pct') == 1 and 'batch-us' not in out.header
+    assert out.columns[-1] == 'median_ci_pct' and 'batch' not in out.columns
+    assert len(out.rows) == 9 + 12 + 1          # allreduce 4..1K, alltoall 0..1K, barrier
+    max_iters = out.header_float('max-iters')
+    for row in out.rows:
+        assert isinstance(row['median_ci_pct'], float) and row['median_ci_pct'] >= 0
+        assert row['iterations'].is_integer() and 20 <= row['iterations'] <= max_iters
+    # stopped by its time budget before the interval was within 1 %
+    row = out.row_for_size(512, op='allreduce')
+    assert row['median_ci_pct'] == pytest.approx(1.36) and row['iterations'] == 1280
+    assert out.validated == 9 + 12     # every (op, size) but barrier

@@ -114,8 +114,11 @@ def test_p2p(built, mode):
     assert out.header_float('first-exchange-us') > 0
     assert out.header_float('second-exchange-us') > 0
     _assert_finite(out)
+    assert out.columns[-2:] == ('batch', 'median_ci_pct')
     for row in out.rows:
+        # --iters: 20 samples, each the mean of `batch` iterations
         assert row['iterations'] == 20
+        assert row['batch'] >= 1 and row['batch'].is_integer()
         assert 0 < row['min_us'] <= row['median_us'] <= row['max_us']
         assert row['min_us'] <= row['p99_us'] <= row['max_us']
         assert row['min_us'] <= row['mean_us'] <= row['max_us']
@@ -123,12 +126,15 @@ def test_p2p(built, mode):
             assert row['bw_MBps'] > 0 and row['bw_peak_MBps'] >= row['bw_MBps']
         else:
             assert row['bw_MBps'] == 0
-    # payload per rank: (warm-up 5 + timed 20) iterations per size; the first
-    # two exchanges use size 0
-    n, total = 25, sum(SMALL_SIZES)
-    expected = {'pingpong': (n * total, n * total), 'pingping': (n * total, n * total),
-                'bw': (n * 16 * total, n * 4 * len(SMALL_SIZES)),
-                'bibw': (n * 16 * total, n * 16 * total)}[mode]
+    # payload per rank: per size, 5 warm-up iterations (one per sample) and
+    # 20 samples of `batch` iterations (rank 0 chose the batch; rank 1 counts
+    # its own traffic, so this also checks that both ranks ran the same
+    # number of iterations); the first two exchanges use size 0
+    iters = {int(r['size_bytes']): 5 + 20 * int(r['batch']) for r in out.rows}
+    payload = sum(n * size for size, n in iters.items())
+    expected = {'pingpong': (payload, payload), 'pingping': (payload, payload),
+                'bw': (16 * payload, 4 * sum(iters.values())),
+                'bibw': (16 * payload, 16 * payload)}[mode]
     assert tuple(map(int, out.header['bytes-sent'].split())) == expected
     big = out.row_for_size(4096)
     factor = 2 if mode == 'bibw' else 1
@@ -145,19 +151,83 @@ def test_p2p_streaming_into_fewer_receive_buffers(built, slots):
     _assert_finite(out)
 
 
+def _sampled_ms(row):
+    """Wall time of a pingpong row's timed samples in ms (a sample is the mean
+    of `batch` round trips / 2)."""
+    return row['iterations'] * row['batch'] * 2 * row['mean_us'] * 1e-3
+
+
 def test_p2p_adaptive_and_explicit_sizes(built):
     out = _run_ok(built, 'p2p', '--sizes', '3,1K,8', '--time-per-size', '2',
                   '--min-iters', '30', '--max-iters', '500')
     assert out.sizes == (3, 8, 1024)
-    assert out.header['iters'] == 'adaptive'
+    assert out.header['iters'] == 'adaptive' and out.header['precision-pct'] == '1'
+    assert out.header['time-per-size-ms'] == '2'
     assert 'validation' not in out.header and out.header['validate'] == 'off'
     for row in out.rows:
-        assert 30 <= row['iterations'] <= 500
+        assert 30 <= row['iterations'] <= 500, row
+        # stopped because the median was precise enough, or at --max-iters,
+        # or when the 2 ms were spent (the samples' own time, at least half
+        # of it: the rest is the decisions between chunks)
+        assert (row['median_ci_pct'] <= 1 or row['iterations'] == 500
+                or _sampled_ms(row) >= 1), row
+
+
+@pytest.mark.parametrize('kernel, args', [
+    ('p2p', ['--sizes', '0,8,4K']),
+    ('collectives', ['--op', 'allreduce,barrier', '--sizes', '8,4K']),
+])
+def test_adaptive_stops_when_the_median_is_precise(built, kernel, args):
+    '''With a time budget that cannot run out, only the precision (95 % CI of
+    the median within +-2 %) or --max-iters ends the sampling, never before
+    --min-iters; the first chunk is --min-iters and each further one doubles
+    the count, so a run that stopped early took 20 * 2^k samples.'''
+    out = _run_ok(built, kernel, *args, '--precision', '2', '--time-per-size', '600000',
+                  '--min-iters', '20', '--max-iters', '640')
+    assert out.header['precision-pct'] == '2'
+    assert out.columns[-1] == 'median_ci_pct'
+    for row in out.rows:
+        n = row['iterations']
+        assert n == 640 or (row['median_ci_pct'] <= 2 and n in (20, 40, 80, 160, 320)), row
+
+
+def test_p2p_batch(built):
+    '''--batch-us 0: one iteration per sample (the clock read around every
+    round trip); the default (10 us) times a batch of the sub-microsecond
+    shared-memory round trips of size 0 per sample.'''
+    single = _run_ok(built, 'p2p', '--batch-us', '0', '--sizes', '0,64,4K', '--iters', '30')
+    assert single.header['batch-us'] == '0'
+    assert [r['batch'] for r in single.rows] == [1, 1, 1]
+    assert all(r['iterations'] == 30 for r in single.rows)
+    batched = _run_ok(built, 'p2p', '--sizes', '0,64,4K', '--iters', '30')
+    assert batched.header['batch-us'] == '10'
+    zero = batched.row_for_size(0)
+    assert zero['batch'] > 1, zero
+    # a sample lasts about 10 us (batch x round trip), with slack: the batch
+    # comes from the warm-up, timed one round trip at a time
+    assert zero['batch'] * 2 * zero['median_us'] < 100, zero
+    # bytes: 10 warm-up + 30 samples of `batch` round trips per size
+    sent = sum((10 + 30 * int(r['batch'])) * int(r['size_bytes']) for r in batched.rows)
+    assert batched.header['bytes-sent'] == f'{sent} {sent}'
+
+
+def test_p2p_precision_0_fills_the_time_per_size(built):
+    '''--precision 0: the old rule, sample until --time-per-size has passed
+    (or --max-iters), whatever the precision.'''
+    out = _run_ok(built, 'p2p', '--precision', '0', '--time-per-size', '5', '--sizes', '0,1K,16K')
+    assert out.header['precision-pct'] == '0' and out.header['time-per-size-ms'] == '5'
+    for row in out.rows:
+        assert row['iterations'] >= 20, row
+        # sampled until the budget was spent (at least half of it in the
+        # samples themselves), however precise the median was early on, or
+        # until --max-iters
+        assert row['iterations'] == 10000 or _sampled_ms(row) >= 2.5, row
 
 
 def test_collectives(built):
     out = _run_ok(built, 'collectives', '--validate', *SMALL)
     ops = out.header['ops'].split(',')
+    assert out.columns[-1] == 'median_ci_pct' and 'batch' not in out.columns   # no batches
     assert ops == ['barrier', 'bcast', 'reduce', 'allreduce', 'gather', 'allgather',
                    'alltoall', 'reduce_scatter']
     _assert_finite(out)
@@ -176,6 +246,7 @@ def test_collectives(built):
             checked += len(rows)
         for row in rows:
             assert row['iterations'] == 20
+            assert row['median_ci_pct'] >= 0        # the widest over the ranks
             assert 0 < row['t_min_us'] <= row['t_avg_us'] <= row['t_max_us']
             assert 0 < row['med_min_us'] <= row['med_avg_us'] <= row['med_max_us']
     assert out.validated == checked

@@ -61,12 +61,14 @@ FORMAT_VERSIONS = frozenset({1})
 KNOWN_KEYS = frozenset({
     # structure, all kernels
     'hpcnet-kernel', 'mpi-library', 'ranks', 'host', 'columns', 'row', 'done', 'error',
-    # common options (p2p, collectives)
-    'warmup', 'iters', 'time-per-size-ms', 'min-iters', 'max-iters', 'validate', 'validation',
+    # common options (p2p, collectives); precision-pct: adaptive runs only
+    'warmup', 'iters', 'precision-pct', 'time-per-size-ms', 'min-iters', 'max-iters', 'validate',
+    'validation',
     # p2p, pairs: payload bytes each rank sent, in rank order
     'bytes-sent',
     # p2p
-    'mode', 'window', 'window-bytes', 'recv-slots', 'bw-formula', 'first-exchange-us', 'second-exchange-us',
+    'mode', 'window', 'window-bytes', 'recv-slots', 'bw-formula', 'batch-us', 'first-exchange-us',
+    'second-exchange-us',
     # collectives
     'ops', 'root', 'reduction',
     # pairs
@@ -79,8 +81,8 @@ KNOWN_KEYS = frozenset({
 
 #: Header keys whose value must be a finite number.
 NUMERIC_HEADER_KEYS = frozenset({
-    'ranks', 'warmup', 'time-per-size-ms', 'min-iters', 'max-iters', 'window', 'window-bytes',
-    'recv-slots', 'root',
+    'ranks', 'warmup', 'precision-pct', 'time-per-size-ms', 'min-iters', 'max-iters', 'window',
+    'window-bytes', 'recv-slots', 'batch-us', 'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
     'samples', 'bw-samples',
 })
@@ -88,8 +90,9 @@ NUMERIC_HEADER_KEYS = frozenset({
 #: Columns holding text (operation names, host names); all others are numbers.
 STRING_COLUMNS = frozenset({'op', 'host_a', 'host_b'})
 
-#: Numeric columns that must hold non-negative integers.
-INTEGER_COLUMNS = frozenset({'size_bytes', 'iterations', 'rank_a', 'rank_b', 'count'})
+#: Numeric columns that must hold non-negative integers (p2p's `batch`:
+#: iterations per sample; outputs from before it have no such column).
+INTEGER_COLUMNS = frozenset({'size_bytes', 'iterations', 'batch', 'rank_a', 'rank_b', 'count'})
 
 # Lines the parser does not store in `header` (they have their own fields).
 _STRUCTURAL_KEYS = frozenset({'hpcnet-kernel', 'mpi-library', 'host', 'columns', 'row', 'done', 'error'})
