@@ -222,6 +222,16 @@ class Unit:
 #: a session (Debian MPICH 4.0.2 over UCX/TCP can hang there).
 DEFAULT_JOB_TIME_LIMIT = '3m'
 
+#: How long our kernels wait for MPI_Finalize once the results are printed
+#: (src/hpcnet_kernel.h: a library that hangs there, Debian MPICH 4.0.2 over
+#: UCX, then fails at once, named).  One node: finalize takes well under a
+#: second, and each hang cost 20 s of a `make run` that met 5 of them.
+#: Several nodes: MPICH 4.0.2's finalize across the testbed's 4 nodes needed
+#: more than 10 s without hanging.
+FINALIZE_TIMEOUT_ENV = 'HPCNET_FINALIZE_TIMEOUT_S'
+FINALIZE_TIMEOUT_ONE_NODE_S = 5
+FINALIZE_TIMEOUT_S = 20
+
 
 class Scale:
     '''Where a check's ranks run: one parameter instead of twin single-node and

@@ -346,3 +346,16 @@ def test_builds_without_warnings_with_other_compilers(stack, compiler, tmp_path)
     proc = _make(stack, tmp_path, {STACKS[stack][2]: compiler})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not COMPILER_WARNING.search(proc.stdout + proc.stderr), proc.stdout + proc.stderr
+
+
+
+@pytest.mark.parametrize('kernel', ['p2p', 'collectives', 'pairs'])
+@pytest.mark.parametrize('value, message', [('abc', "'abc' is not a non-negative integer"),
+                                            ('0', 'out of range'), ('3601', 'out of range')])
+def test_bad_finalize_timeout_exits_2(built, kernel, value, message):
+    env = {**_env(), 'HPCNET_FINALIZE_TIMEOUT_S': value}
+    proc = subprocess.run([str(built[1] / kernel), '--help'], env=env, capture_output=True,
+                          text=True, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith('error: HPCNET_FINALIZE_TIMEOUT_S: ') and message in proc.stderr, \
+        proc.stderr
