@@ -411,7 +411,8 @@ static inline size_t hk_sizes_max(const hk_sizes *s)
  * the clock costs tens of ns, a tenth of a shared-memory round trip.  Adaptive (no
  * --iters): --min-iters samples, then twice as many each chunk until the 95 %
  * confidence interval of the median is within +-(--precision) % on every
- * rank that has samples, or --time-per-size has passed, or --max-iters.  The
+ * rank that has samples (from HK_PRECISE_MIN_SAMPLES on), or
+ * --time-per-size has passed, or --max-iters.  The
  * interval is distribution-free (order statistics), so a noisy size takes
  * longer and a steady one stops early.  Rank 0 decides, everyone agrees. */
 typedef struct {
@@ -423,6 +424,13 @@ typedef struct {
 } hk_sampling;
 
 #define HK_MAX_BATCH 4096L
+/* The precision rule ends a size only from this many samples on: a median
+ * that is precise over a few ms is not yet repeatable from run to run (host
+ * noise comes in phases of ms).  On local shared memory, stopping at 20-40
+ * precise samples made the 1-4 MiB figures vary 9-26 % over 5 runs, against
+ * 3-11 % when every size filled --time-per-size; large sizes, whose 200
+ * samples exceed the budget, fill it again, small ones still stop in ms. */
+#define HK_PRECISE_MIN_SAMPLES 200L
 
 static inline void hk_sampling_start(hk_sampling *sm, const hk_common *c, double per_iter_seconds, double batch_us)
 {
@@ -487,7 +495,7 @@ static inline void hk_sampling_more(hk_sampling *sm, const hk_common *c, double 
         sm->ci_pct = widest;
         double elapsed = MPI_Wtime() - sm->start;
         double budget = c->time_per_size * 1e-3;
-        int precise = c->precision > 0.0 && widest <= c->precision;
+        int precise = c->precision > 0.0 && widest <= c->precision && sm->n >= HK_PRECISE_MIN_SAMPLES;
         if (c->iters == 0 && sm->n < c->max_iters && !(sm->n >= c->min_iters && (precise || elapsed >= budget))) {
             next = sm->n < c->min_iters ? c->min_iters - sm->n : sm->n;
             /* the rest of the time budget at the rate seen so far */
