@@ -195,30 +195,29 @@ static inline int hk_flag(const char *arg, const char *name)
     return strcmp(arg, name) == 0;
 }
 
-/* Positive decimal number (e.g. milliseconds) in (0, hi]. */
-static inline double hk_parse_positive(const char *opt, const char *s, double hi)
+/* Decimal number (e.g. milliseconds) in [0, hi], or (0, hi] unless
+ * 'zero_ok'. */
+static inline double hk_parse_number(const char *opt, const char *s, double hi, int zero_ok)
 {
+    const char *what = zero_ok ? "a number >= 0" : "a positive number";
     char *end = NULL;
     if (*s == '\0' || !(isdigit((unsigned char)*s) || *s == '.'))
-        hk_usage_error("%s: '%s' is not a positive number", opt, s);
+        hk_usage_error("%s: '%s' is not %s", opt, s, what);
     errno = 0;
     double v = strtod(s, &end);
-    if (errno == ERANGE || *end != '\0' || !(v > 0.0) || !(v <= hi))
-        hk_usage_error("%s: '%s' is not a positive number <= %g", opt, s, hi);
+    if (errno == ERANGE || *end != '\0' || !(zero_ok ? v >= 0.0 : v > 0.0) || !(v <= hi))
+        hk_usage_error("%s: '%s' is not %s <= %g", opt, s, what, hi);
     return v;
 }
 
-/* Decimal number in [0, hi]. */
+static inline double hk_parse_positive(const char *opt, const char *s, double hi)
+{
+    return hk_parse_number(opt, s, hi, 0);
+}
+
 static inline double hk_parse_nonnegative(const char *opt, const char *s, double hi)
 {
-    char *end = NULL;
-    if (*s == '\0' || !(isdigit((unsigned char)*s) || *s == '.'))
-        hk_usage_error("%s: '%s' is not a number >= 0", opt, s);
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno == ERANGE || *end != '\0' || !(v >= 0.0) || !(v <= hi))
-        hk_usage_error("%s: '%s' is not a number in [0, %g]", opt, s, hi);
-    return v;
+    return hk_parse_number(opt, s, hi, 1);
 }
 
 /* Message size in bytes, at most 1 GiB (hpcnet_common.h says the form). */
