@@ -269,7 +269,8 @@ WIRE_TOLERANCE = 0.02
 #: veth), less than a wire needs to serialize it; without netem no qdisc can
 #: add that delay (ci/testbed/README.md, "Shaping").  Measured with the 6 KiB
 #: bucket: ping-pong <= 1.008 of the wire from 64 KiB, bw <= 1.013 from 8 KiB
-#: messages in windows of 8; below that up to 2.5x and 1.05x.
+#: messages in windows of 8; below that up to 2.5x and 1.05x.  With 8 KiB:
+#: ping-pong <= 1.006, bw <= 1.014 (below: 2.3x, 1.032).
 WIRE_FROM_TRANSFER_BYTES = 64 * 1024
 BW_WINDOW = 8
 #: The Rocks cluster paper's 4 MiB IMB PingPong one-way time over real GbE,
