@@ -294,10 +294,17 @@ def validate_table(data, path='<table>') -> dict:
             _fail(path, f'profiles.{name}.{sorted(unknown)[0]}',
                   'unknown key (valid: report, oversubscribed)')
         over = prof.get('oversubscribed', {})
-        if not isinstance(over, dict) or set(over) - {'env'} \
+        if not isinstance(over, dict) or set(over) - {'env', 'yields_from'} \
                 or not isinstance(over.get('env', {}), dict):
             _fail(path, f'profiles.{name}.oversubscribed',
-                  'must be a mapping with one key, env: a mapping of variable: value')
+                  'must be a mapping with keys env (a mapping of variable: value) '
+                  'and yields_from (a version)')
+        # A string: YAML reads 4.10 unquoted as the number 4.1.
+        first = over.get('yields_from', '0')
+        if not isinstance(first, str) or not re.fullmatch(r'\d+(\.\d+)*', first):
+            _fail(path, f'profiles.{name}.oversubscribed.yields_from',
+                  f'{over["yields_from"]!r} is not a version (valid: numbers joined by dots, '
+                  "quoted: '4.2')")
     for fabric, entries in data['fabrics'].items():
         if not isinstance(entries, dict):
             _fail(path, f'fabrics.{fabric}', 'must be a mapping of MPI profile: settings')
@@ -346,6 +353,12 @@ def fabrics(path: str | Path = FABRICS_FILE) -> tuple:
 
 #: Table placeholders and the partition value that fills each.
 PLACEHOLDERS = ('iface', 'rdma_dev', 'rdma_ports', 'rdma_port', 'gid_index')
+
+
+def _version_key(version: str) -> tuple:
+    """'4.0.2' -> (4, 0, 2), for ordering versions (non-numeric parts end it)."""
+    m = re.match(r'\d+(?:\.\d+)*', str(version))
+    return tuple(int(p) for p in m.group(0).split('.')) if m else ()
 
 
 def _fill(value: str, values: dict, where: str) -> str:
@@ -482,6 +495,22 @@ class Partition:
         '''Whether ``ranks`` ranks on this partition's nodes outnumber the cores
         they share (nodes emulated on this host, which is then their host).'''
         return self.nodes_share_cores and ranks > (os.cpu_count() or 1)
+
+    def cannot_oversubscribe(self, stack: 'Stack', ranks: int,
+                             path: str | Path = FABRICS_FILE) -> str | None:
+        '''Why ``stack`` cannot run ``ranks`` ranks here (an MPI too old to
+        give up its core while it waits, on an oversubscribed partition), or None.'''
+        if not self.oversubscribed(ranks):
+            return None
+        over = load_table(path)['profiles'][stack.mpi_profile].get('oversubscribed', {})
+        first = over.get('yields_from')
+        if first is None or _version_key(stack.mpi_version) >= _version_key(first):
+            return None
+        return (f'{stack.environ}: {stack.mpi_family} {stack.mpi_version} cannot give up a core '
+                f'while it waits (the first that does is {first}: {path}: profiles.'
+                f'{stack.mpi_profile}.oversubscribed.yields_from); {ranks} ranks on the '
+                f'{os.cpu_count()} cores the nodes of {self.fullname} share would time the '
+                "scheduler's slices, not the network")
 
     def fabric_settings(self, stack: 'Stack', launcher: str, path: str | Path = FABRICS_FILE,
                         *, oversubscribed: bool = False) -> 'FabricSettings':

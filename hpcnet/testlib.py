@@ -323,6 +323,9 @@ class MpiBenchmark(NetworkRun):
         if gap is not None:
             self.skip_because(f'{self.stack.environ} cannot use fabric '
                               f'{self.partition.fabric} on this host: {gap}')
+        unable = self.partition.cannot_oversubscribe(self.stack, self.num_tasks)
+        if unable is not None:
+            self.skip_because(unable)
         launcher = self.current_partition.launcher_type.registered_name
         self.fabric_settings = self.partition.fabric_settings(
             self.stack, launcher, oversubscribed=self.partition.oversubscribed(self.num_tasks))

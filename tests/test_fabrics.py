@@ -72,6 +72,28 @@ def test_yield_variables_only_for_more_ranks_than_shared_cores(monkeypatch):
         == shared.fabric_settings(mpich, 'srun').env
 
 
+def test_an_mpi_that_cannot_yield_is_not_run_oversubscribed(monkeypatch):
+    monkeypatch.setattr(model.os, 'cpu_count', lambda: 2)
+    shared = model.Partition.from_extras('testbed:eth', {'fabric': 'tcp', 'iface': 'eth0', 'num_nodes': 4,
+                                                         'nodes_share_cores': True})
+    real = model.Partition.from_extras('site:eth', {'fabric': 'tcp', 'iface': 'eth0', 'num_nodes': 4})
+    debian = model.Stack(environ='gcc12-mpich4', mpi_family='mpich', mpi_profile='mpich-ucx',
+                         mpi_version='4.0.2')
+    why = shared.cannot_oversubscribe(debian, 4)
+    assert why.startswith('gcc12-mpich4: mpich 4.0.2 cannot give up a core while it waits')
+    assert 'profiles.mpich-ucx.oversubscribed.yields_from' in why and '4 ranks on the 2 cores' in why
+    # Two ranks fit the cores; a site's own nodes never share them; 4.2 on yields.
+    assert shared.cannot_oversubscribe(debian, 2) is None
+    assert real.cannot_oversubscribe(debian, 4) is None
+    for version in ('4.2', '4.2.1', '5.0.2', '10.0'):
+        newer = model.Stack(environ='e', mpi_family='mpich', mpi_profile='mpich-ofi',
+                            mpi_version=version)
+        assert shared.cannot_oversubscribe(newer, 4) is None, version
+    # No yields_from: nothing is held back (Open MPI yields when told to).
+    ompi = model.Stack(environ='e', mpi_family='openmpi', mpi_profile='openmpi', mpi_version='4.1.4')
+    assert shared.cannot_oversubscribe(ompi, 4) is None
+
+
 def test_roce_needs_the_rdma_device_from_the_partition():
     with pytest.raises(model.ConfigError, match="fabric 'roce' needs extras.rdma_device"):
         fabric_settings('roce', 'openmpi', 'openmpi', 'srun', {'iface': 'eth0'})
@@ -108,7 +130,9 @@ def _broken(mutate):
     (lambda d: d['profiles']['impi']['report'].update(parser='grep'), r'profiles\.impi\.report\.parser: \'grep\' is not a transport parser'),
     (lambda d: d['profiles']['impi'].update(oversubscribe={}), r'profiles\.impi\.oversubscribe: unknown key \(valid: report, oversubscribed\)'),
     (lambda d: d['profiles']['impi'].update(oversubscribed={'env': ['I_MPI_WAIT_MODE=1']}),
-     r'profiles\.impi\.oversubscribed: must be a mapping with one key, env'),
+     r'profiles\.impi\.oversubscribed: must be a mapping with keys env \(a mapping of variable: value\) and yields_from'),
+    (lambda d: d['profiles']['impi'].update(oversubscribed={'yields_from': 4.2}),
+     r"profiles\.impi\.oversubscribed\.yields_from: 4\.2 is not a version \(valid: numbers joined by dots, quoted: '4\.2'\)"),
 ])
 def test_malformed_table_names_file_key_and_valid(mutate, match):
     with pytest.raises(model.ConfigError, match=match):
