@@ -111,7 +111,9 @@ class ImbBase(ToolBenchmark):
         # -npmin: only the table with every rank (IMB would also run 2, 4, ...).
         args = imb_command([self.benchmark], msglog=(0, self.msglog()), suite=self.tool,
                            executable=self.tool_path, npmin=self.num_tasks,
-                           iterations=repetitions, time_limit=self.time_per_size)
+                           iterations=repetitions, time_limit=self.time_per_size,
+                           window_size=(IMB_WINDOW if self.benchmark in ImbBenchmark.WINDOWED
+                                        else None))
         self.executable_opts = args[1:]
         if self.time_limit is None:
             self.time_limit = math.ceil(self.num_samples() * self.time_per_size

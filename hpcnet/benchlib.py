@@ -150,15 +150,19 @@ IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: messages, timed as one aggregate (IMB prints no per-repetition spread).
 #: At most 20 repetitions, and at most IMB_WINDOWED_VOLUME_MB / size of them
 #: (at least 1; IMB's overall_vol, in MB, counts one message per repetition,
-#: not the window): one window of 64 x 4 MiB at 4 MiB, 2 of 64 x 1 MiB.  IMB
-#: spends several times the timed repetitions around them (its warm-up and
-#: iteration policy: on the testbed's Gigabit link, Uniband at 1 MiB took 41 s
-#: for 8 repetitions that it timed at 4.8 s, 13 s for 2).  With IMB's 40 MB,
-#: Uniband and Biband took 316 and 408 s of a testbed run, 214 and 359 s at
-#: 8 MB, and 57 s of `make run` over loopback TCP.
+#: not the window): one window of 64 x 4 MiB at 4 MiB, 2 of 64 x 1 MiB.  IMB's
+#: dynamic iteration policy runs every size three times (1 repetition, then
+#: about a second's worth, then the timed ones) and its warm-up once more.
+#: Before -window_size was passed (IMB_WINDOW), with IMB's 40 MB, Uniband and
+#: Biband took 316 and 408 s of a testbed run, 214 and 359 s at 8 MB, 110 and
+#: 214 s at 2 MB; 30 and 50 s at 2 MB with windows of 64.
 IMB_WINDOWED_REPETITIONS = 20
 IMB_WINDOWED_VOLUME_MB = 2
-#: IMB's window (messages in flight per repetition of Uniband/Biband).
+#: IMB's window (messages in flight per repetition of Uniband/Biband), passed
+#: as -window_size: IMB 2021's default is 256 (IMB 2019's and OSU's 64).  Left
+#: to IMB, every repetition moved 4x the volume the link counters and the
+#: -iter volume assumed: Uniband took 110 s and Biband 214 s of a testbed run,
+#: 30 and 50 s with 64, at the same MB/s.
 IMB_WINDOW = 64
 #: Launch, MPI_Init and finalize on top of IMB's own time budget.
 IMB_STARTUP_MARGIN_S = 60

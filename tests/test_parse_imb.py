@@ -546,6 +546,8 @@ def test_imb_command_basic():
     assert imb_command('pingpong', msglog='2:4', iter_policy='off') == [
         'IMB-MPI1', 'PingPong', '-msglog', '2:4', '-iter_policy', 'off']
     assert imb_command(['Barrier'], msglog=3) == ['IMB-MPI1', 'Barrier', '-msglog', '3']
+    # IMB 2021 windows 256 messages unless told: the checks say 64.
+    assert imb_command(['Uniband'], window_size=64) == ['IMB-MPI1', 'Uniband', '-window_size', '64']
 
 
 def test_imb_command_all_options():
@@ -585,6 +587,8 @@ def test_imb_command_unknown_benchmark_lists_the_valid_ones():
     (dict(benchmarks=['PingPong'], msglog=31), 'int in 0..30'),
     (dict(benchmarks=['PingPong'], msglog='a:b'), 'is not "max" or "min:max"'),
     (dict(benchmarks=['PingPong'], npmin=0), 'npmin'),
+    (dict(benchmarks=['Biband'], window_size=0), 'window_size must be an int >= 1, not 0'),
+    (dict(benchmarks=['Stencil2D'], window_size=64), 'IMB-P2P does not take window_size'),
     (dict(benchmarks=['PingPong'], multi=2), 'multi must be 0 or 1'),
     (dict(benchmarks=['PingPong'], time_limit=0), '-time must be a positive number'),
     (dict(benchmarks=['PingPong'], iterations=(1, 2, 3, 4)), 'iterations'),

@@ -520,7 +520,8 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
                 executable: Optional[str] = None, npmin: Optional[int] = None,
                 iterations=None, time_limit: Optional[float] = None,
                 mem_gb: Optional[float] = None, multi: Optional[int] = None,
-                sync: Optional[bool] = None, extra: Sequence[str] = ()) -> List[str]:
+                sync: Optional[bool] = None, window_size: Optional[int] = None,
+                extra: Sequence[str] = ()) -> List[str]:
     """The argument list running ``benchmarks`` with IMB, e.g.
     ``['IMB-MPI1', 'PingPong', 'Allreduce', '-msglog', '0:10']``.
 
@@ -535,7 +536,9 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
     0 <= min < max <= 30), ``iter_policy`` (one of :data:`IMB_ITER_POLICIES`), ``npmin``,
     ``iterations`` (``-iter``: an int or up to 3 ints), ``time_limit`` (``-time`` seconds
     per size), ``mem_gb`` (``-mem``), ``multi`` (0 or 1), ``sync`` (``-sync on/off``),
-    ``extra`` (appended verbatim). IMB-P2P only takes ``msglog`` and ``iterations``.
+    ``window_size`` (``-window_size``: messages in flight per repetition of Uniband and
+    Biband; IMB 2021's default is 256, not the 64 of IMB 2019 and OSU), ``extra``
+    (appended verbatim). IMB-P2P only takes ``msglog`` and ``iterations``.
     """
     names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
     if not names:
@@ -588,7 +591,7 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
             raise ValueError('imb_command: IMB-P2P takes "-iter max[,numerator]" (2 values)')
         args += ['-iter', ','.join(str(v) for v in values)]
     others = {'iter_policy': iter_policy, 'npmin': npmin, 'time_limit': time_limit,
-              'mem_gb': mem_gb, 'multi': multi, 'sync': sync}
+              'mem_gb': mem_gb, 'multi': multi, 'sync': sync, 'window_size': window_size}
     if p2p:
         given = [k for k, v in others.items() if v is not None]
         if given:
@@ -599,10 +602,11 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
             raise ValueError(f'imb_command: unknown iter_policy {iter_policy!r}; valid: '
                              f'{", ".join(IMB_ITER_POLICIES)}')
         args += ['-iter_policy', iter_policy]
-    if npmin is not None:
-        if not isinstance(npmin, int) or isinstance(npmin, bool) or npmin < 1:
-            raise ValueError(f'imb_command: npmin must be an int >= 1, not {npmin!r}')
-        args += ['-npmin', str(npmin)]
+    for flag, count in (('-npmin', npmin), ('-window_size', window_size)):
+        if count is not None:
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(f'imb_command: {flag[1:]} must be an int >= 1, not {count!r}')
+            args += [flag, str(count)]
     for flag, value in (('-time', time_limit), ('-mem', mem_gb)):
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
