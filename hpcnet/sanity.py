@@ -123,6 +123,17 @@ def error_lines(text: str, limit: int = 5) -> str:
     return '; '.join(lines[:limit])
 
 
+#: A frame of the backtrace Open MPI prints when a rank crashes:
+#: "[cn1:01617] [ 1] /path/libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x95)[0x...]".
+_BACKTRACE_FRAME = re.compile(r'^\[[^\]\s]+:\d+\] \[ ?\d+\] \S+\((\w+)\+0x[0-9a-f]+\)')
+
+
+def crash_functions(text: str) -> list:
+    '''The functions named in the crash backtraces of ``text``, innermost first.'''
+    names = [m.group(1) for m in map(_BACKTRACE_FRAME.match, text.splitlines()) if m]
+    return list(dict.fromkeys(names))      # every crashed rank prints the same frames
+
+
 #: Scheduler states of a job that ended as it should (Slurm's; the local
 #: scheduler's jobs have no state worth naming).
 _NORMAL_END_STATES = ('COMPLETED', 'SUCCESS', None, '')

@@ -349,10 +349,24 @@ class MpiBenchmark(NetworkRun):
         if library:
             sanity.check_library(library.group(1), self.stack)
         sanity.check_kernel_errors(self.job_stderr(), self.stack)
-        with sanity.sanity_from_output_errors(note=self.job_failure()):
+        with sanity.sanity_from_output_errors(note=self.failure_note()):
             return parse_kernel_output(
                 text, source=os.path.join(self.stagedir, self.stdout.evaluate()),
                 expect_kernel=kernel)
+
+    def failure_note(self) -> str:
+        '''"" for a job that succeeded; else how it ended, its error lines,
+        the functions its crash backtrace names and, where they show the
+        stack's known defect, the "[known issue: ...]" marker.'''
+        failure = self.job_failure()
+        if not failure:
+            return ''
+        output = self.job_output()
+        said = sanity.error_lines(output)
+        crashed_in = sanity.crash_functions(output)
+        where = f"; crashed in {' < '.join(crashed_in[:5])}" if crashed_in else ''
+        return (failure + (f': {said}' if said else '') + where +
+                sanity.known_issue_note(said + where, self.stack))
 
     def prove(self, mpi_library: str | None, hosts: dict, bytes_sent_by_host: dict | None = None,
               min_link_bytes: int | None = None) -> None:
@@ -361,11 +375,9 @@ class MpiBenchmark(NetworkRun):
         the hosts, the MPI's own transport report, and the link counters
         (the exact payload per host where known, else ``min_link_bytes`` of
         traffic per node).'''
-        failure = self.job_failure()
+        failure = self.failure_note()
         if failure:
-            said = sanity.error_lines(self.job_output())
-            raise SanityError(f'the job failed{failure}' + (f': {said}' if said else '') +
-                              sanity.known_issue_note(said, self.stack))
+            raise SanityError(f'the job failed{failure}')
         if mpi_library is not None:
             sanity.check_library(mpi_library, self.stack)
             self.mpi_library = mpi_library

@@ -92,6 +92,13 @@ static inline int hc_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Median of sorted s[0..n), n >= 1: the mean of the two middle samples for
+ * even n. */
+static inline double hc_median_sorted(const double *s, long n)
+{
+    return (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
 /* Sorts s[0..n) in place.  median: mean of the two middle samples for even
  * n; stddev: sample standard deviation (n-1), 0 for n == 1; p99:
  * nearest-rank percentile, the ceil(0.99*n)-th smallest sample. */
@@ -104,7 +111,7 @@ static inline hc_stats hc_compute_stats(double *s, long n)
     st.n = n;
     st.min = s[0];
     st.max = s[n - 1];
-    st.median = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    st.median = hc_median_sorted(s, n);
     double sum = 0.0;
     for (long k = 0; k < n; k++)
         sum += s[k];

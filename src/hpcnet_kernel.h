@@ -472,7 +472,7 @@ static inline double hk_median_ci_pct(const double *s, long n)
     long hi = (long)ceil(0.5 * (double)n + half);
     lo = lo < 0 ? 0 : lo;
     hi = hi > n - 1 ? n - 1 : hi;
-    double median = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    double median = hc_median_sorted(s, n);
     if (!(median > 0.0))
         return 0.0;
     return 100.0 * 0.5 * (s[hi] - s[lo]) / median;
