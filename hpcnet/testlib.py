@@ -25,7 +25,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
 from reframe.core.exceptions import PerformanceError, SanityError
 
 from hpcnet import linkstats, preflight, references, sanity
-from hpcnet.constants import (FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_ONE_NODE_S, FINALIZE_TIMEOUT_S, SRC_DIR,
+from hpcnet.constants import (FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
                               Fabric, Feature, PartitionFeature, Scale)
 from hpcnet.model import Partition, Stack, start_env
 from hpcnet.stacks import BUILTIN_ENV
@@ -411,8 +411,9 @@ class KernelRun(MpiBenchmark):
     def set_kernel_command(self):
         self.executable = os.path.join(self.kernels.stagedir, 'bin', self.kernel_name)
         self.executable_opts = self.kernel_args()
-        self.env_vars[FINALIZE_TIMEOUT_ENV] = str(FINALIZE_TIMEOUT_ONE_NODE_S if self.num_nodes == 1
-                                                  else FINALIZE_TIMEOUT_S)
+        self.env_vars[FINALIZE_TIMEOUT_ENV] = str(
+            FINALIZE_TIMEOUT_OVERSUBSCRIBED_S if self.partition.oversubscribed(self.num_tasks)
+            else FINALIZE_TIMEOUT_S)
 
 
 class SocketRun(NetworkRun):

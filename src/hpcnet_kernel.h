@@ -709,9 +709,10 @@ static inline void hk_print_done(void)
  * "ch4/ucx: remove MPIR_pmi_barrier in finalize"): the process then reports
  * it on stderr and exits 3 at once, instead of the job waiting for its time
  * limit with the cause unnamed.  Environment HPCNET_FINALIZE_TIMEOUT_S
- * (read by hk_init), default 20: at 10 s, 4 collectives of that MPICH across
- * the testbed's 4 nodes failed that passed at 20 s (its finalize there is
- * slow, not always hung); on one node finalize takes well under a second. */
+ * (read by hk_init), default 20; the checks set 5 s, and 20 s where ranks
+ * outnumber the cores the nodes share (hpcnet.constants): at 10 s, 4
+ * collectives of that MPICH across the testbed's 4 nodes failed that passed
+ * at 20 s (its finalize there is slow, not always hung). */
 static char hk_finalize_msg[160];
 static size_t hk_finalize_msg_len;
 
