@@ -161,8 +161,7 @@ IMB_WINDOWED_VOLUME_MB = 2
 #: IMB's window (messages in flight per repetition of Uniband/Biband), passed
 #: as -window_size: IMB 2021's default is 256 (IMB 2019's and OSU's 64).  Left
 #: to IMB, every repetition moved 4x the volume the link counters and the
-#: -iter volume assumed: Uniband took 110 s and Biband 214 s of a testbed run,
-#: 30 and 50 s with 64, at the same MB/s.
+#: -iter volume assumed, at the same MB/s (times above).
 IMB_WINDOW = 64
 #: Launch, MPI_Init and finalize on top of IMB's own time budget.
 IMB_STARTUP_MARGIN_S = 60

@@ -300,10 +300,11 @@ def validate_table(data, path='<table>') -> dict:
                   'must be a mapping with keys env (a mapping of variable: value) '
                   'and yields_from (a version)')
         # A string: YAML reads 4.10 unquoted as the number 4.1.
-        first = over.get('yields_from', '0')
-        if not isinstance(first, str) or not re.fullmatch(r'\d+(\.\d+)*', first):
+        first = over.get('yields_from')
+        if first is not None and not (isinstance(first, str)
+                                      and re.fullmatch(r'\d+(\.\d+)*', first)):
             _fail(path, f'profiles.{name}.oversubscribed.yields_from',
-                  f'{over["yields_from"]!r} is not a version (valid: numbers joined by dots, '
+                  f'{first!r} is not a version (valid: numbers joined by dots, '
                   "quoted: '4.2')")
     for fabric, entries in data['fabrics'].items():
         if not isinstance(entries, dict):
