@@ -89,10 +89,11 @@ def test_paper_tables_beside_ours(tb, tmp_path, one_env_per_stack):
     # 30 samples per size at least: the median of a 4 MiB one-way time on
     # this 2-core host then moves by a few percent, not ten.
     theirs = statistics.mean(paper.paper_table()[('PingPong', 4 << 20)])
-    # The best of up to two sessions per environment: a session on this
-    # 2-core host loses a few % to one stall; the link is not slower than its best.
+    # The best of up to three sessions per environment: a session on this
+    # 2-core host loses a few % to one stall (CI, 2026-11-23: one MPI at 1.11
+    # in a session whose median was 1.03); the link is not slower than its best.
     curves = {}
-    for attempt in range(2):
+    for attempt in range(3):
         (tmp_path / f'session{attempt}').mkdir()
         proc, cases = run_on_testbed(tb, tmp_path / f'session{attempt}', '-n',
                                      'hpcnet_p2p.*scale=2_nodes.*mode=ping',
@@ -103,16 +104,25 @@ def test_paper_tables_beside_ours(tb, tmp_path, one_env_per_stack):
             if key not in curves or curve[4 << 20] < curves[key][4 << 20]:
                 curves[key] = curve
         assert curves, proc.stdout[-3000:]
-        pingpong = [c[4 << 20] / theirs for (bench, _), c in curves.items() if bench == 'PingPong']
-        if abs(statistics.median(pingpong) - 1) <= PAPER_TOLERANCE:
+        ratios = {env: curve[4 << 20] / theirs for (bench, env), curve in curves.items()
+                  if bench == 'PingPong'}
+        print(f'4 MiB ping-pong one way over the paper\'s, best of {attempt + 1}: {ratios}')
+        if not paper_misses(ratios):
             break
-    ratios = {env: curve[4 << 20] / theirs for (bench, env), curve in curves.items()
-              if bench == 'PingPong'}
-    print(f'4 MiB ping-pong one way over the paper\'s: {ratios}')
-    # Over the compilers x MPIs, as the paper's own figure is their average;
-    # no single one far off.
-    assert abs(statistics.median(ratios.values()) - 1) <= PAPER_TOLERANCE, ratios
-    assert all(abs(r - 1) <= 2 * PAPER_TOLERANCE for r in ratios.values()), ratios
+    assert not paper_misses(ratios), (paper_misses(ratios), ratios)
+
+
+def paper_misses(ratios):
+    '''What keeps the ratios of our 4 MiB ping-pong to the paper's from matching:
+    their median (the paper's own figure is an average over its compilers x
+    MPIs) off by more than the tolerance, or any one MPI off by twice it.'''
+    misses = []
+    median = statistics.median(ratios.values())
+    if abs(median - 1) > PAPER_TOLERANCE:
+        misses.append(f'median {median:.3f} outside 1 +- {PAPER_TOLERANCE}')
+    misses += [f'{env} {r:.3f} outside 1 +- {2 * PAPER_TOLERANCE}'
+               for env, r in ratios.items() if abs(r - 1) > 2 * PAPER_TOLERANCE]
+    return misses
 
 
 def test_pair_matrix_runs_in_rounds_and_names_the_slow_node(tb, tmp_path, one_env_per_stack):
