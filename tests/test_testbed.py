@@ -125,6 +125,9 @@ def test_up_status_and_refusals(tb, capsys):
     for pid in softirq.softirq_threads():
         assert os.sched_getscheduler(pid) == os.SCHED_FIFO
         assert os.sched_getparam(pid).sched_priority == DEFAULTS.softirq_priority
+    # ... and the host's backlog has a NIC's queue for each port the testbed adds.
+    assert softirq.backlog_holders()[str(tb.state_dir)] == softirq.backlog_needed(4) == 10000
+    assert int(softirq.BACKLOG_SYSCTL.read_text()) >= 10000 == st['backlog']
     assert re.search(r'cn1 eth\* idle', st['sinfo']), st['sinfo']
     assert re.search(r'cn2 eth\* idle', st['sinfo']), st['sinfo']
     # Each node: its own hostname, only lo and eth0, its own address.
@@ -391,12 +394,15 @@ def test_down_leaves_nothing(tb):
     # A process left inside a node (as a job or `exec` would) is swept too.
     stray = subprocess.Popen(tb.node_prefix('cn1', '/') + ['sleep', '300'])
     original = json.loads(softirq.RECORD.read_text())['original']
+    original_backlog = json.loads(softirq.BACKLOG_RECORD.read_text())['original']
     r = tb.down()
     assert r['was_up'] and not r['problems']
     if not softirq.holders():       # the last testbed down: the policies it found are back
         for pid, (policy, priority, _) in original.items():
             assert os.sched_getscheduler(int(pid)) == policy
             assert os.sched_getparam(int(pid)).sched_priority == priority
+    if not softirq.backlog_holders():
+        assert int(softirq.BACKLOG_SYSCTL.read_text()) == original_backlog
     assert stray.wait(timeout=10) != 0
     assert tbm.leftovers(NAME, tb.state_dir, pids) == []
     assert tb.down()['was_up'] is False

@@ -103,7 +103,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f'{"" if s["complete"] else " (INCOMPLETE: run down)"}')
             print(f'SLURM_CONF={s["slurm_conf"]}  interface {s["iface"]}  '
                   f'rate {s["rate"] or "unshaped"}'
-                  f'{" burst " + s["burst"] if s["burst"] else ""}')
+                  f'{" burst " + s["burst"] if s["burst"] else ""}  '
+                  f'host backlog {s["backlog"]} packets')
             for n in s['nodes']:
                 d = ', '.join(f'{p["label"]} {p["pid"]} '
                               f'{"running" if p["alive"] else "DEAD"}'

@@ -181,7 +181,8 @@ class Testbed:
     STEPS = ('check prerequisites', 'probe namespaces', 'create state dir',
              'private namespace dir', 'create network namespaces',
              'create node namespaces', 'create bridge', 'connect nodes',
-             'probe rdma', 'shape links', 'prioritise softirq', 'write configuration',
+             'probe rdma', 'shape links', 'prioritise softirq', 'size backlog',
+             'write configuration',
              'start munged',
              'start slurmctld', 'start slurmd', 'wait for nodes')
 
@@ -475,6 +476,11 @@ class Testbed:
             self._record('softirq', priority=priority)
             softirq.hold(str(self.state_dir), priority)
 
+    def _step_size_backlog(self):
+        packets = softirq.backlog_needed(self._nodes_wanted)
+        self._record('backlog', packets=packets)
+        softirq.hold_backlog(str(self.state_dir), packets)
+
     def _step_write_configuration(self):
         step = 'write configuration'
         sd = self.state_dir
@@ -723,6 +729,8 @@ class Testbed:
 
         if any(r['kind'] == 'softirq' for r in res):
             problems += softirq.release(str(self.state_dir))
+        if any(r['kind'] == 'backlog' for r in res):
+            problems += softirq.release_backlog(str(self.state_dir))
 
         # 3. Links, namespace files, namespaces, mounts: reverse order.
         self.log('[down] removing links, namespaces, mounts')
@@ -818,6 +826,7 @@ class Testbed:
                 'complete': st.get('complete', False),
                 'slurm_conf': str(self.slurm_conf), 'iface': IFACE,
                 'rate': st.get('rate'), 'burst': st.get('burst'),
+                'backlog': int(softirq.BACKLOG_SYSCTL.read_text()),
                 'nodes': nodes, 'sinfo': sinfo}
 
     def shape(self, rate: Optional[str], burst: Optional[str] = None,

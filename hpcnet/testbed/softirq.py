@@ -1,6 +1,8 @@
-"""Give the kernel's softirq threads (``ksoftirqd/N``) a real-time priority
-while a testbed is up, and restore what they had when the last testbed on
-the host goes down.
+"""While a testbed is up, give the kernel's softirq packet work what a real
+cluster's NICs have: its threads (``ksoftirqd/N``) a real-time priority, and
+its per-CPU queue of received packets (the backlog) one default-sized queue
+for every port the testbed adds.  The last testbed on the host to go down
+restores what it found.
 
 Why: on a real cluster a NIC's interrupt and packet work runs beside the
 ranks, never behind them.  On the testbed every node's ranks busy-poll the
@@ -11,9 +13,19 @@ idle, and the link loses throughput (measured: 4 MiB ping-pong medians of
 35.8-39.8 ms one way, against 35.4-35.9 ms with ``ksoftirqd`` at SCHED_FIFO 1;
 ci/testbed/README.md, "Shaping").
 
-Several testbeds may be up at once (tests use their own names), so the
-original policies are kept in one host-wide record with the state
-directories holding it; the last holder to leave restores them.
+Why the backlog: every frame a node sends is handed to the host's per-CPU
+backlog twice (at the bridge's port, then at the receiving node's eth0), and
+that one queue of ``net.core.netdev_max_backlog`` packets (1000 by default)
+stands in for the receive rings of every NIC and switch port of the testbed.
+When three nodes send to a fourth (all-to-all) and the softirq falls a few
+milliseconds behind, it overflows and the nodes' eth0 count drops a real link
+would not have (measured: 107 drops in 1 of 5 runs of the 4-node alltoall
+for five MPIs, all in /proc/net/softnet_stat's backlog column; none in 6 runs
+with 10000; ci/testbed/README.md, "Shaping").
+
+Several testbeds may be up at once (tests use their own names), so what
+each setting was is kept in a host-wide record with the state directories
+holding it; the last holder to leave restores it.
 """
 from __future__ import annotations
 
@@ -22,12 +34,17 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, List
+from typing import Dict, Iterator, List, Optional
 
 from hpcnet.testbed.processes import proc_stat
 
 #: The host-wide record: {'original': {pid: [policy, priority, start]}, 'holders': [state dirs]}.
 RECORD = Path('/run/hpcnet-testbed-softirq.json')
+#: The host-wide record of the backlog: {'original': packets, 'holders': {state dir: packets}}.
+BACKLOG_RECORD = Path('/run/hpcnet-testbed-backlog.json')
+BACKLOG_SYSCTL = Path('/proc/sys/net/core/netdev_max_backlog')
+#: Linux's default netdev_max_backlog: the queue of one NIC.
+BACKLOG_PER_PORT = 1000
 
 
 def softirq_threads() -> Dict[int, str]:
@@ -48,18 +65,18 @@ def softirq_threads() -> Dict[int, str]:
 
 
 @contextmanager
-def _locked_record() -> Iterator[dict]:
+def _locked_record(path: Path = RECORD, empty: Optional[dict] = None) -> Iterator[dict]:
     # The lock is on the record's directory: a lock file would be left behind.
-    lock = os.open(RECORD.parent, os.O_RDONLY | os.O_DIRECTORY)
+    lock = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        record = json.loads(RECORD.read_text()) if RECORD.exists() else \
-            {'original': {}, 'holders': []}
+        record = json.loads(path.read_text()) if path.exists() else \
+            (empty or {'original': {}, 'holders': []})
         yield record
         if record['holders']:
-            RECORD.write_text(json.dumps(record, indent=1) + '\n')
+            path.write_text(json.dumps(record, indent=1) + '\n')
         else:
-            RECORD.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
     finally:
         os.close(lock)
 
@@ -75,15 +92,61 @@ def _live_holders(record: dict, leaving: str) -> List[str]:
     return [h for h in record['holders'] if h != leaving and (Path(h) / 'state.json').exists()]
 
 
+def backlog_needed(nodes: int) -> int:
+    """A default-sized backlog for every veth end a testbed of ``nodes``
+    compute nodes adds (each node's eth0 and its bridge port, head included):
+    on a cluster each is a NIC or switch port with its own queue."""
+    return BACKLOG_PER_PORT * 2 * (nodes + 1)
+
+
+def backlog_holders() -> Dict[str, int]:
+    """State directory -> backlog (packets) of the testbeds holding it now."""
+    return json.loads(BACKLOG_RECORD.read_text())['holders'] if BACKLOG_RECORD.exists() else {}
+
+
+def hold_backlog(state_dir: str, packets: int) -> int:
+    """Make the host's backlog at least ``packets`` for the testbed of
+    ``state_dir`` (never smaller than the host had); returns what it is now."""
+    with _locked_record(BACKLOG_RECORD, {'original': None, 'holders': {}}) as record:
+        live = _live_holders(record, state_dir)
+        record['holders'] = {h: record['holders'][h] for h in live}
+        if record['original'] is None:
+            # Kept while any record exists: a testbed killed without down
+            # left the host's value in it, not in the sysctl.
+            record['original'] = int(BACKLOG_SYSCTL.read_text())
+        record['holders'][state_dir] = packets
+        size = max([record['original'], *record['holders'].values()])
+        BACKLOG_SYSCTL.write_text(f'{size}\n')
+        return size
+
+
+def release_backlog(state_dir: str) -> List[str]:
+    """The testbed of ``state_dir`` no longer needs its backlog: size it for
+    the testbeds still up, or restore the host's own.  Returns problems."""
+    if not BACKLOG_RECORD.exists():
+        return []
+    with _locked_record(BACKLOG_RECORD) as record:
+        live = _live_holders(record, state_dir)
+        record['holders'] = {h: record['holders'][h] for h in live}
+        size = max([record['original'], *record['holders'].values()])
+        try:
+            BACKLOG_SYSCTL.write_text(f'{size}\n')
+        except OSError as e:
+            return [f'restore {BACKLOG_SYSCTL} to {size}: {e}']
+    return []
+
+
 def hold(state_dir: str, priority: int) -> List[int]:
     """Set every ksoftirqd to SCHED_FIFO ``priority`` for the testbed of
     ``state_dir``; returns the pids changed."""
     with _locked_record() as record:
         record['holders'] = _live_holders(record, state_dir)
         threads = softirq_threads()
-        if not record['holders']:
-            record['original'] = {}
-            for pid, start in threads.items():
+        for pid, start in threads.items():
+            # What a thread had stays recorded while any record exists: a
+            # testbed killed without down left its priority on the thread.
+            kept = record['original'].get(str(pid))
+            if kept is None or kept[2] != start:
                 record['original'][str(pid)] = [os.sched_getscheduler(pid),
                                                 os.sched_getparam(pid).sched_priority, start]
         for pid in threads:
