@@ -43,6 +43,8 @@
 #define MAX_MSG_SIZE HC_MAX_SIZE /* 1 GiB, as the MPI kernels */
 #define UDP_MAX_PAYLOAD 65507u           /* 65535 - 20 (IPv4) - 8 (UDP) */
 #define MAX_SIZES 128
+/* --windows: a size measured this many times at most */
+#define MAX_WINDOWS 25
 #define MAX_ITERS 10000000L        /* --iters upper bound (80 MB of samples) */
 #define ADAPTIVE_CAP 1000000L      /* adaptive rr: at most this many samples */
 #define DEFAULT_RECV_MIN (128u << 10) /* stream receiver reads max(size, 128K) */
@@ -69,6 +71,7 @@ struct opts {
     uint64_t min_size, max_size;
     int have_min, have_max;
     long duration_ms;
+    long windows; /* tcp streams: windows per size, the median one reported */
     long iters; /* 0 = adaptive */
     long warmup;
     long sndbuf, rcvbuf; /* 0 = system default (autotuning) */
@@ -85,7 +88,7 @@ struct opts {
     int validate;
     int verbose;
     /* which test-specific options were given (validated against --test) */
-    int have_iters, have_warmup, have_rate, have_udp_timeout;
+    int have_iters, have_warmup, have_rate, have_udp_timeout, have_windows;
 };
 
 
@@ -152,6 +155,7 @@ struct client {
 struct rowbuf {
     int n;
     char rows[MAX_SIZES][512];
+    char windows[MAX_SIZES][512]; /* --windows > 1: every window's rate, per size */
     double best;      /* summary: best value and its size */
     uint64_t best_size;
     double first_rtt; /* rr: first transaction of the first size, us */
@@ -228,7 +232,8 @@ int client_data_connect(struct client *c, int nodelay);
 void note_bufs(struct client *c, int fd, const char *result);
 double mbps(uint64_t bytes, double secs);
 void stream_best(struct rowbuf *rb, size_t size, double rate);
-void client_tcp_stream(struct client *c, size_t size, struct rowbuf *rb);
+double client_tcp_stream(struct client *c, size_t size, char *row, size_t row_len);
+void client_tcp_stream_windows(struct client *c, size_t size, struct rowbuf *rb);
 void samples_push(struct samples *s, double x);
 void tcp_transaction(struct client *c, int fd, unsigned char *sbuf, unsigned char *rbuf, size_t size, int validate);
 void rr_done(struct rowbuf *rb, const struct opts *o, size_t size, double first_us, double median_us);

@@ -50,6 +50,8 @@ void usage(void)
         "                       (udp_stream 1..32K), rr 32..16K.  UDP at most %u\n"
         "  --duration-ms MS     time per size (default 300); rr: adaptive\n"
         "                       iterations fill MS unless --iters is given\n"
+        "  --windows N          tcp streams: measure each size N times, MS each\n"
+        "                       on a new connection, and report the median (default 1)\n"
         "  --iters N            rr: fixed number of timed transactions per size\n"
         "  --warmup N           rr: untimed transactions per size after the\n"
         "                       first one (default 100)\n"
@@ -68,7 +70,7 @@ void usage(void)
 }
 
 enum {
-    O_ROLE = 1000, O_TEST, O_SIZES, O_MIN, O_MAX, O_DUR, O_ITERS, O_WARMUP, O_SNDBUF, O_RCVBUF, O_RSZ, O_PORT,
+    O_ROLE = 1000, O_TEST, O_SIZES, O_MIN, O_MAX, O_DUR, O_WINDOWS, O_ITERS, O_WARMUP, O_SNDBUF, O_RCVBUF, O_RSZ, O_PORT,
     O_BIND, O_SADDR, O_RV, O_CTO, O_TO, O_RATE, O_UTO, O_NODELAY, O_VALIDATE, O_VERBOSE, O_HELP, O_VERSION
 };
 
@@ -81,6 +83,7 @@ void parse_args(int argc, char **argv, struct opts *o)
         {"min-size", required_argument, NULL, O_MIN},
         {"max-size", required_argument, NULL, O_MAX},
         {"duration-ms", required_argument, NULL, O_DUR},
+        {"windows", required_argument, NULL, O_WINDOWS},
         {"iters", required_argument, NULL, O_ITERS},
         {"warmup", required_argument, NULL, O_WARMUP},
         {"sndbuf", required_argument, NULL, O_SNDBUF},
@@ -105,6 +108,7 @@ void parse_args(int argc, char **argv, struct opts *o)
     o->role = -1;
     o->test = T_TCP_STREAM;
     o->duration_ms = 300;
+    o->windows = 1;
     o->warmup = 100;
     o->port = DEFAULT_PORT;
     o->bind_addr = "127.0.0.1";
@@ -151,6 +155,10 @@ void parse_args(int argc, char **argv, struct opts *o)
             break;
         case O_DUR:
             o->duration_ms = hc_parse_long("--duration-ms", optarg, 1, 3600000L);
+            break;
+        case O_WINDOWS:
+            o->windows = hc_parse_long("--windows", optarg, 1, MAX_WINDOWS);
+            o->have_windows = 1;
             break;
         case O_ITERS:
             o->iters = hc_parse_long("--iters", optarg, 1, MAX_ITERS);
@@ -234,6 +242,8 @@ void parse_args(int argc, char **argv, struct opts *o)
         usage_error("--iters applies to tcp_rr and udp_rr only");
     if (o->have_warmup && !is_rr(o->test))
         usage_error("--warmup applies to tcp_rr and udp_rr only");
+    if (o->have_windows && o->test != T_TCP_STREAM && o->test != T_TCP_BIDIR)
+        usage_error("--windows applies to tcp_stream and tcp_bidir only");
     if (o->have_rate && o->test != T_UDP_STREAM)
         usage_error("--rate-mbps applies to udp_stream only");
     if (o->have_udp_timeout && o->test != T_UDP_RR)

@@ -166,6 +166,29 @@ SMALL = {
 }
 
 
+@pytest.mark.parametrize('test, windows', [('tcp_stream', 3), ('tcp_bidir', 4)])
+def test_stream_windows_report_the_median_window(binary, tmp_path, test, windows):
+    '''Each size measured in --windows windows: its row is the window of the
+    median rate (the lower middle one when even), and every window's rate is
+    printed beside the table.'''
+    sizes = [1, 1024, 65536]
+    text = run_pair(binary, tmp_path, ['--test', test, '--windows', str(windows), '--duration-ms', '20',
+                                       '--sizes', ','.join(map(str, sizes))])
+    header, columns, rows = parse(text)
+    assert header['windows'] == str(windows)
+    window_lines = re.findall(r'^# windows at (\d+) B: ([\d. ]+) MB/s, reported window (\d+)$', text, re.M)
+    assert [int(size) for size, _, _ in window_lines] == [int(r['size_bytes']) for r in rows] == sizes
+    for row, (_, rates, picked) in zip(rows, window_lines):
+        rates = [float(r) for r in rates.split()]
+        assert len(rates) == windows
+        reported = row['recv_MBps' if test == 'tcp_stream' else 'total_recv_MBps']
+        assert reported == pytest.approx(sorted(rates)[(windows - 1) // 2], abs=0.0011)
+        assert rates[int(picked) - 1] == pytest.approx(reported, abs=0.0011)
+    # One window: no window lines, as before.
+    text = run_pair(binary, tmp_path, ['--test', test, '--duration-ms', '20', '--sizes', '1024'])
+    assert parse(text)[0]['windows'] == '1' and '# windows at' not in text
+
+
 @pytest.mark.parametrize('test', list(SMALL))
 def test_each_test_type(binary, tmp_path, test):
     text = run_pair(binary, tmp_path, ['--test', test, '--validate', *SMALL[test]])
@@ -348,6 +371,10 @@ def test_server_ignores_strangers(binary, tmp_path):
     ['--role', 'client', '--sndbuf', '-1'],
     ['--role', 'client', '--timeout', '0'],
     ['--role', 'client', '--duration-ms', '10000', '--timeout', '5'],  # cannot fit
+    ['--role', 'client', '--duration-ms', '1000', '--windows', '6', '--timeout', '5'],  # nor this
+    ['--role', 'client', '--test', 'tcp_rr', '--windows', '3'],        # tcp streams only
+    ['--role', 'client', '--windows', '0'],
+    ['--role', 'client', '--windows', '26'],
     ['--role', 'client', '--port', '0'],                  # needs --rendezvous
     ['--role', 'client', 'stray'],
     ['--role', 'auto'],                                   # no rank variable

@@ -76,7 +76,7 @@ KNOWN_KEYS = frozenset({
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
     'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
-    'duration-ms', 'nodelay', 'recv-size', 'rate-mbps', 'udp-timeout-ms', 'first-rtt-us',
+    'duration-ms', 'windows', 'nodelay', 'recv-size', 'rate-mbps', 'udp-timeout-ms', 'first-rtt-us',
 })
 
 #: Header keys whose value must be a finite number.
@@ -84,7 +84,7 @@ NUMERIC_HEADER_KEYS = frozenset({
     'ranks', 'warmup', 'precision-pct', 'time-per-size-ms', 'min-iters', 'max-iters', 'window',
     'window-bytes', 'recv-slots', 'batch-us', 'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
-    'samples', 'bw-samples',
+    'samples', 'bw-samples', 'windows',
 })
 
 #: Columns holding text (operation names, host names); all others are numbers.
