@@ -266,6 +266,8 @@ WIRE_PAYLOAD_FRACTION = 1448 / 1538
 #: How far above the wire's payload rate a measurement may be (timer and
 #: rounding): more than this and the link is faster than a wire.
 WIRE_TOLERANCE = 0.02
+#: Bytes of payload and of wire time in a full frame (WIRE_PAYLOAD_FRACTION).
+FRAME_PAYLOAD, FRAME_WIRE = 1448, 1538
 #: A transfer (a ping-pong message, or a bw window of messages) smaller than
 #: this is a few buckets: its first bucket leaves at once (the tokens refill
 #: while the reply travels) and it arrives after the host's latency (~10 us on
@@ -288,6 +290,26 @@ BEST_OF = 3
 #: 0.94-1.01 across sessions on this machine kind (the shaper wakes ~80,000
 #: times a second at 1 Gbit/s, on cores the flow also needs).
 LINK_FLOOR = 0.92
+
+
+def fastest_through_the_shaper_MBps(transfer: int, bucket: int, rate_bps: float = 1e9) -> float:
+    '''The highest payload rate a transfer can show through tbf: it occupies
+    the wire time of its frames, less the bucket, which is full again when a
+    transfer starts (the tokens refill while the reply travels) and leaves at
+    once.  A real NIC has no bucket: this is the emulation's one known excess,
+    up to 1.13x the wire at 64 KiB with 8 KiB, 1.002x at 4 MiB (ci/testbed/README.md,
+    "Shaping": 8 KiB measured up to 1.026 at 64 KiB).'''
+    frames = -(-transfer // FRAME_PAYLOAD)
+    wire_bytes = transfer + frames * (FRAME_WIRE - FRAME_PAYLOAD)
+    return transfer / ((wire_bytes - bucket) * 8 / rate_bps) / 1e6
+
+
+def test_fastest_through_the_shaper():
+    wire_MBps = 1e9 / 8 * WIRE_PAYLOAD_FRACTION / 1e6
+    bucket = burst_bytes(DEFAULTS.burst)
+    assert fastest_through_the_shaper_MBps(4 << 20, 0) == pytest.approx(wire_MBps, rel=1e-3)
+    assert fastest_through_the_shaper_MBps(4 << 20, bucket) / wire_MBps == pytest.approx(1.0019, abs=1e-3)
+    assert fastest_through_the_shaper_MBps(64 << 10, bucket) / wire_MBps == pytest.approx(1.132, abs=1e-3)
 
 
 def best_of(measure, good, tries: int = BEST_OF):
@@ -346,8 +368,9 @@ def _p2p_across_nodes(tb, p2p, mode):
 
 def test_link_never_faster_than_the_wire(tb, tmp_path):
     '''At no message size does our ping-pong or streaming bandwidth across
-    two nodes exceed what a Gigabit Ethernet wire can carry as TCP payload
-    (beyond WIRE_TOLERANCE); large messages reach it.  The 4 MiB one-way time
+    two nodes exceed what a Gigabit Ethernet wire can carry as TCP payload,
+    less the shaper's one bucket per transfer (beyond WIRE_TOLERANCE); large
+    messages reach it.  The 4 MiB one-way time
     is set beside the Rocks cluster paper's real GbE (IMB PingPong over
     MPICH 3.2 / Open MPI 1.10: 35,840-35,980 us).'''
     if not shutil.which('mpicc.openmpi'):
@@ -361,11 +384,12 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
             assert len(set(out.hosts.values())) == 2
             print(f'\n{mode}: ' + ', '.join(f'{int(r["size_bytes"])}:{r["bw_MBps"] / wire_MBps:.3f}'
                                            for r in out.rows))
-            for row in out.rows:          # every run: never faster than the wire
-                transfer = row['size_bytes'] * (BW_WINDOW if mode == 'bw' else 1)
+            for row in out.rows:          # every run: never faster than wire and bucket
+                transfer = int(row['size_bytes']) * (BW_WINDOW if mode == 'bw' else 1)
                 if transfer < WIRE_FROM_TRANSFER_BYTES:
                     continue
-                assert row['bw_MBps'] <= (1 + WIRE_TOLERANCE) * wire_MBps, (mode, row)
+                limit = fastest_through_the_shaper_MBps(transfer, burst_bytes(tb.burst))
+                assert row['bw_MBps'] <= (1 + WIRE_TOLERANCE) * limit, (mode, row, limit)
             at_4mib = out.row_for_size(4 << 20)
             return at_4mib, at_4mib['bw_MBps']
         at_4mib, runs = best_of(measure, (lambda r: r['bw_MBps'] >= 0.9 * wire_MBps) if mode == 'bw'
