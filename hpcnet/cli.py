@@ -31,7 +31,7 @@ from hpcnet import baseline, compare, model, modules, references, spacklock, sta
 from hpcnet import report as hpcnet_report
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, OUTPUT_DIR, PERFLOG_DIR,
                               PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, REPORTS_DIR_ENV,
-                              WORK_DIR, Feature,
+                              WORK_DIR, KNOWN_ISSUE_RETRIES, Feature,
                               InstallationError, installation_problem, reframe_executable,
                               work_dir_problem)
 from hpcnet.sanity import KNOWN_ISSUE_MARKER
@@ -157,22 +157,32 @@ def _without_selection(reframe_args: list) -> list:
     return kept
 
 
+def _failed_by_known_issue(tc: dict) -> bool:
+    return tc['result'] == 'fail' and KNOWN_ISSUE_MARKER in (tc.get('fail_reason') or '')
+
+
 def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env) -> list:
-    '''Run once more each failed case whose failure carries a named known
-    issue (hpcnet.stacks.KNOWN_ISSUES); every other failure stands.  Returns
-    the retried cases' final results.'''
+    '''Run again, up to KNOWN_ISSUE_RETRIES times, each failed case whose
+    failure carries a named known issue (hpcnet.stacks.KNOWN_ISSUES); every
+    other failure stands.  Returns the retried cases' final results.'''
     retried = []
-    for key, tc in sorted(cases.items()):
-        if tc['result'] != 'fail' or KNOWN_ISSUE_MARKER not in (tc.get('fail_reason') or ''):
-            continue
-        _say(f'retrying once, known issue: {tc["name"]} @{tc["system"]}:{tc["partition"]}'
-             f'+{tc["environ"]}')
-        cmd, report = _reframe_cmd(f'{name}-retry', [
-            *_without_selection(reframe_args), '-n', f'/{tc["hashcode"]}',
-            '-p', f'^{re.escape(tc["environ"])}$', '--system', f'{tc["system"]}:{tc["partition"]}'])
-        subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
-        again = _final_cases(report).get(key) if report.exists() else None
-        retried.append({**(again or tc), 'first_attempt': tc.get('fail_reason')})
+    for key, first in sorted(cases.items()):
+        tc, attempts = first, 1
+        while _failed_by_known_issue(tc) and attempts <= KNOWN_ISSUE_RETRIES:
+            attempts += 1
+            _say(f'retrying (attempt {attempts} of {KNOWN_ISSUE_RETRIES + 1}), known issue: '
+                 f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}')
+            cmd, report = _reframe_cmd(f'{name}-retry', [
+                *_without_selection(reframe_args), '-n', f'/{tc["hashcode"]}',
+                '-p', f'^{re.escape(tc["environ"])}$',
+                '--system', f'{tc["system"]}:{tc["partition"]}'])
+            subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
+            again = _final_cases(report).get(key) if report.exists() else None
+            if again is None:       # the retry ran nothing: its failure is the last word
+                break
+            tc = again
+        if attempts > 1:
+            retried.append({**tc, 'first_attempt': first.get('fail_reason'), 'attempts': attempts})
     return retried
 
 
@@ -217,7 +227,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
     JSON report as reports/<name>-latest.json, print where things are and
     what was not judged.  Failures are final, except those a stack's named
-    known issue explains: those cases run once more, and a case that passed
+    known issue explains: those cases run again (KNOWN_ISSUE_RETRIES), and a case that passed
     only then is listed as such.'''
     cmd, report = _reframe_cmd(name, reframe_args)
     found = stacks.discover()
@@ -258,8 +268,9 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
         _say(f'PERFORMANCE {why.upper()}: values were recorded, not compared with references. '
              'Make a baseline: hpcnet baseline (K repeats, references with provenance)')
     for tc in retried:
-        _say(f'{"PASSED ONLY ON RETRY" if tc["result"] == "pass" else "FAILED TWICE"}: '
-             f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]} '
+        verdict = (f'PASSED ONLY ON RETRY (attempt {tc["attempts"]})' if tc['result'] == 'pass'
+                   else f'FAILED {tc["attempts"]} TIMES')
+        _say(f'{verdict}: {tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]} '
              f'(first attempt: {tc["first_attempt"]})')
     if rc != 0 and retried:
         others = [tc for key, tc in cases.items() if tc['result'] == 'fail' and

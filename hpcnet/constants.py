@@ -232,6 +232,13 @@ DEFAULT_JOB_TIME_LIMIT = '3m'
 FINALIZE_TIMEOUT_ENV = 'HPCNET_FINALIZE_TIMEOUT_S'
 FINALIZE_TIMEOUT_S = 5
 FINALIZE_TIMEOUT_OVERSUBSCRIBED_S = 20
+#: How many times `hpcnet run` runs again a case whose failure names a known
+#: issue of its stack (every other failure is final).  Debian MPICH 4.0.2's
+#: finalize hang met about 1 in 20 jobs of `make run` and 1 in 7 across the
+#: testbed (2026-11-23: 1-4 per run); with one retry some case failed twice
+#: in 2 of 8 full runs that day, so the verdict said more about chance than
+#: about the stack.  Two retries, and each one is listed.
+KNOWN_ISSUE_RETRIES = 2
 
 
 class Scale:

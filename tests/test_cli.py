@@ -108,10 +108,19 @@ def test_only_named_known_issues_are_retried(tmp_path):
     res = hpcnet('run', '--name', 'test-retry', '--system', 'local:shm', '-c', str(CHECKS / 'retry.py'),
                  '-n', '^retry_', '-p', f'^{mpich4[0]}$',
                  '-S', f'retry_known_issue.marker={tmp_path / "known"}',
+                 '-S', 'retry_known_issue.failing_attempts=2',
+                 '-S', f'retry_known_issue_every_time.marker={tmp_path / "always"}',
                  '-S', f'retry_other_failure.marker={tmp_path / "other"}')
-    assert 'PASSED ONLY ON RETRY: retry_known_issue' in res.stdout, res.stdout[-3000:]
-    assert 'retry_other_failure' not in ''.join(l for l in res.stdout.splitlines()
-                                                 if 'retrying once' in l)
+    retries = [l for l in res.stdout.splitlines() if 'retrying (attempt' in l]
+    # Failed twice, passed on the last attempt allowed; each retry said.
+    assert 'PASSED ONLY ON RETRY (attempt 3): retry_known_issue %' in res.stdout, res.stdout[-3000:]
+    assert [l.split('attempt ')[1][:6] for l in retries if 'issue: retry_known_issue %' in l] == \
+        ['2 of 3', '3 of 3'], retries
+    # Retries stop: a known issue that fails every time fails the session.
+    assert 'FAILED 3 TIMES: retry_known_issue_every_time %' in res.stdout, res.stdout[-3000:]
+    assert (tmp_path / 'always').read_text().count('attempt') == 3
+    assert not [l for l in retries if 'retry_other_failure' in l]
+    assert (tmp_path / 'other').read_text().count('attempt') == 1
     assert res.returncode == 1          # the other failure is final
 
 

@@ -1,5 +1,6 @@
 """Checks for the retry policy of `hpcnet run`: a failure that carries a
-stack's named known issue is run once more; any other failure is final."""
+stack's named known issue is run again (KNOWN_ISSUE_RETRIES times at most);
+any other failure is final."""
 import os
 
 import reframe as rfm
@@ -7,9 +8,11 @@ import reframe as rfm
 from hpcnet.testlib import MpiBenchmark
 
 
-class FirstAttemptFails(MpiBenchmark):
-    #: A file whose absence makes the first attempt fail (it is created then).
+class FirstAttemptsFail(MpiBenchmark):
+    #: A file counting the attempts so far (one line each).
     marker = variable(str, value='')
+    #: How many attempts fail before one passes.
+    failing_attempts = variable(int, value=1)
     #: The kernel error line the first attempt prints.
     first_error = variable(str, value='')
     valid_prog_environs = ['+mpich']
@@ -17,9 +20,12 @@ class FirstAttemptFails(MpiBenchmark):
     executable = 'true'
 
     @sanity_function
-    def passes_the_second_time(self):
-        if not os.path.exists(self.marker):
-            open(self.marker, 'w').close()
+    def passes_after_the_failing_attempts(self):
+        with open(self.marker, 'a+') as counter:
+            counter.seek(0)
+            attempt = len(counter.readlines()) + 1
+            counter.write('attempt\n')
+        if attempt <= self.failing_attempts:
             with open(os.path.join(self.stagedir, self.stderr.evaluate()), 'a') as fp:
                 fp.write(f'error: {self.first_error}\n')
             self.kernel_output('p2p')          # raises: the kernel's error line
@@ -27,10 +33,16 @@ class FirstAttemptFails(MpiBenchmark):
 
 
 @rfm.simple_test
-class retry_known_issue(FirstAttemptFails):
+class retry_known_issue(FirstAttemptsFail):
     first_error = 'MPI_Finalize did not return within 20 s'
 
 
 @rfm.simple_test
-class retry_other_failure(FirstAttemptFails):
+class retry_other_failure(FirstAttemptsFail):
     first_error = 'payload validation failed'
+
+
+@rfm.simple_test
+class retry_known_issue_every_time(FirstAttemptsFail):
+    first_error = 'MPI_Finalize did not return within 20 s'
+    failing_attempts = 1000
