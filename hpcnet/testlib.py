@@ -63,6 +63,10 @@ class MakeBuild(rfm.CompileOnlyRegressionTest):
         self.build_system.options = [*self.make_targets,
                                      *(shlex.quote(f'{k}={v}') for k, v in variables.items())]
         self.build_system.max_concurrency = 1
+        # A by-hand build in src/ (src/Makefile's own usage) leaves src/bin,
+        # which the copy to the stage brings along and make takes as up to
+        # date: binaries of another MPI (seen: Open MPI's in gcc12-impi2021).
+        self.prebuild_cmds = ['rm -rf bin']
 
     @sanity_function
     def binaries_built(self):

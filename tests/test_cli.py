@@ -63,8 +63,10 @@ def test_warnings_as_errors_reach_the_compiler(tmp_path):
                               '-p', 'builtin', retries=0, system='local:tcp', timeout=120)
     (case,) = cases
     assert case['result'] == 'fail' and case['fail_phase'].startswith('compile'), proc.stdout[-2000:]
-    build_sh = Path(case['stagedir']) / 'rfm_build.sh'
-    assert "'CFLAGS=-O2 -Wall -Wextra -Werror'" in build_sh.read_text()
+    build_sh = (Path(case['stagedir']) / 'rfm_build.sh').read_text()
+    assert "'CFLAGS=-O2 -Wall -Wextra -Werror'" in build_sh
+    # Binaries of a by-hand build in src/ are never taken as this build's.
+    assert build_sh.index('rm -rf bin') < build_sh.index('make ')
     err = (Path(case['stagedir']) / 'rfm_build.err').read_text()
     assert 'unused_variable' in err and '-Werror' in err
 
