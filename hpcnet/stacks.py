@@ -561,8 +561,8 @@ LIBRARY_PATTERNS = {
 #: lines or its crash backtrace) and what to do.
 KNOWN_ISSUES = {
     (MpiFamily.MPICH, '4.0.2', 'ucx'):
-        ('MPI_Finalize', 'MPICH 4.0.2 over UCX can hang in MPI_Finalize (fixed upstream after '
-                         '4.0.2 by "ch4/ucx: remove MPIR_pmi_barrier in finalize"): use a newer '
+        ('MPI_Finalize', 'MPICH 4.0.2 over UCX can hang in MPI_Finalize (fixed upstream in '
+                         '4.2.0 by "ch4/ucx: remove MPIR_pmi_barrier in finalize"): use a newer '
                          'MPICH'),
     # Seen once in a full testbed run (PyPI 5.0.11, 4 ranks under srun): rank 0
     # got a peer's first fragment while its PMIx fence in MPI_Init was still
