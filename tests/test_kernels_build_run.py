@@ -29,6 +29,10 @@ STACKS = {
 }
 
 RUN_TIMEOUT = 60
+#: MPI profiling-interface wrappers that print each rank's last communication
+#: call when it enters MPI_Finalize.
+PMPI_LAST_CALL = Path(__file__).resolve().parent / 'pmpi' / 'last_call.c'
+FINALIZE_AFTER = re.compile(r'^pmpi: rank (\d+) entered MPI_Finalize after (\S+)$', re.MULTILINE)
 COMPILER_WARNING = re.compile(r'\bwarning:', re.IGNORECASE)
 SMALL = ['--max-size', '4K', '--iters', '20', '--warmup', '5']
 SMALL_SIZES = (0,) + tuple(2 ** k for k in range(13))      # 0, 1, 2, ..., 4096
@@ -50,11 +54,11 @@ def _require(stack):
             pytest.skip(f'{program} not found on PATH ({stack} not installed)')
 
 
-def _make(stack, bindir, extra_env=None):
+def _make(stack, bindir, extra_env=None, make_vars=()):
     wrapper = STACKS[stack][0]
     env = _env()
     env.update(extra_env or {})
-    return subprocess.run(['make', '-j3', '-C', str(SRC), f'MPICC={wrapper}', f'BINDIR={bindir}'],
+    return subprocess.run(['make', '-j3', '-C', str(SRC), f'MPICC={wrapper}', f'BINDIR={bindir}', *make_vars],
                           env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -139,6 +143,31 @@ def test_p2p(built, mode):
     big = out.row_for_size(4096)
     factor = 2 if mode == 'bibw' else 1
     assert big['bw_MBps'] == pytest.approx(factor * 4096 / big['median_us'], rel=2e-3, abs=0.01)
+
+
+@pytest.mark.parametrize('kernel, args', [
+    ('p2p', ['--mode', 'pingping', *SMALL]),
+    ('collectives', SMALL),
+    ('pairs', ['--samples', '20', '--bw-samples', '5', '--bw-size', '64K']),
+])
+def test_every_rank_enters_finalize_from_a_barrier(built, kernel, args, tmp_path):
+    """hk_finalize: MPICH 4.0.2 over UCX hangs in MPI_Finalize when one rank
+    finishes its endpoint flushes before its peer starts them (src/hpcnet_kernel.h);
+    every kernel's last communication call before MPI_Finalize is a barrier, on
+    every rank (read through the MPI profiling interface)."""
+    stack = built[0]
+    wrapper_obj = tmp_path / 'last_call.o'
+    compiled = subprocess.run([STACKS[stack][0], '-std=c11', '-O2', '-c', '-o', str(wrapper_obj),
+                               str(PMPI_LAST_CALL)], env=_env(), capture_output=True, text=True,
+                              timeout=120)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    bindir = tmp_path / 'bin'
+    made = _make(stack, bindir, make_vars=[f'LDLIBS=-lm {wrapper_obj}'])
+    assert made.returncode == 0, made.stdout + made.stderr
+    proc = _run((stack, bindir), kernel, *args)
+    assert proc.returncode == 0, f'rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}'
+    assert dict(FINALIZE_AFTER.findall(proc.stderr)) == {'0': 'MPI_Barrier', '1': 'MPI_Barrier'}, \
+        proc.stderr
 
 
 @pytest.mark.parametrize('slots', [1, 4])
