@@ -273,8 +273,8 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
         _say(f'{verdict}: {tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]} '
              f'(first attempt: {tc["first_attempt"]})')
     if rc != 0 and retried:
-        others = [tc for key, tc in cases.items() if tc['result'] == 'fail' and
-                  KNOWN_ISSUE_MARKER not in (tc.get('fail_reason') or '')]
+        others = [tc for tc in cases.values()
+                  if tc['result'] == 'fail' and not _failed_by_known_issue(tc)]
         rc = 1 if others or any(tc['result'] != 'pass' for tc in retried) else 0
     _say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min); exit code {rc}')
     return rc

@@ -145,26 +145,45 @@ def test_p2p(built, mode):
     assert big['bw_MBps'] == pytest.approx(factor * 4096 / big['median_us'], rel=2e-3, abs=0.01)
 
 
+#: MPI calls of src/ that do not communicate (the wrappers need not see them).
+NOT_COMMUNICATION = {'MPI_Init', 'MPI_Finalize', 'MPI_Abort', 'MPI_Wtime', 'MPI_Comm_rank',
+                     'MPI_Comm_size', 'MPI_Get_count', 'MPI_Get_library_version',
+                     'MPI_Get_processor_name'}
+
+
+@pytest.fixture(scope='module')
+def built_with_last_call(built, tmp_path_factory):
+    """(stack, bindir): the kernels linked with tests/pmpi/last_call.c."""
+    stack = built[0]
+    tmp = tmp_path_factory.mktemp(f'pmpi-{stack}')
+    wrapper_obj = tmp / 'last_call.o'
+    compiled = subprocess.run([STACKS[stack][0], '-std=c11', '-O2', '-c', '-o', str(wrapper_obj),
+                               str(PMPI_LAST_CALL)], env=_env(), capture_output=True, text=True,
+                              timeout=120)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    made = _make(stack, tmp / 'bin', make_vars=[f'LDLIBS=-lm {wrapper_obj}'])
+    assert made.returncode == 0, made.stdout + made.stderr
+    return stack, tmp / 'bin'
+
+
+def test_last_call_wrappers_cover_every_communication_call_of_src():
+    used = {m for path in SRC.glob('*.[ch]')
+            for m in re.findall(r'\b(MPI_[A-Z][a-z_]*)\(', path.read_text())}
+    wrapped = set(re.findall(r'^int (MPI_\w+)\(', PMPI_LAST_CALL.read_text(), re.MULTILINE))
+    assert used - NOT_COMMUNICATION <= wrapped, sorted(used - NOT_COMMUNICATION - wrapped)
+
+
 @pytest.mark.parametrize('kernel, args', [
     ('p2p', ['--mode', 'pingping', *SMALL]),
     ('collectives', SMALL),
     ('pairs', ['--samples', '20', '--bw-samples', '5', '--bw-size', '64K']),
 ])
-def test_every_rank_enters_finalize_from_a_barrier(built, kernel, args, tmp_path):
+def test_every_rank_enters_finalize_from_a_barrier(built_with_last_call, kernel, args):
     """hk_finalize: MPICH 4.0.2 over UCX hangs in MPI_Finalize when one rank
     finishes its endpoint flushes before its peer starts them (src/hpcnet_kernel.h);
     every kernel's last communication call before MPI_Finalize is a barrier, on
     every rank (read through the MPI profiling interface)."""
-    stack = built[0]
-    wrapper_obj = tmp_path / 'last_call.o'
-    compiled = subprocess.run([STACKS[stack][0], '-std=c11', '-O2', '-c', '-o', str(wrapper_obj),
-                               str(PMPI_LAST_CALL)], env=_env(), capture_output=True, text=True,
-                              timeout=120)
-    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
-    bindir = tmp_path / 'bin'
-    made = _make(stack, bindir, make_vars=[f'LDLIBS=-lm {wrapper_obj}'])
-    assert made.returncode == 0, made.stdout + made.stderr
-    proc = _run((stack, bindir), kernel, *args)
+    proc = _run(built_with_last_call, kernel, *args)
     assert proc.returncode == 0, f'rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}'
     assert dict(FINALIZE_AFTER.findall(proc.stderr)) == {'0': 'MPI_Barrier', '1': 'MPI_Barrier'}, \
         proc.stderr
