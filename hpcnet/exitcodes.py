@@ -1,0 +1,40 @@
+"""The exit-code contract of `hpcnet run`, `baseline`, `compare`, `accept`
+and `history` (README, "Exit codes"): one meaning per code, as pytest
+documents its own.
+
+A command that decides nothing never exits OK: "not decided" is its own
+code, so a nightly job cannot mistake "no data" for "no regression".
+"""
+from __future__ import annotations
+
+import enum
+
+
+class Exit(enum.IntEnum):
+    #: Everything was judged (or, without references, passed its sanity
+    #: with performance recorded) and nothing is worse.
+    OK = 0
+    #: A case failed, a metric regressed, or a metric measured before is
+    #: missing after.
+    FAILED = 1
+    #: A usage or configuration error: one line names the thing and what is valid.
+    USAGE = 2
+    #: Not decided: too few samples, metrics on one side only, nothing
+    #: matched or judged, or cases skipped that the partition declares.
+    UNDECIDED = 3
+
+
+#: The words each code stands for, in run summaries and report titles.
+WORDS = {
+    Exit.OK: 'PASSED',
+    Exit.FAILED: 'FAILED',
+    Exit.USAGE: 'USAGE OR CONFIGURATION ERROR',
+    Exit.UNDECIDED: 'NOT DECIDED',
+}
+
+
+def worst(*codes: int) -> Exit:
+    """The code of several findings together: a failure outranks "not
+    decided", which outranks OK (a usage error stops before any finding)."""
+    rank = {Exit.OK: 0, Exit.UNDECIDED: 1, Exit.FAILED: 2, Exit.USAGE: 3}
+    return max((Exit(c) for c in codes), key=rank.__getitem__, default=Exit.OK)
