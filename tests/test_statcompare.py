@@ -162,3 +162,21 @@ def test_direction_of_better_comes_from_the_unit(unit, expected):
 def test_an_unknown_unit_is_an_error_naming_it():
     with pytest.raises(ValueError, match="'furlongs'.*MB/s"):
         higher_is_better('furlongs')
+
+
+def test_mann_whitney_matches_the_published_example():
+    '''Conover, Practical Nonparametric Statistics, as worked in the
+    scipy.stats.mannwhitneyu documentation: ages of male and female
+    subjects, U = 17 for the males, exact two-sided p = 0.1111, so the
+    one-sided tail is half of it (7 of the C(9, 4) = 126 orderings).'''
+    males, females = [19, 22, 16, 29, 24], [20, 11, 17, 12]
+    assert mann_whitney_p(females, males, 'greater') == pytest.approx(0.1111 / 2, abs=1e-4)
+    assert mann_whitney_p(males, females, 'less') == pytest.approx(0.1111 / 2, abs=1e-4)
+
+
+def test_a_median_that_held_while_the_spread_grew_is_not_unchanged():
+    before = [100.0 + 0.1 * i for i in range(-10, 11)]
+    after = [100.0 + (2.5 if i % 2 else -2.5) + 0.05 * i for i in range(-10, 11)]
+    result = compare_samples(before, after, higher_better=True)
+    assert result.verdict == Verdict.INCONCLUSIVE
+    assert 'distribution changed' in result.reason

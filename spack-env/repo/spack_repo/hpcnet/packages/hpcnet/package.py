@@ -32,6 +32,7 @@ class Hpcnet(PythonPackage):
     depends_on("reframe@4.10", type=("build", "run"))
     depends_on("py-pyyaml@6:", type=("build", "run"))
     depends_on("py-matplotlib@3.6:", type=("build", "run"))
+    depends_on("py-scipy@1.15:", type=("build", "run"))
 
     @run_after("install")
     def install_data(self):
