@@ -562,8 +562,9 @@ class Stack:
     mpi_version: str
     mpi_source: str = ''          #: 'debian', 'pypi', 'spack', ...
     mpi_prefix: str = ''
-    #: (what a failure caused by a known defect contains, explanation), or ('', '').
-    known_issue: tuple = ('', '')
+    #: The name of the stack's known defect in hpcnet.stacks.KNOWN_ISSUES, or ''
+    #: (the signature stays in that table: the environment only names it).
+    known_issue: str = ''
     compiler_family: str = ''
     compiler_version: str = ''
     tools: tuple = ()             #: ((program, absolute path), ...)
@@ -585,7 +586,7 @@ class Stack:
         return {StackKey.MPI_FAMILY: self.mpi_family, StackKey.MPI_PROFILE: self.mpi_profile,
                 StackKey.MPI_VERSION: self.mpi_version, StackKey.MPI_SOURCE: self.mpi_source,
                 StackKey.MPI_PREFIX: self.mpi_prefix,
-                StackKey.MPI_KNOWN_ISSUE: list(self.known_issue),
+                StackKey.MPI_KNOWN_ISSUE: self.known_issue,
                 StackKey.COMPILER_FAMILY: self.compiler_family,
                 StackKey.COMPILER_VERSION: self.compiler_version,
                 StackKey.TOOLS: dict(self.tools), StackKey.TOOL_PREFIXES: list(self.tool_prefixes),
@@ -597,12 +598,11 @@ class Stack:
         if missing:
             raise ConfigError(f'environment {environ} was not made by hpcnet.stacks: its extras '
                               f'lack {", ".join(missing)} (MPI checks select +mpi environments)')
-        known = extras[StackKey.MPI_KNOWN_ISSUE] or ('', '')
         return cls(environ=environ, mpi_family=extras[StackKey.MPI_FAMILY],
                    mpi_profile=extras[StackKey.MPI_PROFILE],
                    mpi_version=extras[StackKey.MPI_VERSION],
                    mpi_source=extras[StackKey.MPI_SOURCE], mpi_prefix=extras[StackKey.MPI_PREFIX],
-                   known_issue=tuple(known),
+                   known_issue=extras[StackKey.MPI_KNOWN_ISSUE],
                    compiler_family=extras[StackKey.COMPILER_FAMILY],
                    compiler_version=extras[StackKey.COMPILER_VERSION],
                    tools=tuple(sorted(extras[StackKey.TOOLS].items())),

@@ -96,21 +96,26 @@ def bytes_sent_by_host(out) -> dict:
     return totals
 
 
-#: Marker on a failure a stack's known defect explains (hpcnet.stacks.KNOWN_ISSUES).
+#: Marker on a failure a stack's known defect explains (hpcnet.stacks.KNOWN_ISSUES);
+#: hpcnet run retries the failures that carry it.
 KNOWN_ISSUE_MARKER = '[known issue: '
 
 
-def known_issue_note(message: str, stack: Stack) -> str:
-    '''" [known issue: ...]" when ``message`` shows the stack's known defect.'''
-    symptom, explanation = stack.known_issue
-    return f' {KNOWN_ISSUE_MARKER}{explanation}]' if symptom and symptom in message else ''
+def known_issue_note(evidence: stacks.FailureEvidence, stack: Stack) -> str:
+    '''" [known issue: ...]" when ``evidence`` is the signature of the
+    stack's known defect, else "".'''
+    if not stack.known_issue:
+        return ''
+    issue = stacks.known_issue_named(stack.known_issue)
+    return f' {KNOWN_ISSUE_MARKER}{issue.describe()}]' if issue.shown_by(evidence) else ''
 
 
-def check_kernel_errors(stderr: str, stack: Stack) -> None:
+def check_kernel_errors(stdout: str, stderr: str, stack: Stack) -> None:
     '''Our kernels report every failure as one ``error: ...`` line on stderr.'''
     for line in stderr.splitlines():
-        if line.startswith('error: '):
-            raise SanityError(f'kernel: {line[7:]}{known_issue_note(line, stack)}')
+        if line.startswith(stacks.KERNEL_ERROR_PREFIX):
+            note = known_issue_note(failure_evidence(stdout, stderr), stack)
+            raise SanityError(f'kernel: {line[len(stacks.KERNEL_ERROR_PREFIX):]}{note}')
 
 
 #: Lines a job prints when something failed: our kernels, srun, the shell, iperf3.
@@ -124,14 +129,52 @@ def error_lines(text: str, limit: int = 5) -> str:
 
 
 #: A frame of the backtrace Open MPI prints when a rank crashes:
-#: "[cn1:01617] [ 1] /path/libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x95)[0x...]".
-_BACKTRACE_FRAME = re.compile(r'^\[[^\]\s]+:\d+\] \[ ?\d+\] \S+\((\w+)\+0x[0-9a-f]+\)')
+#: "[cn1:01617] [ 1] /path/libmpi.so.40(mca_pml_ob1_recv_frag_callback_match+0x95)[0x...]"
+#: (the process, then the function).
+_BACKTRACE_FRAME = re.compile(r'^\[([^\]\s]+:\d+)\] \[ ?\d+\] \S+\((\w+)\+0x[0-9a-f]+\)')
+
+
+def crash_backtraces(text: str) -> tuple:
+    '''One tuple per crashed process of ``text``: the functions its
+    backtrace names, innermost first (lines of other processes may come
+    between its frames).'''
+    by_process = {}
+    for m in map(_BACKTRACE_FRAME.match, text.splitlines()):
+        if m:
+            by_process.setdefault(m.group(1), []).append(m.group(2))
+    return tuple(tuple(frames) for frames in by_process.values())
 
 
 def crash_functions(text: str) -> list:
     '''The functions named in the crash backtraces of ``text``, innermost first.'''
-    names = [m.group(1) for m in map(_BACKTRACE_FRAME.match, text.splitlines()) if m]
+    names = [name for frames in crash_backtraces(text) for name in frames]
     return list(dict.fromkeys(names))      # every crashed rank prints the same frames
+
+
+#: A result row on a benchmark's stdout: our kernels' "row: ..." lines, and
+#: the table rows of OSU and IMB (a size, then a figure).
+_RESULT_ROW = re.compile(r'^(row: |\s*\d+\s+\d+(\.\d+)?(\s|$))')
+
+
+def result_rows(stdout: str) -> int:
+    '''How many result rows the benchmark printed.'''
+    return sum(1 for line in stdout.splitlines() if _RESULT_ROW.match(line))
+
+
+def failure_evidence(stdout: str, stderr: str) -> stacks.FailureEvidence:
+    '''What a job showed, for the known-issue signatures: its lines with
+    stdout's first (our kernels print ``done: ok`` there before they enter
+    MPI_Finalize), its crash backtraces and its result rows.'''
+    output = stdout + ('' if not stdout or stdout.endswith('\n') else '\n') + stderr
+    return stacks.FailureEvidence(lines=tuple(output.splitlines()),
+                                  backtraces=crash_backtraces(output),
+                                  result_rows=result_rows(stdout))
+
+
+def output_is_complete(stdout: str) -> bool:
+    '''The benchmark's output ends its run: our kernels and the socket
+    kernel print ``done: ok`` last.'''
+    return stacks.DONE_OK_LINE in (line.strip() for line in stdout.splitlines())
 
 
 #: Scheduler states of a job that ended as it should (Slurm's; the local
@@ -148,8 +191,18 @@ def job_end(state, nodelist) -> str:
     return f'; the job ended as {state}{where}'
 
 
-def exit_status(exitcode, signum=None) -> str:
-    '''"; the job exited with code 139 (SIGSEGV)" for a failed job, "" else.'''
+#: Why a job without an exit code failed: the scheduler did not say how the
+#: job ended (ReFrame's squeue backend never does), and its output does not
+#: show a completed run either.
+NO_EXIT_CODE = ('; the scheduler reported no exit code, and the output is incomplete '
+                f"(no final '{stacks.DONE_OK_LINE}')")
+
+
+def exit_status(exitcode, signum=None, complete_output: bool = False) -> str:
+    '''"; the job exited with code 139 (SIGSEGV)" for a failed job, "" else.
+    Without an exit code, only a complete output (``complete_output``,
+    :func:`output_is_complete`) is success: an unknown end is never taken
+    for a clean one.'''
     def name(n):
         try:
             return signal.Signals(n).name
@@ -157,7 +210,9 @@ def exit_status(exitcode, signum=None) -> str:
             return f'signal {n}'
     if signum:
         return f'; the job was killed by {name(signum)}'
-    if exitcode in (0, None):
+    if exitcode is None:
+        return '' if complete_output else NO_EXIT_CODE
+    if exitcode == 0:
         return ''
     return f'; the job exited with code {exitcode}' + (f' ({name(exitcode - 128)})'
                                                        if exitcode > 128 else '')

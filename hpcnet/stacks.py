@@ -200,10 +200,10 @@ class Environment:
     def stack(self) -> Stack:
         '''The typed model the checks read back (hpcnet.model.Stack).'''
         cand = self.mpi.candidate
+        issue = known_issue(self.mpi.family, self.mpi.version, cand.transport_layer)
         return Stack(environ=self.name, mpi_family=self.mpi.family, mpi_profile=self.mpi.profile,
                      mpi_version=self.mpi.version, mpi_source=cand.source, mpi_prefix=cand.prefix,
-                     known_issue=known_issue(self.mpi.family, self.mpi.version,
-                                             cand.transport_layer),
+                     known_issue=issue.name if issue else '',
                      compiler_family=self.compiler.family,
                      compiler_version=self.compiler.version,
                      tools=tuple(self.mpi.tools), tool_prefixes=tuple(cand.tool_prefixes),
@@ -556,33 +556,157 @@ LIBRARY_PATTERNS = {
 }
 
 
-#: Known defects of specific MPI builds: (family, version or release series,
-#: transport layer) -> what a failure caused by it shows (in the job's error
-#: lines or its crash backtrace) and what to do.
-KNOWN_ISSUES = {
-    (MpiFamily.MPICH, '4.0.2', 'ucx'):
-        ('MPI_Finalize', 'MPICH 4.0.2 over UCX can hang in MPI_Finalize (fixed upstream in '
-                         '4.2.0 by "ch4/ucx: remove MPIR_pmi_barrier in finalize"): use a newer '
-                         'MPICH'),
-    # Seen once in a full testbed run (PyPI 5.0.11, 4 ranks under srun): rank 0
-    # got a peer's first fragment while its PMIx fence in MPI_Init was still
-    # open, before ob1 knew MPI_COMM_WORLD, and read a NULL communicator
-    # ("Failing at address: 0xe0"), as in the upstream report.
-    (MpiFamily.OPENMPI, '5.0', None):
-        ('mca_pml_ob1_recv_frag_callback_match',
-         'Open MPI 5.0 can crash in MPI_Init when a peer\'s first message arrives before '
-         'MPI_COMM_WORLD is set up in ob1 (open-mpi/ompi#12495, open): intermittent'),
-}
+class Phase:
+    '''The part of an MPI run a known defect strikes in, and what the job's
+    output must then show: the phase is part of the signature because the
+    same frames and messages also occur in failures of other phases.'''
+    #: In MPI_Init: the benchmark printed no result row.
+    INIT = 'MPI_Init'
+    #: In MPI_Finalize: the evidence comes after the benchmark's final
+    #: ``done: ok`` (the results are complete) and is its only error.
+    FINALIZE = 'MPI_Finalize'
+    ALL = (INIT, FINALIZE)
 
 
-def known_issue(family: str, version: str, layer: str | None) -> tuple:
-    '''(what the failure shows, explanation), or ('', ''); a key's version
-    is that version or its release series ('5.0' holds 5.0.11).'''
-    for (known_family, known_version, known_layer), issue in KNOWN_ISSUES.items():
-        if (known_family, known_layer) == (family, layer) and \
-                (version == known_version or version.startswith(known_version + '.')):
+#: The line that ends the output of our kernels (src/hpcnet_kernel.h,
+#: hk_print_done) and of the socket kernel: the run completed.
+DONE_OK_LINE = 'done: ok'
+
+#: What our kernels print when MPI_Finalize does not return within
+#: HPCNET_FINALIZE_TIMEOUT_S (src/hpcnet_kernel.h, hk_finalize): the whole line.
+FINALIZE_WATCHDOG_LINE = (r'error: MPI_Finalize did not return within \d+ s \(the results above '
+                          r'are complete: the MPI library hangs in finalize\)')
+
+#: A line our kernels report a failure with (src/hpcnet_kernel.h).
+KERNEL_ERROR_PREFIX = 'error: '
+
+
+@dataclass(frozen=True)
+class FailureEvidence:
+    '''What a failed job showed, as the known-issue signatures read it
+    (built by hpcnet.sanity.failure_evidence).'''
+    #: Every line the job printed, stdout's before stderr's: our kernels
+    #: print ``done: ok`` on stdout before they enter MPI_Finalize.
+    lines: tuple
+    #: One tuple per crashed process: the functions its backtrace names,
+    #: innermost first.
+    backtraces: tuple = ()
+    #: Result rows the benchmark printed (our kernels' ``row:`` lines, the
+    #: table rows of OSU and IMB).
+    result_rows: int = 0
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    '''A defect of specific MPI builds and its signature: a failure is this
+    defect only when every part of the signature is in the job's output, so
+    a failure that merely shares a frame or a word with it stays a failure.'''
+    #: How an environment names its known issue (hpcnet.model.Stack.known_issue).
+    name: str
+    family: str
+    #: An exact version ('4.0.2') or a release series ('5.0' holds 5.0.11).
+    version_series: str
+    #: The MPI's transport layer ('ucx', 'ofi'; hpcnet.stacks.MpiCandidate),
+    #: None for the MPI's own.
+    layer: str | None
+    #: The part of the run it strikes in (:class:`Phase`).
+    phase: str
+    #: What happens and what to do, as the failure's ``[known issue: ...]`` says it.
+    explanation: str
+    #: The upstream report or fix.
+    upstream: str
+    #: Functions one crashed process's backtrace must name, innermost first
+    #: (in this order, other frames between them allowed).
+    required_frames: tuple = ()
+    #: A regular expression one whole output line must match (in the phase).
+    required_line: str = ''
+
+    def __post_init__(self):
+        if self.phase not in Phase.ALL:
+            raise ValueError(f'known issue {self.name}: phase {self.phase!r} '
+                             f'(valid: {", ".join(Phase.ALL)})')
+        if not (self.required_frames or self.required_line):
+            raise ValueError(f'known issue {self.name}: a signature needs required_frames '
+                             'or required_line; a phase alone matches too much')
+        if self.phase == Phase.FINALIZE and not self.required_line:
+            raise ValueError(f'known issue {self.name}: a finalize defect needs the '
+                             'required_line it is reported by')
+
+    def applies_to(self, family: str, version: str, layer: str | None) -> bool:
+        '''Whether a stack of this family, version and transport layer has the defect.'''
+        return ((self.family, self.layer) == (family, layer) and
+                (version == self.version_series or
+                 version.startswith(self.version_series + '.')))
+
+    def describe(self) -> str:
+        '''What a failure's ``[known issue: ...]`` marker says.'''
+        return f'{self.explanation} ({self.upstream})'
+
+    def shown_by(self, evidence: FailureEvidence) -> bool:
+        '''Whether the failure's evidence is this defect's signature.'''
+        lines = [line.strip() for line in evidence.lines]
+        if self.phase == Phase.INIT:
+            if evidence.result_rows:
+                return False        # results printed: the run was past MPI_Init
+        else:
+            if DONE_OK_LINE not in lines:
+                return False        # the run did not complete: not a finalize defect
+            errors = [line for line in lines if line.startswith(KERNEL_ERROR_PREFIX)]
+            if any(not re.fullmatch(self.required_line, line) for line in errors):
+                return False        # the run also failed otherwise
+            lines = lines[lines.index(DONE_OK_LINE) + 1:]
+        if self.required_line and not any(re.fullmatch(self.required_line, line)
+                                          for line in lines):
+            return False
+        return not self.required_frames or any(_in_order(self.required_frames, frames)
+                                               for frames in evidence.backtraces)
+
+
+def _in_order(wanted: tuple, frames: tuple) -> bool:
+    '''``wanted`` is a subsequence of ``frames``.'''
+    remaining = iter(frames)
+    return all(name in remaining for name in wanted)
+
+
+#: Known defects of specific MPI builds, each with the signature that
+#: identifies it (a failure so named is run again: hpcnet run).
+KNOWN_ISSUES = (
+    KnownIssue(
+        name='mpich-4.0.2-ucx-finalize-hang',
+        family=MpiFamily.MPICH, version_series='4.0.2', layer='ucx', phase=Phase.FINALIZE,
+        explanation='MPICH 4.0.2 over UCX can hang in MPI_Finalize after the results are '
+                    'complete: use a newer MPICH',
+        upstream='fixed upstream in 4.2.0 by "ch4/ucx: remove MPIR_pmi_barrier in finalize"',
+        required_line=FINALIZE_WATCHDOG_LINE),
+    # Rank 0 gets a peer's first fragment while its PMIx fence in MPI_Init
+    # is still open, before ob1 knows MPI_COMM_WORLD, and reads a NULL
+    # communicator ("Failing at address: 0xe0"); the receive callback alone
+    # is in every receive's backtrace, so MPI_Init's frame must be under it.
+    KnownIssue(
+        name='openmpi-5.0-init-crash',
+        family=MpiFamily.OPENMPI, version_series='5.0', layer=None, phase=Phase.INIT,
+        explanation='Open MPI 5.0 can crash in MPI_Init when a peer\'s first message arrives '
+                    'before MPI_COMM_WORLD is set up in ob1: intermittent',
+        upstream='open-mpi/ompi#12495, open',
+        required_frames=('mca_pml_ob1_recv_frag_callback_match', 'ompi_mpi_init')),
+)
+
+
+def known_issue(family: str, version: str, layer: str | None) -> KnownIssue | None:
+    '''The known defect of a stack of this family, version and transport
+    layer, or None.'''
+    return next((issue for issue in KNOWN_ISSUES if issue.applies_to(family, version, layer)),
+                None)
+
+
+def known_issue_named(name: str) -> KnownIssue:
+    '''The known issue an environment names (hpcnet.model.Stack.known_issue).'''
+    for issue in KNOWN_ISSUES:
+        if issue.name == name:
             return issue
-    return ('', '')
+    raise ConfigError(f'known issue {name!r} is not in hpcnet.stacks.KNOWN_ISSUES '
+                      f'(valid: {", ".join(i.name for i in KNOWN_ISSUES)}): '
+                      'the environments were made by another version of hpcnet')
 
 
 def library_family(library_version: str) -> tuple | None:

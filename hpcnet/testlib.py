@@ -271,11 +271,19 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         '''Everything the job printed (MPI libraries report on either stream).'''
         return self.job_stdout() + self.job_stderr()
 
+    def output_complete(self) -> bool:
+        '''Whether the program's output shows a completed run: our kernels
+        and the socket kernel end it with ``done: ok``; a program that ends
+        its output otherwise overrides this.'''
+        return sanity.output_is_complete(self.job_stdout())
+
     def job_failure(self) -> str:
         '''"; the job exited with code 139 (SIGSEGV)", "; the job ended as
-        NODE_FAIL on cn1" when it failed, else "".'''
+        NODE_FAIL on cn1" when it failed, else "".  A job whose scheduler
+        reported no exit code succeeded only if its output is complete.'''
         # Only some schedulers' jobs know the signal (the local one does).
-        return (sanity.exit_status(self.job.exitcode, getattr(self.job, 'signal', None))
+        return (sanity.exit_status(self.job.exitcode, getattr(self.job, 'signal', None),
+                                   complete_output=self.output_complete())
                 or sanity.job_end(self.job.state, self.job.nodelist))
 
     def link_deltas(self) -> list:
@@ -352,7 +360,7 @@ class MpiBenchmark(NetworkRun):
         library = re.search(r'^mpi-library: (.*)$', text, re.M)
         if library:
             sanity.check_library(library.group(1), self.stack)
-        sanity.check_kernel_errors(self.job_stderr(), self.stack)
+        sanity.check_kernel_errors(text, self.job_stderr(), self.stack)
         with sanity.sanity_from_output_errors(note=self.failure_note()):
             return parse_kernel_output(
                 text, source=os.path.join(self.stagedir, self.stdout.evaluate()),
@@ -369,8 +377,9 @@ class MpiBenchmark(NetworkRun):
         said = sanity.error_lines(output)
         crashed_in = sanity.crash_functions(output)
         where = f"; crashed in {' < '.join(crashed_in[:5])}" if crashed_in else ''
+        evidence = sanity.failure_evidence(self.job_stdout(), self.job_stderr())
         return (failure + (f': {said}' if said else '') + where +
-                sanity.known_issue_note(said + where, self.stack))
+                sanity.known_issue_note(evidence, self.stack))
 
     def prove(self, mpi_library: str | None, hosts: dict, bytes_sent_by_host: dict | None = None,
               min_link_bytes: int | None = None) -> None:

@@ -15,8 +15,9 @@ CRASH = (Path(__file__).parent / 'data' / 'samples' /
 
 
 def _stack(family, version, layer=None):
+    issue = stacks.known_issue(family, version, layer)
     return Stack(environ='e', mpi_family=family, mpi_profile=family, mpi_version=version,
-                 known_issue=stacks.known_issue(family, version, layer))
+                 known_issue=issue.name if issue else '')
 
 
 def test_crash_functions_are_the_named_frames_innermost_first():
@@ -24,29 +25,32 @@ def test_crash_functions_are_the_named_frames_innermost_first():
         'mca_pml_ob1_recv_frag_callback_match', 'event_base_loop', 'opal_progress',
         'ompi_mpi_init', 'MPI_Init', '__libc_start_main']
     assert sanity.crash_functions('srun: error: cn1: task 0: Segmentation fault\n') == []
+    # One backtrace, of the one process that crashed (cn1's rank 0).
+    assert sanity.crash_backtraces(CRASH) == (tuple(sanity.crash_functions(CRASH)),)
 
 
 def test_known_issue_by_release_series():
     # '5.0' holds every 5.0.x, not 5.1 or 4.1.
-    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.11', None)[0] == \
-        'mca_pml_ob1_recv_frag_callback_match'
-    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.3', None)[0]
+    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.11', None).required_frames == \
+        ('mca_pml_ob1_recv_frag_callback_match', 'ompi_mpi_init')
+    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.3', None)
     for version in ('5.1.0', '4.1.4', '5.01'):
-        assert stacks.known_issue(MpiFamily.OPENMPI, version, None) == ('', ''), version
+        assert stacks.known_issue(MpiFamily.OPENMPI, version, None) is None, version
     # An exact version stays exact, and the transport layer is part of the key.
-    assert stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx')[0] == 'MPI_Finalize'
-    assert stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ofi') == ('', '')
-    assert stacks.known_issue(MpiFamily.MPICH, '4.0.20', 'ucx') == ('', '')
+    assert stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx').phase == stacks.Phase.FINALIZE
+    assert stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ofi') is None
+    assert stacks.known_issue(MpiFamily.MPICH, '4.0.20', 'ucx') is None
 
 
 def test_the_crash_is_known_for_open_mpi_5_only():
-    where = f'; crashed in {" < ".join(sanity.crash_functions(CRASH)[:5])}'
-    note = sanity.known_issue_note(sanity.error_lines(CRASH) + where,
-                                   _stack(MpiFamily.OPENMPI, '5.0.11'))
+    # Rank 0 crashed in MPI_Init: nothing on stdout.
+    crash = sanity.failure_evidence('', CRASH)
+    note = sanity.known_issue_note(crash, _stack(MpiFamily.OPENMPI, '5.0.11'))
     assert note.startswith(f' {sanity.KNOWN_ISSUE_MARKER}Open MPI 5.0 can crash in MPI_Init')
     assert 'open-mpi/ompi#12495' in note
     # The same crash in another MPI is a plain failure.
-    assert sanity.known_issue_note(where, _stack(MpiFamily.OPENMPI, '4.1.4')) == ''
+    assert sanity.known_issue_note(crash, _stack(MpiFamily.OPENMPI, '4.1.4')) == ''
     # Without the backtrace (a plain segfault) it is not this defect.
-    assert sanity.known_issue_note(sanity.error_lines(CRASH),
-                                   _stack(MpiFamily.OPENMPI, '5.0.11')) == ''
+    segfault = sanity.failure_evidence('', sanity.error_lines(CRASH).replace('; ', '\n'))
+    assert segfault.backtraces == ()
+    assert sanity.known_issue_note(segfault, _stack(MpiFamily.OPENMPI, '5.0.11')) == ''
