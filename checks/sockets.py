@@ -52,9 +52,8 @@ class hpcnet_sockets(SocketRun):
     duration_ms = variable(int, value=300)
     #: TCP streams: each size sends in stream_windows windows of
     #: stream_window_ms, each on a new connection, and reports the median
-    #: window, so stalls of the host cost windows, not the figure (testbed,
-    #: one 300 ms window: 1 MiB once at 0.83 of the wire; 3 of 100 ms: 64 KiB
-    #: once at 114.7, 105.6 and 104.0 MB/s against a bound of 105.9).
+    #: window, so stalls of the host cost windows, not the figure
+    #: (docs/measurements.md, "TCP streams on the testbed").
     stream_windows = variable(int, value=5)
     stream_window_ms = variable(int, value=100)
     #: udp_stream pacing (Mbit/s of payload); None: udp_rate_fraction of the

@@ -50,18 +50,10 @@ site_configuration = {
     'systems': _systems,
     'environments': _environments,
     # How often ReFrame looks whether a job ended.  Its default decays from
-    # 10 Hz to 0.1 Hz: a case of a few seconds then ends up to a second late,
-    # a longer one up to 10 s (the 120 p2p cases of `make run`: 388 s at the
-    # default, 204 s polled faster).  A local job's status is a waitpid(): poll it at 10-50 Hz
-    # (at 100 Hz ReFrame itself took 15 % of a core from the ranks).  A Slurm
-    # job's is an sacct call (3 ms on the testbed): from 10 Hz down to 4 Hz
-    # there, where ReFrame's default, decaying to 0.1 Hz, ended a case up to
-    # 20 % of its time late (case times came in steps of 2.7, 3.3, 4.0, 4.8,
-    # 5.7, 6.7, 7.9, 9.4, 11 s).  Measured with the 8 KiB bucket, 12 p2p cases
-    # across nodes: 4 MiB efficiency 0.89-0.93 at the default (77 s), 0.91-0.94
-    # and 0.91-0.93 at 2 Hz, 0.91-0.925 at 4 Hz (70 s).  (Earlier, with the
-    # 6 KiB bucket that lost the tokens of late timers, floors of 1 and 0.5 Hz
-    # had cases at 0.78-0.87.)
+    # 10 Hz to 0.1 Hz, so a case ends up to 10 s late.  A local job's status
+    # is a waitpid(): 10-50 Hz (faster, ReFrame takes the ranks' cores).  A
+    # Slurm job's is an sacct call: 10 Hz down to 4 Hz.  Measurements:
+    # docs/measurements.md, "Where the time goes".
     'general': [{
         **_GENERAL, 'target_systems': ['local'],
         'poll_rate_max': 50, 'poll_rate_min': 10, 'poll_rate_decay': 0.1,

@@ -143,8 +143,7 @@ IMB_COLLECTIVE_MSGLOG_MAX = 20
 #: time x number of sizes has passed.
 IMB_TIME_PER_SIZE = 10.0
 #: ... for Uniband/Biband: a repetition is a window of 64 messages, 256 MiB each
-#: way at 4 MiB; over a Gigabit link with both directions on two cores (the
-#: testbed: 116 MB/s for both together) 10 s per size ran out at 4 MiB.
+#: way at 4 MiB, and over a Gigabit link 10 s per size runs out at 4 MiB.
 IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: -iter for the windowed benchmarks: each repetition is a window of 64
 #: messages, timed as one aggregate (IMB prints no per-repetition spread).
@@ -153,15 +152,13 @@ IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: not the window): one window of 64 x 4 MiB at 4 MiB, 2 of 64 x 1 MiB.  IMB's
 #: dynamic iteration policy runs every size three times (1 repetition, then
 #: about a second's worth, then the timed ones) and its warm-up once more.
-#: Before -window_size was passed (IMB_WINDOW), with IMB's 40 MB, Uniband and
-#: Biband took 316 and 408 s of a testbed run, 214 and 359 s at 8 MB, 110 and
-#: 214 s at 2 MB; 30 and 50 s at 2 MB with windows of 64.
+#: Their time per setting: docs/measurements.md, "Where the time goes".
 IMB_WINDOWED_REPETITIONS = 20
 IMB_WINDOWED_VOLUME_MB = 2
 #: IMB's window (messages in flight per repetition of Uniband/Biband), passed
 #: as -window_size: IMB 2021's default is 256 (IMB 2019's and OSU's 64).  Left
 #: to IMB, every repetition moved 4x the volume the link counters and the
-#: -iter volume assumed, at the same MB/s (times above).
+#: -iter volume assumed, at the same MB/s.
 IMB_WINDOW = 64
 #: Launch, MPI_Init and finalize on top of IMB's own time budget.
 IMB_STARTUP_MARGIN_S = 60

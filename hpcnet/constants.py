@@ -219,28 +219,22 @@ class Unit:
 
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
-#: a session (Debian MPICH 4.0.2 over UCX/TCP can hang there).
+#: a session (docs/known-issues.md).
 DEFAULT_JOB_TIME_LIMIT = '3m'
 
 #: How long our kernels wait for MPI_Finalize once the results are printed
-#: (src/hpcnet_kernel.h: a library that hangs there, Debian MPICH 4.0.2 over
-#: UCX, then fails at once, named).  Ranks that each have a core finalize in
-#: well under a second, on one node or across nodes; each hang cost 20 s of a
-#: `make run` that met 5 of them.  Oversubscribed (more ranks than the cores
-#: the testbed's nodes share): MPICH 4.0.2's finalize across the 4 nodes
-#: needed more than 10 s without hanging.
+#: before they exit 3 naming the hang (src/hpcnet_kernel.h).  Ranks that each
+#: have a core finalize in well under a second; oversubscribed ranks (more
+#: than the cores the testbed's nodes share) finalize slowly without hanging,
+#: so they get longer (docs/known-issues.md).
 FINALIZE_TIMEOUT_ENV = 'HPCNET_FINALIZE_TIMEOUT_S'
 FINALIZE_TIMEOUT_S = 5
 FINALIZE_TIMEOUT_OVERSUBSCRIBED_S = 20
 #: How many times `hpcnet run` runs again a case whose failure names a known
-#: issue of its stack (every other failure is final).  Debian MPICH 4.0.2's
-#: finalize hang met about 1 in 20 jobs of `make run` and 1 in 7 across the
-#: testbed (2026-11-23: 1-4 per run); with one retry some case failed twice
-#: in 2 of 8 full runs that day, so the verdict said more about chance than
-#: about the stack.  Two retries, and each one is listed.  (Since the kernels
-#: enter MPI_Finalize from a barrier, src/hpcnet_kernel.h, that hang is rare:
-#: none in a full `make run` and `make testbed-run` on 2026-11-24; Open MPI
-#: 5.0's MPI_Init crash still needed its retry.)
+#: issue of its stack (every other failure is final); each retry is listed.
+#: Two, because with one an intermittent issue still failed some case twice
+#: in a full run, a verdict on chance rather than on the stack
+#: (docs/known-issues.md, "Retries").
 KNOWN_ISSUE_RETRIES = 2
 
 

@@ -425,10 +425,9 @@ typedef struct {
 #define HK_MAX_BATCH 4096L
 /* The precision rule ends a size only from this many samples on: a median
  * that is precise over a few ms is not yet repeatable from run to run (host
- * noise comes in phases of ms).  On local shared memory, stopping at 20-40
- * precise samples made the 1-4 MiB figures vary 9-26 % over 5 runs, against
- * 3-11 % when every size filled --time-per-size; large sizes, whose 200
- * samples exceed the budget, fill it again, small ones still stop in ms. */
+ * noise comes in phases of ms; docs/measurements.md, "How long a size is
+ * measured").  Large sizes, whose 200 samples exceed the budget, fill it;
+ * small ones still stop in ms. */
 #define HK_PRECISE_MIN_SAMPLES 200L
 
 static inline void hk_sampling_start(hk_sampling *sm, const hk_common *c, double per_iter_seconds, double batch_us)
@@ -705,14 +704,10 @@ static inline void hk_print_done(void)
 }
 
 /* Seconds MPI_Finalize may take once the results are printed.  Some MPI
- * builds hang there (Debian MPICH 4.0.2 over UCX; fixed upstream in 4.2.0 by
- * "ch4/ucx: remove MPIR_pmi_barrier in finalize"): the process then reports
- * it on stderr and exits 3 at once, instead of the job waiting for its time
- * limit with the cause unnamed.  Environment HPCNET_FINALIZE_TIMEOUT_S
- * (read by hk_init), default 20; the checks set 5 s, and 20 s where ranks
- * outnumber the cores the nodes share (hpcnet.constants): at 10 s, 4
- * collectives of that MPICH across the testbed's 4 nodes failed that passed
- * at 20 s (its finalize there is slow, not always hung). */
+ * builds hang there (docs/known-issues.md): the process then reports it on
+ * stderr and exits 3 at once, instead of the job waiting for its time limit
+ * with the cause unnamed.  Environment HPCNET_FINALIZE_TIMEOUT_S (read by
+ * hk_init), default 20; the checks set their own (hpcnet.constants). */
 static char hk_finalize_msg[160];
 static size_t hk_finalize_msg_len;
 
@@ -736,15 +731,10 @@ static inline void hk_finalize(void)
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = hk_finalize_hung;
     sigaction(SIGALRM, &sa, NULL);
-    /* Every rank enters MPI_Finalize together.  MPICH 4.0.2's ch4:ucx
-     * finalize flushes each endpoint (UCX 1.13's TCP transport: a flush
-     * waits for the peer's acknowledgement), then waits in a PMI barrier
-     * without progressing UCX: a rank that finished first left its peer's
-     * flush unanswered.  Ping-ping up to 4 MiB over local:tcp, by hand,
-     * alternating: 16 of 30 jobs hung without this barrier, 0 of 30 with it;
-     * through the check, 12 of 20 before, 1 of 40 after.  The library's
-     * defect stays (hpcnet.stacks.KNOWN_ISSUES, retried) for what is left
-     * and for programs that do not. */
+    /* Every rank enters MPI_Finalize together: a finalize that waits in a
+     * PMI barrier without progress (MPICH 4.0.2 over UCX) otherwise leaves
+     * the flush of a rank still finishing unanswered, and hangs
+     * (docs/known-issues.md). */
     MPI_Barrier(MPI_COMM_WORLD);
     alarm(hk_finalize_timeout_s);
     MPI_Finalize();

@@ -3,8 +3,8 @@
 `access` and the devices of your nodes; nothing else needs to change.
 
 Each partition tests one fabric and says so in its extras (see
-hpcnet.model.partition_extras for every setting, and README "Running on a
-real cluster"); `environs` is filled in by config/settings.py with every
+hpcnet.model.partition_extras for every setting, and docs/site-guide.md,
+"A site file"); `environs` is filled in by config/settings.py with every
 compiler x MPI environment hpcnet finds, unless a partition lists its own.
 """
 from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric

@@ -449,8 +449,8 @@ class Testbed:
         """Shape what ``dev`` sends like an Ethernet wire of ``rate``: the
         size table counts the preamble, frame check and inter-frame gap every
         frame spends on a real wire, and the bucket holds a few frames, so no
-        message leaves faster than a wire would carry it (measured:
-        ci/testbed/README.md, "Shaping").  ``rate`` None removes the shaping."""
+        message leaves faster than a wire would carry it (docs/testbed.md).
+        ``rate`` None removes the shaping."""
         if rate:
             self._cmd(step, ['tc', '-n', netns, 'qdisc', verb, 'dev', dev, 'root',
                              'stab', 'overhead', str(ETHERNET_OVERHEAD), 'linklayer', 'ethernet',

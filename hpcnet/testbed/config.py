@@ -16,15 +16,11 @@ class Defaults:
     name: str = 'hpcnet'
     #: A head node and this many compute nodes, each with its own link.
     nodes: int = 4
-    #: Every link shaped like Gigabit Ethernet (ci/testbed/README.md, "Shaping").
+    #: Every link shaped like Gigabit Ethernet (docs/testbed.md).
     rate: str = '1gbit'
     #: A bucket of five full frames: a larger one lets messages that fit in it
-    #: leave at memory speed (faster than any wire: 10kb and 12kb put 64 KiB
-    #: ping-pong at 1.03-1.065 of the wire); a smaller one loses the tokens of
-    #: every timer that fires late (a VM's timers fire 20-50 us late, more on
-    #: a busy host: 4kb gave 37.5-38.4 ms at 4 MiB; 6kb 35.9-36.5 on a quiet
-    #: host but 1.04-1.08 of the paper's 35.9 ms and iperf3 0.86-0.96 of the
-    #: wire on a busy one, where 8kb gave 1.004-1.037 and 0.92-0.98).
+    #: leave faster than any wire; a smaller one loses the tokens of every
+    #: timer that fires late (docs/testbed.md, "Why 8 KiB").
     burst: str = '8kb'
     #: SCHED_FIFO priority of the host's ksoftirqd threads while the testbed
     #: is up (0: leave them alone); see hpcnet/testbed/softirq.py.

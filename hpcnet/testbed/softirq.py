@@ -9,9 +9,7 @@ ranks, never behind them.  On the testbed every node's ranks busy-poll the
 host's few cores, and the shaper's timer and the veth/bridge packet path run
 as softirqs; once the kernel defers them to ``ksoftirqd`` (a normal task),
 they wait behind spinning ranks for milliseconds, the token bucket stays
-idle, and the link loses throughput (measured: 4 MiB ping-pong medians of
-35.8-39.8 ms one way, against 35.4-35.9 ms with ``ksoftirqd`` at SCHED_FIFO 1;
-ci/testbed/README.md, "Shaping").
+idle, and the link loses throughput (docs/testbed.md).
 
 Why the backlog: every frame a node sends is handed to the host's per-CPU
 backlog twice (at the bridge's port, then at the receiving node's eth0), and
@@ -19,9 +17,7 @@ that one queue of ``net.core.netdev_max_backlog`` packets (1000 by default)
 stands in for the receive rings of every NIC and switch port of the testbed.
 When three nodes send to a fourth (all-to-all) and the softirq falls a few
 milliseconds behind, it overflows and the nodes' eth0 count drops a real link
-would not have (measured: drops in 2 of 5 runs of the 4-node alltoall for
-five MPIs, 104 and 107, all in /proc/net/softnet_stat's backlog column; none
-in 6 runs with 10000; ci/testbed/README.md, "Shaping").
+would not have (docs/testbed.md).
 
 Several testbeds may be up at once (tests use their own names), so what
 each setting was is kept in a host-wide record with the state directories
