@@ -10,31 +10,28 @@
     hpcnet refs generate REPORT  references (with provenance) from a good run's JSON report
     hpcnet baseline [--repeats K] K repeats -> reference/<system>.yaml with provenance
     hpcnet compare BEFORE AFTER  did anything get worse: rank test + practical threshold
+    hpcnet accept [--repeats K]  K repeats compared with the baseline, more until decided
     hpcnet report [SESSIONS]     one self-contained HTML page (also written by every run)
     hpcnet testbed ...           the Slurm virtual cluster (see ci/testbed/README.md)
 """
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
+from importlib import metadata
 from pathlib import Path
 
-from hpcnet import baseline, compare, model, modules, references, spacklock, stacks, statcompare
+from hpcnet import baseline, compare, model, modules, references, runner, spacklock, stacks
 from hpcnet import report as hpcnet_report
-from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, OUTPUT_DIR, PERFLOG_DIR,
-                              PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, REPORTS_DIR_ENV,
-                              WORK_DIR, KNOWN_ISSUE_RETRIES, Feature,
-                              InstallationError, installation_problem, reframe_executable,
-                              work_dir_problem)
-from hpcnet.sanity import KNOWN_ISSUE_MARKER
+from hpcnet.constants import (PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature,
+                              InstallationError, installation_problem, work_dir_problem)
+from hpcnet import exitcodes
+from hpcnet.exitcodes import Exit
 
 #: Exact versions: the suite must be reproducible; bump deliberately.
 PYPI_PINS = {
@@ -43,8 +40,10 @@ PYPI_PINS = {
     'impi': ['impi-rt==2021.19.0', 'impi-devel==2021.19.0'],
 }
 
-def _say(msg):
-    print(f'hpcnet: {msg}', flush=True)
+_say = runner.say
+SelectionError = runner.SelectionError
+reports_dir = runner.reports_dir
+run_suite = runner.run_suite
 
 
 def cmd_install_stacks(args) -> int:
@@ -106,182 +105,14 @@ def cmd_stacks(args) -> int:
     return 0
 
 
-def reports_dir() -> Path:
-    '''reports/, or $HPCNET_REPORTS_DIR (tests keep theirs apart from the user's).'''
-    return Path(os.environ.get(REPORTS_DIR_ENV) or DEFAULT_REPORTS_DIR)
-
-
-def _reframe_cmd(name: str, reframe_args: list) -> tuple:
-    '''(command, report path) of one ReFrame session of the suite.'''
-    reports = reports_dir()
-    reports.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.datetime.now().strftime('%Y%m%dT%H%M%S%f')
-    report = reports / f'{name}-{stamp}.json'
-    cmd = [reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
-           '-c', str(CHECKS_DIR), '-R',
-           '--prefix', str(OUTPUT_DIR / name),
-           '--report-file', str(report), *reframe_args]
-    if not any(a in ('-r', '--run', '-l', '-L', '--list', '--list-detailed', '--dry-run')
-               for a in reframe_args):
-        cmd.append('-r')
-    if not any(a.startswith('--exec-policy') for a in reframe_args):
-        # Timed runs must never share cores with each other.
-        cmd.append('--exec-policy=serial')
-    return cmd, report
-
-
-def _final_cases(report: Path) -> dict:
-    '''(name, system, partition, environ) -> last result of each case.'''
-    final = {}
-    for run in references.load_report(report).get('runs', []):
-        for tc in run['testcases']:
-            final[(tc['name'], tc['system'], tc['partition'], tc['environ'])] = tc
-    return final
-
-
-#: ReFrame options that only list the checks (`hpcnet run -l`).
-_LISTING_OPTIONS = ('-l', '-L', '--list', '--list-detailed')
-#: ReFrame options that select test cases: a retry replaces them with its own.
-_SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag')
-
-
-def _without_selection(reframe_args: list) -> list:
-    kept, skip = [], False
-    for arg in reframe_args:
-        if skip:
-            skip = False
-        elif arg in _SELECTION_OPTIONS:
-            skip = True
-        elif not any(arg.startswith(o + '=') for o in _SELECTION_OPTIONS if o.startswith('--')):
-            kept.append(arg)
-    return kept
-
-
-def _failed_by_known_issue(tc: dict) -> bool:
-    return tc['result'] == 'fail' and KNOWN_ISSUE_MARKER in (tc.get('fail_reason') or '')
-
-
-def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env) -> list:
-    '''Run again, up to KNOWN_ISSUE_RETRIES times, each failed case whose
-    failure carries a named known issue (hpcnet.stacks.KNOWN_ISSUES); every
-    other failure stands.  Returns the retried cases' final results.'''
-    retried = []
-    for key, first in sorted(cases.items()):
-        tc, attempts = first, 1
-        while _failed_by_known_issue(tc) and attempts <= KNOWN_ISSUE_RETRIES:
-            attempts += 1
-            _say(f'retrying (attempt {attempts} of {KNOWN_ISSUE_RETRIES + 1}), known issue: '
-                 f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}')
-            cmd, report = _reframe_cmd(f'{name}-retry', [
-                *_without_selection(reframe_args), '-n', f'/{tc["hashcode"]}',
-                '-p', f'^{re.escape(tc["environ"])}$',
-                '--system', f'{tc["system"]}:{tc["partition"]}'])
-            subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
-            again = _final_cases(report).get(key) if report.exists() else None
-            if again is None:       # the retry ran nothing: its failure is the last word
-                break
-            tc = again
-        if attempts > 1:
-            retried.append({**tc, 'first_attempt': first.get('fail_reason'), 'attempts': attempts})
-    return retried
-
-
-class SelectionError(ValueError):
-    '''Options that select nothing, or something that does not exist.'''
-
-
-def _option_values(args: list, *names) -> list:
-    '''Values of ``-p X``/``--prgenv=X``-style options among ReFrame's args.'''
-    values = []
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                values.append(args[i + 1])
-            elif arg.startswith(name + '=') and name.startswith('--'):
-                values.append(arg.split('=', 1)[1])
-    return values
-
-
-def check_selection(reframe_args: list, environments: list) -> None:
-    '''A --system that exists and a -p that matches some environment: ReFrame
-    itself would list no valid systems, or select nothing and pass.'''
-    systems = model.load_system_files(*model.system_directories())
-    valid = {s['name']: [p['name'] for p in s['partitions']] for s in systems}
-    for chosen in _option_values(reframe_args, '--system'):
-        name, _, part = chosen.partition(':')
-        if name not in valid:
-            raise SelectionError(f'--system {chosen}: no such system (valid: '
-                                 f'{", ".join(sorted(valid))}; a site is a file in '
-                                 f'{CONFIG_DIR / "systems"})')
-        if part and part not in valid[name]:
-            raise SelectionError(f'--system {chosen}: system {name} has no partition {part!r} '
-                                 f'(valid: {", ".join(valid[name])})')
-    names = environments + [stacks.BUILTIN_ENV]
-    for pattern in _option_values(reframe_args, '-p', '--prgenv'):
-        if not any(re.search(pattern, n) for n in names):
-            raise SelectionError(f'-p {pattern}: matches no environment (valid: '
-                                 f'{", ".join(names)}; `hpcnet stacks` says why others are out)')
-
-
-def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None = None) -> int:
-    '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
-    JSON report as reports/<name>-latest.json, print where things are and
-    what was not judged.  Failures are final, except those a stack's named
-    known issue explains: those cases run again (KNOWN_ISSUE_RETRIES), and a case that passed
-    only then is listed as such.'''
-    cmd, report = _reframe_cmd(name, reframe_args)
-    found = stacks.discover()
-    check_selection(reframe_args, [e.name for e in found.environments])
-    for what, why in found.rejected:
-        _say(f'left out: {what}: {why}')
-    _say(f'{len(found.environments)} environments: '
-         f'{", ".join(e.name for e in found.environments)}')
-    _say('running: ' + ' '.join(cmd))
-    start = time.monotonic()
-    rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
-    if not report.exists():
-        if any(a.split('=', 1)[0] in _LISTING_OPTIONS for a in reframe_args):
-            return rc   # a listing runs nothing and writes no report
-        _say(f'no report was written ({report}); reframe exit code {rc}')
-        return rc or 1
-    cases = _final_cases(report)
-    if not cases and '-r' in cmd:
-        _say(f'no test case was selected by: {" ".join(reframe_args) or "(no options)"}; '
-             'see `hpcnet run -l` for what exists')
-        return 1
-    retried = _retry_known_issues(name, cases, reframe_args, prefix, env) if rc != 0 else []
-    wall = time.monotonic() - start
-    data = references.load_report(report)
-    data['hpcnet_retried'] = retried
-    report.write_text(json.dumps(data, indent=1))
-    latest = report.with_name('latest.json' if name == 'run' else f'{name}-latest.json')
-    shutil.copyfile(report, latest)
-    _say(f'report: {latest} (copy of {report})')
-    page = latest.with_suffix('.html')
-    page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
-                                         title=f'hpcnet {name}: {" ".join(reframe_args)}'))
-    _say(f'HTML report: {page}')
-    _say(f'perflogs: {PERFLOG_DIR}')
-    not_judged = sorted({tc['judgement'] for tc in cases.values()
-                         if str(tc.get('judgement', '')).startswith(references.NOT_JUDGED)})
-    for why in not_judged:
-        _say(f'PERFORMANCE {why.upper()}: values were recorded, not compared with references. '
-             'Make a baseline: hpcnet baseline (K repeats, references with provenance)')
-    for tc in retried:
-        verdict = (f'PASSED ONLY ON RETRY (attempt {tc["attempts"]})' if tc['result'] == 'pass'
-                   else f'FAILED {tc["attempts"]} TIMES')
-        _say(f'{verdict}: {tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]} '
-             f'(first attempt: {tc["first_attempt"]})')
-    if rc != 0 and retried:
-        others = [tc for tc in cases.values()
-                  if tc['result'] == 'fail' and not _failed_by_known_issue(tc)]
-        rc = 1 if others or any(tc['result'] != 'pass' for tc in retried) else 0
-    _say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min); exit code {rc}')
-    return rc
+def _repeats_args(repeats: int) -> list:
+    '''K samples of every metric: ReFrame's --reruns K-1 (each rerun is a
+    whole pass over the selection, so a case's samples are spread in time).'''
+    return ['--reruns', str(repeats - 1)] if repeats > 1 else []
 
 
 def cmd_run(args) -> int:
-    return run_suite(args.name, args.reframe_args)
+    return run_suite(args.report_name, [*args.reframe_args, *_repeats_args(args.repeats)])
 
 
 def cmd_testbed(args) -> int:
@@ -313,6 +144,18 @@ def cmd_testbed(args) -> int:
         _say('testbed down')
         if no_roce:
             _say(no_roce)
+
+
+def _fraction(text: str) -> float:
+    '''argparse type: a number strictly between 0 and 1.'''
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a fraction between 0 and 1 '
+                                         '(e.g. 0.05 for 5 %)')
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -381,13 +224,13 @@ def cmd_paper(args) -> int:
 
 def cmd_refs(args) -> int:
     if args.refs_cmd == 'validate':
-        files = [Path(f) for f in args.files] or sorted(REFERENCE_DIR.glob('*.yaml'))
+        files = [Path(f) for f in args.files] or sorted(references.reference_dir().glob('*.yaml'))
         for f in files:
             try:
                 references.load(f)
             except references.ReferenceFileError as err:
-                print(f'error: {err}', file=sys.stderr)
-                return 1
+                print(f'hpcnet: error: {err}', file=sys.stderr)
+                return Exit.USAGE
             print(f'ok: {f}')
         return 0
     report = references.load_report(Path(args.report))
@@ -407,7 +250,7 @@ def cmd_baseline(args) -> int:
         raise SelectionError(f'an installed hpcnet does not write into its installation '
                              f'({REFERENCE_DIR}): set {REFERENCE_DIR_ENV} to your own reference '
                              f'directory (runs are then judged against it), or give -o FILE')
-    system = (_option_values(args.reframe_args, '--system') or [None])[0]
+    system = (runner.option_values(args.reframe_args, '--system') or [None])[0]
     system = system.split(':')[0] if system else None
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
         rc = run_suite('baseline', [*args.reframe_args, '--reruns', str(args.repeats - 1),
@@ -438,38 +281,88 @@ def cmd_baseline(args) -> int:
     return rc
 
 
-def cmd_compare(args) -> int:
+def _pairs(specs: list) -> dict:
+    pairs = {}
+    for spec in specs or []:
+        old, sep, new = spec.partition('=')
+        if not sep or not old or not new:
+            raise SelectionError(f'--pair {spec}: expected OLD=NEW, two environment names '
+                                 '(e.g. --pair gcc12-openmpi5=gcc13-openmpi5)')
+        pairs[old] = new
+    return pairs
+
+
+def compare_sides(before_spec: str, after_spec: str, *, alpha: float, threshold: float,
+                  system: str | None = None, include_baselines: bool = False,
+                  pairs: list | None = None, after_side=None) -> tuple:
+    """(before, after, outcome) of two side specs; ``after_side`` when the
+    caller already holds the after side (hpcnet accept)."""
     try:
-        before, after = compare.load_side(args.before), compare.load_side(args.after)
+        if after_side is None:
+            before, after = compare.load_sides(before_spec, after_spec, system=system,
+                                               include_baselines=include_baselines)
+        else:
+            after = after_side
+            before = compare.load_side(before_spec, system=system or compare._one_system(after),
+                                       include_baselines=include_baselines)
+            shared = sorted(set(before.sessions) & set(after.sessions))
+            if shared:
+                raise compare.CompareError(f'{before_spec} shares session(s) {", ".join(shared)} '
+                                           'with the runs it is compared with')
+        outcome = compare.compare(before, after, alpha=alpha, threshold=threshold,
+                                  pairs=_pairs(pairs))
     except compare.CompareError as err:
         raise SelectionError(str(err)) from None
-    rows, only_before, only_after = compare.compare(before, after, alpha=args.alpha,
-                                                    threshold=args.threshold)
+    return before, after, outcome
+
+
+def print_comparison(before, after, outcome, alpha: float, threshold: float) -> None:
     print(f'before: {before.spec} (sessions {", ".join(before.sessions)})')
     print(f'after:  {after.spec} (sessions {", ".join(after.sessions)})')
-    print(f'one-sided Mann-Whitney U at alpha {args.alpha:g}, practical threshold '
-          f'{args.threshold:.0%}, {len(rows)} metrics on both sides')
-    print(compare.table(rows))
-    for what, keys in (('only before', only_before), ('only after', only_after)):
-        if keys:
-            print(f'{what} ({len(keys)}): ' + ', '.join(' '.join(k) for k in keys[:10])
-                  + (' ...' if len(keys) > 10 else ''))
-    regressed = [r for r in rows if r.result.verdict == statcompare.Verdict.REGRESSED]
-    _say(f'{len(regressed)} regressed, '
-         f'{sum(r.result.verdict == statcompare.Verdict.INCONCLUSIVE for r in rows)} inconclusive')
-    return 1 if regressed else 0
+    print(f'one-sided Mann-Whitney U at alpha {alpha:g}, practical threshold '
+          f'{threshold:.0%}, {len(outcome.rows)} metrics on both sides')
+    print(compare.text(outcome))
+
+
+def cmd_compare(args) -> int:
+    before, after, outcome = compare_sides(
+        args.before, args.after, alpha=args.alpha, threshold=args.threshold, system=args.system,
+        include_baselines=args.include_baselines, pairs=args.pair)
+    print_comparison(before, after, outcome, args.alpha, args.threshold)
+    code = outcome.exit_code
+    _say(outcome.summary())
+    if code == Exit.UNDECIDED:
+        more, needed = outcome.more_samples(), outcome.samples_needed()
+        _say('NOT DECIDED: ' + (f'about {more} more samples per side would decide every metric: '
+                                 f'`hpcnet run --repeats {needed}` for the after side (and as many '
+                                 'for a before side that has fewer), or `hpcnet accept`, which '
+                                 'repeats until decided' if more else
+                                 'no metric was measured on both sides, or some only after'))
+    else:
+        _say(exitcodes.WORDS[code])
+    return code
+
+
+def cmd_accept(args) -> int:
+    from hpcnet import accept
+    if args.max_repeats < args.repeats:
+        raise SelectionError(f'--max-repeats {args.max_repeats} is below --repeats {args.repeats}')
+    return accept.accept(args.reframe_args,
+                         accept.Budget(args.repeats, args.max_repeats, args.time_budget),
+                         baseline_spec=args.baseline, system=args.system,
+                         pairs=_pairs(args.pair), alpha=args.alpha, threshold=args.threshold)
 
 
 def cmd_report(args) -> int:
     '''One HTML page of sessions (reports or stored sessions), or of a comparison.'''
     try:
         if args.compare:
-            before, after = (compare.load_side(x) for x in args.compare)
-            rows, _, _ = compare.compare(before, after)
+            before, after, outcome = compare_sides(*args.compare, alpha=compare.ALPHA,
+                                                   threshold=compare.THRESHOLD)
             page = hpcnet_report.render(
                 before.reports + after.reports,
                 title=f'hpcnet compare {args.compare[0]} {args.compare[1]}',
-                comparison_html=hpcnet_report.comparison(rows, before, after))
+                comparison_html=hpcnet_report.comparison(outcome.rows, before, after))
         else:
             sides = [compare.load_side(x) for x in args.sessions or
                      [str(reports_dir() / 'latest.json')]]
@@ -480,7 +373,10 @@ def cmd_report(args) -> int:
     except compare.CompareError as err:
         raise SelectionError(str(err)) from None
     output = Path(args.output) if args.output else reports_dir() / 'report.html'
-    output.write_text(page)
+    try:
+        output.write_text(page)
+    except OSError as err:
+        raise SelectionError(f'-o {output}: cannot write the report: {err.strerror}') from None
     _say(f'HTML report: {output}')
     return 0
 
@@ -490,9 +386,23 @@ def cmd_report(args) -> int:
 _READ_ONLY_COMMANDS = ('fabrics', 'refs', 'paper')
 
 
+class _Parser(argparse.ArgumentParser):
+    '''A usage error is one line naming the command, then exit 2 (argparse
+    would print the whole usage first).'''
+
+    def __init__(self, *args, **kwargs):
+        # No abbreviations: `--system` must reach ReFrame, not match `--system-baseline`.
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def error(self, message):
+        self.exit(Exit.USAGE, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog='hpcnet', description=__doc__,
+    parser = _Parser(prog='hpcnet', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--version', action='version',
+                        version=f'hpcnet {metadata.version("hpcnet")}')
     sub = parser.add_subparsers(dest='cmd', required=True)
 
     p = sub.add_parser('install-stacks', help='install the PyPI MPI stacks')
@@ -511,7 +421,10 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_stacks)
 
     p = sub.add_parser('run', help='run the suite with ReFrame')
-    p.add_argument('--name', default='run', help='report name (reports/<name>-latest.json)')
+    p.add_argument('--report-name', default='run',
+                   help='report name (reports/<name>-latest.json); ReFrame\'s -n/--name select checks')
+    p.add_argument('--repeats', type=_positive_int, default=1,
+                   help='samples of every metric (ReFrame --reruns K-1; default 1)')
     p.set_defaults(func=cmd_run, takes_reframe_args=True)
 
     p = sub.add_parser('crosscheck', help='our kernel against IMB and OSU (ratios of medians)')
@@ -532,9 +445,34 @@ def main(argv=None) -> int:
     p = sub.add_parser('compare', help='before/after, with statistics: regressed or not')
     p.add_argument('before', help='session UUID, time period (now-1d:now), baseline, or a report')
     p.add_argument('after')
-    p.add_argument('--alpha', type=float, default=compare.ALPHA)
-    p.add_argument('--threshold', type=float, default=compare.THRESHOLD)
+    p.add_argument('--alpha', type=_fraction, default=compare.ALPHA,
+                   help='one-sided significance level (default %(default)s)')
+    p.add_argument('--threshold', type=_fraction, default=compare.THRESHOLD,
+                   help='smallest relative change that matters (default %(default)s = 3 %%)')
+    p.add_argument('--system', help="whose baseline the word 'baseline' names "
+                                    '(default: the system the other side ran on)')
+    p.add_argument('--include-baselines', action='store_true',
+                   help='a time period includes baseline sessions (left out by default)')
+    p.add_argument('--pair', action='append', metavar='OLD=NEW',
+                   help='pair an environment an upgrade renamed (repeatable)')
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser('accept', help='K repeats compared with the baseline; more until decided')
+    p.add_argument('--repeats', type=_positive_int, default=5,
+                   help='samples of every metric in the first round (default 5)')
+    p.add_argument('--max-repeats', type=_positive_int, default=15,
+                   help='samples of any metric in all rounds together (default 15)')
+    p.add_argument('--time-budget', type=float, default=3600, metavar='SECONDS',
+                   help='no new round starts after this (default 3600)')
+    p.add_argument('--baseline', default=compare.BASELINE,
+                   help="the before side (default: the system's latest baseline session)")
+    p.add_argument('--pair', action='append', metavar='OLD=NEW',
+                   help='pair an environment an upgrade renamed (repeatable)')
+    p.add_argument('--alpha', type=_fraction, default=compare.ALPHA)
+    p.add_argument('--threshold', type=_fraction, default=compare.THRESHOLD)
+    p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
+                   help="whose baseline (default: the system of --system)")
+    p.set_defaults(func=cmd_accept, takes_reframe_args=True)
 
     p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
     p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')

@@ -3,32 +3,46 @@
 Each side is one or more stored sessions, selected as ReFrame selects them
 (a session UUID, a time period such as ``now-1d:now``, any query
 ``reframe --describe-stored-sessions`` takes), the word ``baseline`` (the
-latest session stored by `hpcnet baseline`), or a JSON run report file.
-Per test x partition x environment x metric, the samples of each side
-(every passed repeat) are compared by hpcnet.statcompare; beside every
-regression stands what changed between the sides (MPI library, transport
-proved, nodes, link rate, link errors).
+latest session `hpcnet baseline` stored for the system the other side ran
+on), or a JSON run report file. Per test x partition x environment x metric,
+the samples of each side (every passed repeat) are compared by
+hpcnet.statcompare; beside every regression stands what changed between the
+sides (MPI library, transport proved, nodes, link rate, link errors).
+
+A comparison cannot be fooled: the sides may not share a session; a time
+period leaves out baseline sessions unless asked; environments renamed by an
+upgrade are paired by partition, MPI family and compiler family where that
+is unambiguous (``--pair OLD=NEW`` otherwise); a metric measured before and
+missing after is a failure; a NaN or infinite sample is an error naming its
+session and metric. The outcome's exit code follows hpcnet.exitcodes.
 """
 from __future__ import annotations
 
 import json
+import math
+import re
 import statistics
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import statcompare
 from hpcnet.baseline import BASELINE_TAG, measured_cases, perf_samples
 from hpcnet.constants import CONFIG_DIR, Unit, reframe_executable
+from hpcnet.exitcodes import Exit
 
 #: Practical threshold: a shift smaller than this is not a change a site acts on.
 THRESHOLD = 0.03
 #: Significance level of the one-sided rank test.
 ALPHA = 0.05
+#: The word that names the system's latest baseline as a side.
+BASELINE = 'baseline'
+_UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
 
 
 class CompareError(ValueError):
-    """A side that selects nothing, or cannot be read."""
+    """A side that selects nothing, or cannot be read, or sides that cannot
+    be compared: a usage error (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,10 @@ class Side:
     @property
     def sessions(self) -> list:
         return [r.get('session_info', {}).get('uuid', '?') for r in self.reports]
+
+    @property
+    def systems(self) -> set:
+        return {tc['system'] for tc in measured_cases(self.reports)}
 
 
 def _stored_sessions(query: str) -> list:
@@ -55,41 +73,159 @@ def _stored_sessions(query: str) -> list:
         raise CompareError(f'{query}: reframe printed no session JSON ({err})') from None
 
 
-def _latest_baseline() -> list:
-    # ReFrame keeps --session-extras in the session's own information.
-    tagged = [s for s in _stored_sessions('now-3650d:now')
-              if BASELINE_TAG in s.get('session_info', {})]
+def is_baseline(report: dict) -> bool:
+    """A session `hpcnet baseline` stored (ReFrame keeps --session-extras in
+    the session's own information)."""
+    return BASELINE_TAG in report.get('session_info', {})
+
+
+def latest_baseline(system: str | None, reports: list | None = None) -> list:
+    """The latest baseline session of ``system`` (of any system when None
+    and only one system has baselines), among ``reports`` or every stored
+    session."""
+    tagged = [s for s in (reports if reports is not None else _stored_sessions('now-3650d:now'))
+              if is_baseline(s)]
     if not tagged:
-        raise CompareError('baseline: no stored session was made by `hpcnet baseline` '
+        raise CompareError(f'{BASELINE}: no stored session was made by `hpcnet baseline` '
                            '(valid: a session UUID, a time period such as now-1d:now, a report file)')
-    return [max(tagged, key=lambda s: s['session_info'].get('time_start_unix', 0))]
+    by_system: dict = {}
+    for s in tagged:
+        for name in Side(BASELINE, [s]).systems:
+            by_system.setdefault(name, []).append(s)
+    if system is None:
+        if len(by_system) != 1:
+            raise CompareError(f'{BASELINE}: baselines exist for systems {", ".join(sorted(by_system))}; '
+                               'say which with --system NAME')
+        system = next(iter(by_system))
+    if system not in by_system:
+        raise CompareError(f'{BASELINE}: no baseline of system {system!r} (baselines exist for: '
+                           f'{", ".join(sorted(by_system)) or "none"}); make one with '
+                           f'`hpcnet baseline --system {system}`')
+    return [max(by_system[system], key=lambda s: s['session_info'].get('time_start_unix', 0))]
 
 
-def load_side(spec: str) -> Side:
-    """The reports a side spec names (module docstring)."""
+def load_side(spec: str, *, system: str | None = None, include_baselines: bool = False) -> Side:
+    """The reports a side spec names (module docstring). A time period or
+    query leaves out baseline sessions unless ``include_baselines``: a
+    baseline compared with a period that holds it compares it with itself."""
     path = Path(spec)
     if spec.endswith('.json') or path.is_file():
         try:
             return Side(spec, [json.loads(path.read_text())])
         except (OSError, ValueError) as err:
             raise CompareError(f'{spec}: not a readable ReFrame JSON report ({err})') from None
-    reports = _latest_baseline() if spec == 'baseline' else _stored_sessions(spec)
+    if spec == BASELINE:
+        return Side(spec, latest_baseline(system))
+    reports = _stored_sessions(spec)
+    if not _UUID.fullmatch(spec) and not include_baselines:
+        reports = [r for r in reports if not is_baseline(r)]
     if not reports:
-        raise CompareError(f'{spec}: selects no stored session (see reframe --list-stored-sessions)')
+        raise CompareError(f'{spec}: selects no stored session'
+                           + ('' if include_baselines else ' other than baselines '
+                              '(--include-baselines counts those)')
+                           + ' (see reframe --list-stored-sessions)')
     return Side(spec, reports)
+
+
+def load_sides(before: str, after: str, *, system: str | None = None,
+               include_baselines: bool = False) -> tuple:
+    """Both sides; ``baseline`` on one side is the baseline of the system
+    the other side ran on. Sides that share a session are refused."""
+    kw = {'include_baselines': include_baselines}
+    if before == BASELINE and after != BASELINE:
+        after_side = load_side(after, **kw)
+        before_side = load_side(before, system=system or _one_system(after_side), **kw)
+    else:
+        before_side = load_side(before, system=system, **kw)
+        after_side = load_side(after, system=system or _one_system(before_side), **kw)
+    shared = sorted(set(before_side.sessions) & set(after_side.sessions))
+    if shared:
+        raise CompareError(f'{before} and {after} share session(s) {", ".join(shared)}: a '
+                           'session compared with itself proves nothing; choose sides that do '
+                           'not overlap')
+    return before_side, after_side
+
+
+def _one_system(side: Side) -> str | None:
+    systems = side.systems
+    return next(iter(systems)) if len(systems) == 1 else None
 
 
 def _case_key(tc: dict) -> tuple:
     return (tc['name'].split(' /')[0], f'{tc["system"]}:{tc["partition"]}', tc['environ'])
 
 
-def samples(side: Side) -> dict:
-    """{(test, partition, environment, metric): (unit, [values])}."""
-    out: dict = {}
-    for tc in measured_cases(side.reports):
-        for var, value, unit in perf_samples(tc):
-            out.setdefault((*_case_key(tc), var), (unit, []))[1].append(value)
-    return out
+@dataclass(frozen=True)
+class Samples:
+    """The samples of a side: {(test, partition, environment, metric): (unit,
+    [values])}, and per (partition, environment) what pairs it across an
+    upgrade: (MPI family, compiler family)."""
+    values: dict
+    families: dict
+
+
+def compiler_family(environ: str) -> str:
+    """The compiler an environment name starts with, without its version
+    ('gcc12-openmpi4' -> 'gcc')."""
+    match = re.match(r'[A-Za-z]+', environ)
+    return match.group(0).lower() if match else environ
+
+
+def samples(side: Side) -> Samples:
+    """Every passed sample of a side, values kept but not asserted included;
+    a sample that is not a finite number is an error naming it."""
+    values: dict = {}
+    families: dict = {}
+    for report in side.reports:
+        session = report.get('session_info', {}).get('uuid', side.spec)
+        # A case that passed only on a known-issue retry has its figures there.
+        retried = [tc for tc in report.get('hpcnet_retried') or [] if tc.get('result') == 'pass']
+        for tc in [*measured_cases([report]), *retried]:
+            key = _case_key(tc)
+            families[key[1:]] = (tc.get('mpi_family') or '?', compiler_family(tc['environ']))
+            kept = [(var, float(v['value']), v['unit'])
+                    for var, v in (tc.get('not_asserted') or {}).items()
+                    if v.get('value') is not None]
+            for var, value, unit in [*perf_samples(tc), *kept]:
+                if not math.isfinite(value):
+                    raise CompareError(f'{side.spec}: session {session}: {key[0]} @{key[1]} '
+                                       f'+{key[2]}: {var} is {value}: not a measurement '
+                                       '(a benchmark figure must be a finite number)')
+                values.setdefault((*key, var), (unit, []))[1].append(value)
+    return Samples(values, families)
+
+
+def pair_environments(before: Samples, after: Samples, explicit: dict | None = None) -> dict:
+    """{(partition, old environment): new environment} for the environments
+    an upgrade renamed: ``explicit`` (OLD -> NEW, on every partition with
+    both), then each old environment whose MPI family and compiler family
+    one new environment of the same partition shares, and no other old one
+    does. An OLD or NEW of ``explicit`` that no side has is an error."""
+    explicit = explicit or {}
+    old_envs = {k[1:3] for k in before.values}
+    new_envs = {k[1:3] for k in after.values}
+    for old, new in explicit.items():
+        if not any(env == old for _, env in old_envs):
+            raise CompareError(f'--pair {old}={new}: {old} is not an environment of the before side '
+                               f'(valid: {", ".join(sorted({e for _, e in old_envs}))})')
+        if not any(env == new for _, env in new_envs):
+            raise CompareError(f'--pair {old}={new}: {new} is not an environment of the after side '
+                               f'(valid: {", ".join(sorted({e for _, e in new_envs}))})')
+    only_old, only_new = old_envs - new_envs, new_envs - old_envs
+    pairs = {}
+    for partition, old in sorted(only_old):
+        if old in explicit and (partition, explicit[old]) in only_new:
+            pairs[(partition, old)] = explicit[old]
+    taken = {(p, new) for (p, _), new in pairs.items()}
+    free_old = [k for k in sorted(only_old) if k not in pairs]
+    free_new = [k for k in sorted(only_new) if k not in taken]
+    for partition, old in free_old:
+        sig = before.families.get((partition, old))
+        matches = [env for p, env in free_new if p == partition and after.families.get((p, env)) == sig]
+        rivals = [o for p, o in free_old if p == partition and before.families.get((p, o)) == sig]
+        if len(matches) == 1 and rivals == [old]:
+            pairs[(partition, old)] = matches[0]
+    return pairs
 
 
 def _link_errors(tc: dict) -> int:
@@ -127,11 +263,58 @@ def what_changed(before: dict, after: dict) -> list:
 class Row:
     test: str
     partition: str
-    environ: str
+    environ: str          #: 'old -> new' where an upgrade renamed the environment
     metric: str
     unit: str
     result: statcompare.Comparison
     changed: tuple
+
+
+@dataclass
+class Outcome:
+    """What a comparison found, and its exit code."""
+    rows: list
+    #: Metrics measured before and missing after (the case crashed, or was
+    #: not run): failures, since a broken case must not pass by vanishing.
+    missing_after: list = field(default_factory=list)
+    #: Metrics only the after side has: new, so not decided.
+    only_after: list = field(default_factory=list)
+    #: {(partition, old environment): new environment} paired across an upgrade.
+    pairs: dict = field(default_factory=dict)
+
+    def count(self, verdict: str) -> int:
+        return sum(r.result.verdict == verdict for r in self.rows)
+
+    @property
+    def exit_code(self) -> Exit:
+        if self.count(statcompare.Verdict.REGRESSED) or self.missing_after:
+            return Exit.FAILED
+        if (not self.rows or self.only_after
+                or self.count(statcompare.Verdict.INCONCLUSIVE)):
+            return Exit.UNDECIDED
+        return Exit.OK
+
+    def undecided(self) -> list:
+        return [r for r in self.rows if r.result.verdict == statcompare.Verdict.INCONCLUSIVE]
+
+    def more_samples(self) -> int:
+        """How many more samples per side would decide every undecided metric
+        (the largest estimate among them), 0 when all are decided."""
+        return max((r.result.more_samples or 0 for r in self.undecided()), default=0)
+
+    def samples_needed(self) -> int:
+        """Samples the after side would need in all (what it has plus
+        more_samples), for `hpcnet run --repeats`."""
+        return max((r.result.n_after + (r.result.more_samples or 0) for r in self.undecided()),
+                   default=0)
+
+    def summary(self) -> str:
+        """One line: the counts, then the verdict in the contract's words."""
+        v = statcompare.Verdict
+        parts = [f'{self.count(v.REGRESSED)} regressed', f'{len(self.missing_after)} missing after',
+                 f'{self.count(v.INCONCLUSIVE)} not decided', f'{len(self.only_after)} only after',
+                 f'{self.count(v.UNCHANGED)} unchanged', f'{self.count(v.IMPROVED)} improved']
+        return ', '.join(parts)
 
 
 def _not_compared(before: list, after: list, why: str) -> statcompare.Comparison:
@@ -173,33 +356,46 @@ def _compare_counts(before: list, after: list, higher_better: bool) -> statcompa
         reason=f'median count {median_before:g} -> {median_after:g}', more_samples=None)
 
 
-def compare(before: Side, after: Side, alpha: float = ALPHA,
-            threshold: float = THRESHOLD) -> tuple:
-    """(rows, only_before, only_after): a Row per metric both sides have."""
+def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = THRESHOLD,
+            pairs: dict | None = None) -> Outcome:
+    """Every metric both sides have, judged; the environments an upgrade
+    renamed paired first (pair_environments, ``pairs`` = --pair OLD=NEW)."""
     s_before, s_after = samples(before), samples(after)
+    renamed = pair_environments(s_before, s_after, pairs)
+    values_after = dict(s_after.values)
+    for (test, partition, environ, metric), unit_values in s_before.values.items():
+        new = renamed.get((partition, environ))
+        if new is not None and (test, partition, new, metric) in values_after:
+            values_after[(test, partition, environ, metric)] = \
+                values_after.pop((test, partition, new, metric))
     p_before, p_after = provenance(before), provenance(after)
     rows = []
-    for key in sorted(set(s_before) & set(s_after)):
-        unit, values_before = s_before[key]
-        _, values_after = s_after[key]
-        changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(key[:3], {})))
-        if unit == Unit.BYTES:
-            rows.append(Row(*key, unit, _compare_exact(values_before, values_after), changed))
-            continue
-        try:
-            higher_better = statcompare.higher_is_better(unit)
-        except ValueError as err:
-            # Not guessed: a wrong direction turns a regression into an improvement.
-            rows.append(Row(*key, unit, _not_compared(values_before, values_after, str(err)), ()))
-            continue
-        if min(values_before + values_after) <= 0:
-            result = _compare_counts(values_before, values_after, higher_better)
-        else:
-            result = statcompare.compare_samples(
-                values_before, values_after, higher_better=higher_better,
-                alpha=alpha, threshold=threshold)
-        rows.append(Row(*key, unit, result, changed))
-    return rows, sorted(set(s_before) - set(s_after)), sorted(set(s_after) - set(s_before))
+    for key in sorted(set(s_before.values) & set(values_after)):
+        unit, values_before = s_before.values[key]
+        _, values_now = values_after[key]
+        new = renamed.get(key[1:3])
+        after_case = (key[0], key[1], new or key[2])
+        label = (*key[:2], f'{key[2]} -> {new}' if new else key[2], key[3])
+        changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
+        rows.append(Row(*label, unit, _judge(unit, values_before, values_now, alpha, threshold),
+                        changed))
+    return Outcome(rows, sorted(set(s_before.values) - set(values_after)),
+                   sorted(set(values_after) - set(s_before.values)), renamed)
+
+
+def _judge(unit: str, before: list, after: list, alpha: float,
+           threshold: float) -> statcompare.Comparison:
+    if unit == Unit.BYTES:
+        return _compare_exact(before, after)
+    try:
+        higher_better = statcompare.higher_is_better(unit)
+    except ValueError as err:
+        # Not guessed: a wrong direction turns a regression into an improvement.
+        return _not_compared(before, after, str(err))
+    if min(before + after) <= 0:
+        return _compare_counts(before, after, higher_better)
+    return statcompare.compare_samples(before, after, higher_better=higher_better,
+                                       alpha=alpha, threshold=threshold)
 
 
 def table(rows: list) -> str:
@@ -217,4 +413,24 @@ def table(rows: list) -> str:
             lines.append(f'{"":28}{c.reason}')
         if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
             lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
+    return '\n'.join(lines)
+
+
+def _keys_line(what: str, keys: list) -> str:
+    shown = ', '.join(f'{k[3]} of {k[0]} @{k[1]} +{k[2]}' for k in keys[:10])
+    return f'{what} ({len(keys)}): {shown}' + (' ...' if len(keys) > 10 else '')
+
+
+def text(outcome: Outcome) -> str:
+    """What `hpcnet compare` prints: the pairing, the verdict table, what is
+    missing after (failures) and what only the after side has."""
+    lines = [f'environment renamed by the upgrade, paired: {p} {old} -> {new}'
+             for (p, old), new in sorted(outcome.pairs.items())]
+    lines.append(table(outcome.rows))
+    if outcome.missing_after:
+        lines.append('FAILED: ' + _keys_line('measured before, missing after', outcome.missing_after)
+                     + ' (the case failed or did not run; an environment renamed ambiguously '
+                       'pairs with --pair OLD=NEW)')
+    if outcome.only_after:
+        lines.append('not decided: ' + _keys_line('only after', outcome.only_after))
     return '\n'.join(lines)

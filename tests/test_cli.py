@@ -72,12 +72,17 @@ def test_warnings_as_errors_reach_the_compiler(tmp_path):
 
 
 def test_run_without_references_says_not_judged(one_env_per_stack):
-    res = hpcnet('run', '--name', 'test-not-judged', '--system', 'local:shm', '-c', 'checks/p2p.py',
+    res = hpcnet('run', '--report-name', 'test-not-judged', '--system', 'local:shm', '-c', 'checks/p2p.py',
                  '-n', 'hpcnet_p2p.*mode=pingpong', '-p', f'^{one_env_per_stack[0]}$',
                  '-S', 'time_per_size_ms=2',
                  env={'HPCNET_REFERENCE_DIR': str(Path(__file__).parent / 'no-such-dir')})
     assert res.returncode == 0, res.stdout[-2000:]
-    assert 'PERFORMANCE NOT JUDGED' in res.stdout and 'hpcnet baseline' in res.stdout
+    # Grouped by reason, and the last word says what was and was not judged.
+    assert f'NOT JUDGED (1): {Path(__file__).parent / "no-such-dir" / "local.yaml"} does not exist' \
+        in res.stdout, res.stdout[-2000:]
+    last = res.stdout.strip().splitlines()[-2]
+    assert last.startswith('hpcnet: PASSED: ') and 'performance was recorded, not judged' in last \
+        and 'hpcnet baseline' in last, last
 
 
 def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per_stack, tmp_path):
@@ -87,7 +92,7 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
         'hpcnet_p2p:\n  $index: [$partition, mpi_family, mode]\n  local:shm:\n    .*:\n'
         '      pingpong:\n        latency_8B: [1.0, -1.0, 1000.0, us]\n'
         "$not_asserted:\n  hpcnet_p2p:\n    'local:shm/.*/(latency_0B|bandwidth_.*)': not under test\n")
-    res = hpcnet('run', '--name', 'test-perflog', '--system', 'local:shm',
+    res = hpcnet('run', '--report-name', 'test-perflog', '--system', 'local:shm',
                  '-n', 'hpcnet_p2p.*mode=pingpong', '-p', f'^{one_env_per_stack[0]}$',
                  '-S', 'time_per_size_ms=2', env={'HPCNET_REFERENCE_DIR': str(refdir)})
     assert res.returncode == 0, res.stdout[-2000:]
@@ -104,10 +109,10 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
 def test_only_named_known_issues_are_retried(tmp_path):
     from hpcnet import stacks
     mpich4 = [e.name for e in stacks.discover().environments
-              if e.stack().known_issue[0] and e.primary]
+              if e.stack().known_issue and e.primary]
     if not mpich4:
         pytest.fail('no environment with a named known issue (Debian MPICH 4.0.2 over UCX)')
-    res = hpcnet('run', '--name', 'test-retry', '--system', 'local:shm', '-c', str(CHECKS / 'retry.py'),
+    res = hpcnet('run', '--report-name', 'test-retry', '--system', 'local:shm', '-c', str(CHECKS / 'retry.py'),
                  '-n', '^retry_', '-p', f'^{mpich4[0]}$',
                  '-S', f'retry_known_issue.marker={tmp_path / "known"}',
                  '-S', 'retry_known_issue.failing_attempts=2',
@@ -150,15 +155,24 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
     assert (refdir / 'local.yaml.baseline').exists()
     # The next run is judged against the baseline.
-    res = hpcnet('run', '--name', 'after-baseline', *select, '--reruns', '2', env=env)
-    assert 'PERFORMANCE NOT JUDGED' not in res.stdout, res.stdout[-3000:]
+    res = hpcnet('run', '--report-name', 'after-baseline', *select, '--reruns', '2', env=env)
+    assert 'NOT JUDGED' not in res.stdout, res.stdout[-3000:]
     reports = Path(os.environ['HPCNET_REPORTS_DIR'])
     assert (reports / 'after-baseline-latest.html').exists()
     res = hpcnet('compare', str(reports / 'baseline-latest.json'),
                  str(reports / 'after-baseline-latest.json'))
-    assert res.returncode in (0, 1), res.stdout[-3000:]
+    # 3+3 samples cannot reach p < 0.05: never a pass, always "not decided"
+    # with how many runs would decide it.
+    assert res.returncode == 3, res.stdout[-3000:]
     assert 'one-sided Mann-Whitney U at alpha 0.05' in res.stdout
     assert 'latency_8B [us]' in res.stdout and ' 3+3 ' in res.stdout, res.stdout[-3000:]
-    # Stored sessions are sides too: the latest baseline session.
+    assert 'NOT DECIDED: about ' in res.stdout and 'hpcnet run --repeats ' in res.stdout
+    # Stored sessions are sides too: the latest baseline session of the
+    # system the other side ran on.
     res = hpcnet('compare', 'baseline', str(reports / 'after-baseline-latest.json'))
     assert 'before: baseline (sessions ' in res.stdout, res.stdout[-3000:]
+    assert res.returncode == 3, res.stdout[-3000:]
+    # The baseline's own report is the baseline session: compared with
+    # itself, refused, naming the session.
+    res = hpcnet('compare', 'baseline', str(reports / 'baseline-latest.json'))
+    assert res.returncode == 2 and 'share session(s)' in res.stdout, res.stdout

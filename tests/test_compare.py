@@ -25,6 +25,15 @@ def _report(path, values, uuid, **case_kw):
     return str(path)
 
 
+def _copy(path, uuid):
+    """The same samples as another session (a side may not be compared with itself)."""
+    data = json.loads(open(path).read())
+    data['session_info']['uuid'] = uuid
+    copy = f'{path}.{uuid}.json'
+    open(copy, 'w').write(json.dumps(data))
+    return copy
+
+
 def _noisy(center, spread, n, seed):
     rng = random.Random(seed)
     return [center * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
@@ -34,10 +43,10 @@ def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
     before = _report(tmp_path / 'b.json', _noisy(117.0, 0.01, 5, 1), 'before-uuid')
     after = _report(tmp_path / 'a.json', _noisy(105.0, 0.01, 5, 2), 'after-uuid',
                     transport="openmpi used tcp on fabric 'tcp' (fallback)", errors=12)
-    rows, only_before, only_after = compare.compare(compare.load_side(before),
-                                                    compare.load_side(after))
-    assert not only_before and not only_after
-    (row,) = rows
+    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    assert not outcome.missing_after and not outcome.only_after
+    (row,) = rows = outcome.rows
+    assert outcome.exit_code == 1
     assert row.result.verdict == statcompare.Verdict.REGRESSED, row.result.reason
     assert 0.88 < row.result.ratio < 0.92
     changed = ' | '.join(row.changed)
@@ -54,23 +63,24 @@ def test_same_numbers_are_unchanged_and_latency_direction_comes_from_the_unit(tm
                    unit='us', metric='latency_8B')
     slower = _report(tmp_path / 'w.json', _noisy(23.0, 0.005, 10, 5), 'w',
                      unit='us', metric='latency_8B')
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(same))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(same)).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED, row.result.reason
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(slower))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(slower)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED, row.result.reason
-    (row,), _, _ = compare.compare(compare.load_side(slower), compare.load_side(before))
+    (row,) = compare.compare(compare.load_side(slower), compare.load_side(before)).rows
     assert row.result.verdict == statcompare.Verdict.IMPROVED, row.result.reason
 
 
 def test_too_few_samples_are_inconclusive_and_failed_cases_are_no_samples(tmp_path):
     before = _report(tmp_path / 'b.json', [117.0, 116.0], 'b')
     after = _report(tmp_path / 'a.json', [80.0, 81.0], 'a')
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(after))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.more_samples and row.result.more_samples >= 1
     failed = _report(tmp_path / 'f.json', [117.0] * 5, 'f', result='fail')
-    rows, only_before, _ = compare.compare(compare.load_side(before), compare.load_side(failed))
-    assert rows == [] and len(only_before) == 1
+    outcome = compare.compare(compare.load_side(before), compare.load_side(failed))
+    assert outcome.rows == [] and len(outcome.missing_after) == 1
+    assert outcome.exit_code == 1
 
 
 def test_a_side_that_cannot_be_read_is_one_clear_error(tmp_path):
@@ -83,23 +93,23 @@ def test_a_side_that_cannot_be_read_is_one_clear_error(tmp_path):
 def test_counts_that_are_zero_when_healthy_regress_on_any_rise(tmp_path):
     before = _report(tmp_path / 'b.json', [0, 0, 0], 'b', unit='count', metric='outlier_node_count')
     after = _report(tmp_path / 'a.json', [1, 1, 0], 'a', unit='count', metric='outlier_node_count')
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(after))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED
     assert row.result.reason == 'median count 0 -> 1'
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(before))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(_copy(before, 'b2'))).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED
 
 
 def test_a_configuration_value_that_changed_is_a_regression(tmp_path):
     before = _report(tmp_path / 'b.json', [9000, 9000], 'b', unit='bytes', metric='mtu')
     after = _report(tmp_path / 'a.json', [1500, 1500], 'a', unit='bytes', metric='mtu')
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(after))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED
     assert row.result.reason == 'configured value 9000 -> 1500'
 
 
 def test_a_unit_without_a_direction_is_not_compared_not_guessed(tmp_path):
     before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
-    (row,), _, _ = compare.compare(compare.load_side(before), compare.load_side(before))
+    (row,) = compare.compare(compare.load_side(before), compare.load_side(_copy(before, 'b2'))).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.reason.startswith("not compared: unknown unit '%'")

@@ -57,7 +57,7 @@ def test_chromium_renders_every_plot_without_errors(tmp_path):
 
 def test_a_comparison_page_overlays_before_and_after(tmp_path):
     side = compare.load_side(str(RECORDED))
-    rows, _, _ = compare.compare(side, side)
+    rows = compare.compare(side, side).rows
     html = report.render(side.reports * 2, comparison_html=report.comparison(rows, side, side))
     assert '<h2>Before and after</h2>' in html and 'after/before' not in html.split('<h2>')[0]
     assert html.count('data:image/png') > report.render(side.reports).count('data:image/png')

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     wall = time.monotonic() - start
     kept = scratch / 'repeatability.json'
     shutil.copyfile(scratch / 'reports' / 'repeatability-latest.json', kept)
-    values = compare.samples(compare.load_side(str(kept)))
+    values = compare.samples(compare.load_side(str(kept))).values
 
     print(f'\n{args.where}: {args.repeats} repeats; CV = stdev / mean of the per-repeat figures')
     print(f'{"test":40} {"partition":12} {"environment":16} {"metric":16} {"n":>2} '

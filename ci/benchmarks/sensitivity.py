@@ -72,8 +72,7 @@ def main(argv=None) -> int:
         for trial in range(args.trials):
             for condition, rate in CONDITIONS:
                 side = session(f'sens-{trial}-{rate}', rate, args.repeats)
-                rows, _, _ = compare.compare(base, side)
-                for row in rows:
+                for row in compare.compare(base, side).rows:
                     if row.metric in METRICS:
                         verdicts[(condition, row.environ, row.metric)].append(row.result.verdict)
             print(f'trial {trial + 1}/{args.trials} done, {time.monotonic() - start:.0f} s',

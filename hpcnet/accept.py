@@ -1,0 +1,120 @@
+"""`hpcnet accept`: what a site does after an upgrade, in one command.
+
+Run the selection K times, compare with the system's baseline, and where a
+metric is still not decided, run only the cases that hold such metrics
+again, as many repeats as the statistics say would decide them, until every
+metric is decided or a budget (``--max-repeats``, ``--time-budget``) is
+spent (Chromium Pinpoint's "collect more data"). Then the verdict table,
+the HTML report with its before/after section, and the exit code of the
+contract (hpcnet.exitcodes): a failed case or a regression is FAILED, what
+the budget left undecided is NOT DECIDED, never OK.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+
+from hpcnet import compare, references, runner
+from hpcnet import report as hpcnet_report
+from hpcnet.constants import REFERENCE_DIR_ENV
+from hpcnet.exitcodes import WORDS, Exit, worst
+
+#: Report name of the acceptance runs (reports/accept-latest.json, .html).
+NAME = 'accept'
+
+
+@dataclass(frozen=True)
+class Budget:
+    repeats: int          #: samples of every metric in the first round
+    max_repeats: int      #: samples of any metric, all rounds together
+    time_budget_s: float  #: wall time after which no new round starts
+
+
+def _undecided_selection(outcome: compare.Outcome, after: compare.Side) -> list:
+    '''ReFrame options that select exactly the cases with undecided metrics:
+    one -n /<hash> per case (ReFrame ORs repeated -n), their environments.'''
+    wanted = {(r.test, r.partition, r.environ.split(' -> ')[-1]) for r in outcome.undecided()}
+    hashes, envs = set(), set()
+    for report in after.reports:
+        for tc in compare.measured_cases([report]):
+            if (tc['name'].split(' /')[0], f'{tc["system"]}:{tc["partition"]}',
+                    tc['environ']) in wanted:
+                hashes.add(tc['hashcode'])
+                envs.add(tc['environ'])
+    args = [a for h in sorted(hashes) for a in ('-n', f'/{h}')]
+    return args + ['-p', '^(' + '|'.join(re.escape(e) for e in sorted(envs)) + ')$'] if envs else args
+
+
+def _round(reframe_args: list, repeats: int) -> tuple:
+    '''(exit code, report) of one ReFrame session of ``repeats`` passes.
+    The runs are not held to the reference files: the comparison with the
+    baseline's samples is the verdict, and one verdict is not given twice
+    by two rules.'''
+    with tempfile.TemporaryDirectory(prefix='hpcnet-accept-refs-') as no_references:
+        code = runner.run_suite(NAME, [*reframe_args, *(['--reruns', str(repeats - 1)]
+                                                        if repeats > 1 else [])],
+                                env={**os.environ, REFERENCE_DIR_ENV: no_references},
+                                judged_elsewhere='the comparison with the baseline below')
+    latest = runner.reports_dir() / f'{NAME}-latest.json'
+    return code, references.load_report(latest)
+
+
+def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.BASELINE,
+           system: str | None = None, pairs: dict | None = None,
+           alpha: float = compare.ALPHA, threshold: float = compare.THRESHOLD) -> int:
+    '''The whole acceptance (module docstring); returns the exit code.'''
+    start = time.monotonic()
+    chosen = runner.option_values(reframe_args, '--system')
+    system = system or (chosen[0].split(':')[0] if chosen else None)
+    try:
+        before = compare.load_side(baseline_spec, system=system)
+    except compare.CompareError as err:
+        raise runner.SelectionError(str(err)) from None
+    runner.say(f'baseline: {baseline_spec} (sessions {", ".join(before.sessions)})')
+    run_codes, reports, taken = [], [], budget.repeats
+    code, report = _round(reframe_args, budget.repeats)
+    run_codes.append(code)
+    reports.append(report)
+    while True:
+        after = compare.Side(NAME, list(reports))
+        try:
+            outcome = compare.compare(before, after, alpha=alpha, threshold=threshold, pairs=pairs)
+        except compare.CompareError as err:
+            raise runner.SelectionError(str(err)) from None
+        undecided = outcome.undecided()
+        if not undecided:
+            break
+        more = outcome.more_samples()
+        room = budget.max_repeats - taken
+        spent = time.monotonic() - start
+        if room <= 0 or spent >= budget.time_budget_s:
+            runner.say(f'budget spent ({taken} of {budget.max_repeats} repeats, {spent:.0f} of '
+                       f'{budget.time_budget_s:.0f} s): {len(undecided)} metrics not decided')
+            break
+        extra = min(more, room)
+        runner.say(f'{len(undecided)} metrics not decided: {extra} more repeats of the cases '
+                   f'that hold them (the statistics ask for about {more})')
+        code, report = _round([*runner.option_values_removed(reframe_args, ('-n', '--name')),
+                               *_undecided_selection(outcome, after)], extra)
+        run_codes.append(code)
+        reports.append(report)
+        taken += extra
+    print(f'before: {before.spec} (sessions {", ".join(before.sessions)})')
+    print(f'after:  {NAME}: {taken} repeats in {len(reports)} sessions '
+          f'({", ".join(after.sessions)})')
+    print(compare.text(outcome))
+    page = runner.reports_dir() / f'{NAME}-latest.html'
+    runner.say('rendering the HTML report')
+    page.write_text(hpcnet_report.render(
+        before.reports + after.reports, title=f'hpcnet accept: {" ".join(reframe_args)}',
+        comparison_html=hpcnet_report.comparison(outcome.rows, before, after)))
+    runner.say(f'HTML report: {page}')
+    # A failed case fails the acceptance; "not decided" of a round (nothing
+    # ran) is the comparison's to say.
+    code = worst(outcome.exit_code, *[c for c in run_codes if c == Exit.FAILED])
+    runner.say(f'{outcome.summary()}; {taken} repeats, {time.monotonic() - start:.0f} s')
+    runner.say(f'{WORDS[code]}: exit code {int(code)}')
+    return code

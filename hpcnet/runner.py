@@ -1,0 +1,271 @@
+"""One ReFrame session of the suite, as `hpcnet run`, `baseline`, `accept`
+and the testbed run it: the command line, the retries of named known
+issues, the kept report, and the closing summary with its exit code
+(hpcnet.exitcodes)."""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from hpcnet import model, references, stacks
+from hpcnet import report as hpcnet_report
+from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
+                              OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR,
+                              reframe_executable)
+from hpcnet.exitcodes import WORDS, Exit, worst
+from hpcnet.sanity import KNOWN_ISSUE_MARKER
+
+
+def say(msg):
+    print(f'hpcnet: {msg}', flush=True)
+
+
+class SelectionError(ValueError):
+    '''Options that select nothing, or something that does not exist.'''
+
+
+def reports_dir() -> Path:
+    '''reports/, or $HPCNET_REPORTS_DIR (tests keep theirs apart from the user's).'''
+    return Path(os.environ.get(REPORTS_DIR_ENV) or DEFAULT_REPORTS_DIR)
+
+
+#: ReFrame options that only list or describe the checks: they run nothing
+#: and write no report.
+LISTING_OPTIONS = ('-l', '-L', '--list', '--list-detailed', '--describe', '--list-tags')
+#: ReFrame actions besides running; any of them replaces the default -r.
+_ACTION_OPTIONS = ('-r', '--run', '--dry-run', *LISTING_OPTIONS)
+#: ReFrame options that select test cases: a retry replaces them with its own.
+_SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag')
+
+
+def _is_option(arg: str, options) -> bool:
+    return arg.split('=', 1)[0] in options
+
+
+def reframe_cmd(name: str, reframe_args: list) -> tuple:
+    '''(command, report path) of one ReFrame session of the suite.'''
+    reports = reports_dir()
+    reports.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.datetime.now().strftime('%Y%m%dT%H%M%S%f')
+    report = reports / f'{name}-{stamp}.json'
+    cmd = [reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
+           '-c', str(CHECKS_DIR), '-R',
+           '--prefix', str(OUTPUT_DIR / name),
+           '--report-file', str(report), *reframe_args]
+    if not any(_is_option(a, _ACTION_OPTIONS) for a in reframe_args):
+        cmd.append('-r')
+    if not any(a.startswith('--exec-policy') for a in reframe_args):
+        # Timed runs must never share cores with each other.
+        cmd.append('--exec-policy=serial')
+    return cmd, report
+
+
+def final_cases(report: Path) -> dict:
+    '''(name, system, partition, environ) -> last result of each case.'''
+    final = {}
+    for run in references.load_report(report).get('runs', []):
+        for tc in run['testcases']:
+            final[(tc['name'], tc['system'], tc['partition'], tc['environ'])] = tc
+    return final
+
+
+def failed_by_known_issue(tc: dict) -> bool:
+    return tc['result'] == 'fail' and KNOWN_ISSUE_MARKER in (tc.get('fail_reason') or '')
+
+
+def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env) -> list:
+    '''Run again, up to KNOWN_ISSUE_RETRIES times, each failed case whose
+    failure carries a named known issue (hpcnet.stacks.KNOWN_ISSUES); every
+    other failure stands.  Returns the retried cases' final results.'''
+    retried = []
+    for key, first in sorted(cases.items()):
+        tc, attempts = first, 1
+        while failed_by_known_issue(tc) and attempts <= KNOWN_ISSUE_RETRIES:
+            attempts += 1
+            say(f'retrying (attempt {attempts} of {KNOWN_ISSUE_RETRIES + 1}), known issue: '
+                f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}')
+            cmd, report = reframe_cmd(f'{name}-retry', [
+                *option_values_removed(reframe_args, _SELECTION_OPTIONS), '-n', f'/{tc["hashcode"]}',
+                '-p', f'^{re.escape(tc["environ"])}$',
+                '--system', f'{tc["system"]}:{tc["partition"]}'])
+            subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
+            again = final_cases(report).get(key) if report.exists() else None
+            if again is None:       # the retry ran nothing: its failure is the last word
+                break
+            tc = again
+        if attempts > 1:
+            retried.append({**tc, 'first_attempt': first.get('fail_reason'), 'attempts': attempts})
+    return retried
+
+
+def option_values(args: list, *names) -> list:
+    '''Values of ``-p X``/``--prgenv=X``-style options among ReFrame's args.'''
+    values = []
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                values.append(args[i + 1])
+            elif arg.startswith(name + '=') and name.startswith('--'):
+                values.append(arg.split('=', 1)[1])
+    return values
+
+
+def option_values_removed(args: list, names) -> list:
+    '''``args`` without the options ``names`` and their values.'''
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not any(arg.startswith(n + '=') for n in names if n.startswith('--')):
+            kept.append(arg)
+    return kept
+
+
+def check_selection(reframe_args: list, environments: list) -> None:
+    '''A --system that exists and a -p that matches some environment: ReFrame
+    itself would list no valid systems, or select nothing and pass.'''
+    systems = model.load_system_files(*model.system_directories())
+    valid = {s['name']: [p['name'] for p in s['partitions']] for s in systems}
+    for chosen in option_values(reframe_args, '--system'):
+        name, _, part = chosen.partition(':')
+        if name not in valid:
+            raise SelectionError(f'--system {chosen}: no such system (valid: '
+                                 f'{", ".join(sorted(valid))}; a site is a file in '
+                                 f'{CONFIG_DIR / "systems"})')
+        if part and part not in valid[name]:
+            raise SelectionError(f'--system {chosen}: system {name} has no partition {part!r} '
+                                 f'(valid: {", ".join(valid[name])})')
+    names = environments + [stacks.BUILTIN_ENV]
+    for pattern in option_values(reframe_args, '-p', '--prgenv'):
+        if not any(re.search(pattern, n) for n in names):
+            raise SelectionError(f'-p {pattern}: matches no environment (valid: '
+                                 f'{", ".join(names)}; `hpcnet stacks` says why others are out)')
+
+
+def _case_name(tc: dict) -> str:
+    return f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}'
+
+
+def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
+    '''(lines, exit code) of a session's final cases: failures, skips and
+    not-judged cases grouped by reason, cases that passed only on retry.
+    Failed -> FAILED; nothing ran -> UNDECIDED; else OK (values recorded
+    but not judged are said on the last line, not turned into a failure).'''
+    lines, codes = [], [Exit.OK]
+    final = {**cases, **{(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
+                         for tc in retried}}
+    by_result = defaultdict(list)
+    for tc in final.values():
+        by_result[tc['result']].append(tc)
+    retried_keys = {(tc['name'], tc['system'], tc['partition'], tc['environ']) for tc in retried}
+    for tc in retried:
+        verdict = (f'PASSED ONLY ON RETRY (attempt {tc["attempts"]})' if tc['result'] == 'pass'
+                   else f'FAILED {tc["attempts"]} TIMES')
+        lines.append(f'{verdict}: {_case_name(tc)} (first attempt: {tc["first_attempt"]})')
+    failed = [tc for tc in final.values() if tc['result'] not in ('pass', 'skip')]
+    for tc in sorted(failed, key=_case_name):
+        if (tc['name'], tc['system'], tc['partition'], tc['environ']) not in retried_keys:
+            lines.append(f'FAILED: {_case_name(tc)}: {(tc.get("fail_reason") or tc["result"])[:300]}')
+    if failed:
+        codes.append(Exit.FAILED)
+    skips = defaultdict(list)
+    for tc in by_result.get('skip', []):
+        skips[tc.get('skip_reason') or 'no reason recorded'].append(tc)
+    for reason, tcs in sorted(skips.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f'SKIPPED ({len(tcs)}): {reason}')
+    ran = [tc for tc in final.values() if tc['result'] != 'skip']
+    if not ran:
+        lines.append('NOTHING RAN: every selected case was skipped')
+        codes.append(Exit.UNDECIDED)
+    not_judged = defaultdict(int)
+    for tc in ran if not judged_elsewhere else []:
+        judgement = str(tc.get('judgement') or '')
+        if judgement.startswith(references.NOT_JUDGED):
+            not_judged[judgement] += 1
+    for why, count in sorted(not_judged.items()):
+        lines.append(f'NOT JUDGED ({count}): {why[len(references.NOT_JUDGED) + 2:]}')
+    code = worst(*codes)
+    counts = ', '.join(f'{len(v)} {k}' for k, v in sorted(by_result.items()))
+    last = f'{WORDS[code]}: {counts}'
+    if code == Exit.OK and not_judged:
+        last += ('; performance was recorded, not judged (no reference file: make one with '
+                 '`hpcnet baseline`)')
+    if judged_elsewhere and code == Exit.OK:
+        last += f'; performance is judged by {judged_elsewhere}'
+    lines.append(last)
+    return lines, code
+
+
+def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None = None,
+              judged_elsewhere: str = '') -> int:
+    '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
+    JSON report as reports/<name>-latest.json, print where things are and
+    the closing summary; return the exit code by the contract.  Failures
+    are final, except those a stack's named known issue explains: those
+    cases run again (KNOWN_ISSUE_RETRIES), and a case that passed only then
+    is listed as such.  ``judged_elsewhere`` names what judges performance
+    when the runs are not held to references (a baseline's, an acceptance's
+    runs).'''
+    cmd, report = reframe_cmd(name, reframe_args)
+    say('discovering the compiler x MPI environments')
+    found = stacks.discover()
+    check_selection(reframe_args, [e.name for e in found.environments])
+    for what, why in found.rejected:
+        say(f'left out: {what}: {why}')
+    if not found.environments:
+        raise SelectionError('no compiler x MPI environment was found: `hpcnet stacks` says why '
+                             'each candidate was left out')
+    say(f'{len(found.environments)} environments: '
+        f'{", ".join(e.name for e in found.environments)}')
+    say('running: ' + ' '.join(cmd))
+    start = time.monotonic()
+    rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
+    listing = any(_is_option(a, LISTING_OPTIONS) for a in reframe_args)
+    if listing:
+        return rc   # a listing runs nothing and writes no report
+    if not report.exists():
+        say(f'no report was written ({report}); reframe exit code {rc}')
+        return Exit.FAILED
+    cases = final_cases(report)
+    if not cases:
+        say(f'no test case was selected by: {" ".join(reframe_args) or "(no options)"}; '
+            'see `hpcnet run -l` for what exists')
+        return Exit.UNDECIDED
+    if '--dry-run' in cmd:
+        say(f'dry run: {len(cases)} cases generated their job scripts under '
+            f'{OUTPUT_DIR / name}; nothing was submitted (reframe exit code {rc})')
+        return Exit.FAILED if rc else Exit.OK
+    retried = _retry_known_issues(name, cases, reframe_args, prefix, env) if rc != 0 else []
+    wall = time.monotonic() - start
+    data = references.load_report(report)
+    data['hpcnet_retried'] = retried
+    report.write_text(json.dumps(data, indent=1))
+    latest = report.with_name('latest.json' if name == 'run' else f'{name}-latest.json')
+    shutil.copyfile(report, latest)
+    say(f'report: {latest} (copy of {report})')
+    page = latest.with_suffix('.html')
+    say('rendering the HTML report')
+    page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
+                                         title=f'hpcnet {name}: {" ".join(reframe_args)}'))
+    say(f'HTML report: {page}')
+    say(f'perflogs: {PERFLOG_DIR}')
+    lines, code = summary(cases, retried, judged_elsewhere)
+    if rc != 0 and code == Exit.OK and not retried:
+        # ReFrame failed without a failed case (an error before or between
+        # cases): never a pass.
+        lines[-1] = f'{WORDS[Exit.FAILED]}: reframe exited {rc} with no failed case in the report'
+        code = Exit.FAILED
+    say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min)')
+    for line in lines:
+        say(line)
+    say(f'exit code {int(code)}')
+    return code
