@@ -150,7 +150,10 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
     @run_before('performance')
     def evaluate_every_value(self):
         # ReFrame skips a variable whose value cannot be computed, with a
-        # warning: here that fails the case, naming it.
+        # warning: here that fails the case, naming it.  A dry run has no
+        # output to compute from: nothing to evaluate.
+        if self.is_dry_run():
+            return
         path = self.index_path()
         for name, expr in list(self.perf_variables.items()):
             try:
@@ -160,8 +163,17 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
                     from None
             reason = self.references.not_asserted_reason(f'{path}/{name}')
             if reason is not None:
+                # Kept in the report (hpcnet compare reads it), not held to a bound.
                 self.not_asserted[name] = {'value': value, 'unit': expr.unit, 'reason': reason}
                 del self.perf_variables[name]
+        if self.references.strict and self.not_asserted:
+            reasons = '; '.join(sorted({v['reason'] for v in self.not_asserted.values()}))
+            if not self.perf_variables:
+                self.judgement = (f'{references.NOT_JUDGED}: no metric of this case is asserted in '
+                                  f'{self.references.path}: {reasons}')
+            else:
+                self.judgement += (f' ({len(self.not_asserted)} metrics recorded, not asserted: '
+                                   f'{reasons})')
 
 
 class build_mpiprobe(MakeBuild):

@@ -1,0 +1,139 @@
+"""The acceptance fault matrix: each way a verdict could pass by accident,
+fed to the command a site runs, must give its exit code (hpcnet.exitcodes)
+and a one-line reason; none exits 0 unless nothing is worse and everything
+was decided. The rows join the session's fault matrix table (conftest)."""
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import conftest
+from hpcnet import runner, sanity
+from hpcnet.exitcodes import Exit
+
+HPCNET = Path(sys.executable).with_name('hpcnet')
+#: Open MPI, two nodes: what a bandwidth case of the testbed records.
+_CASE = {'system': 'testbed', 'partition': 'eth', 'fixture': False, 'result': 'pass',
+         'mpi_family': 'openmpi', 'mpi_library': 'Open MPI v4.1.4',
+         'transport': "openmpi used tcp on fabric 'tcp'", 'job_nodelist': ['cn1', 'cn2'],
+         'link_rate_bps': 1000000000, 'hashcode': '5b414a9c'}
+
+
+def _samples(center: float, n: int, seed: int) -> list:
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-0.01, 0.01)) for _ in range(n)]
+
+
+def _report(path: Path, uuid: str, runs: list) -> str:
+    '''A run report: ``runs`` is a list of passes, each {environ: {metric: value}}.'''
+    cases = lambda run: [{**_CASE, 'name': 'hpcnet_p2p %scale=2_nodes %mode=bw', 'environ': env,
+                          'perfvalues': {f'testbed:eth:{m}': [v, None, None, None,
+                                                               'us' if m.startswith('latency') else 'MB/s',
+                                                               'pass'] for m, v in metrics.items()}}
+                         for env, metrics in run.items()]
+    path.write_text(json.dumps({'session_info': {'uuid': uuid},
+                                'runs': [{'testcases': cases(r)} for r in runs]}))
+    return str(path)
+
+
+def _clean(path, uuid, n, seed, env='gcc12-openmpi4', bw=117.0, lat=30.0, extra=None):
+    bws, lats = _samples(bw, n, seed), _samples(lat, n, seed + 100)
+    return _report(path, uuid, [{env: {'bandwidth_4MiB': b, 'latency_8B': l, **(extra or {})}}
+                                for b, l in zip(bws, lats)])
+
+
+def _hpcnet(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=120)
+
+
+def _last_line(res) -> str:
+    return ((res.stderr.strip() or res.stdout.strip()).splitlines() or [''])[-1]
+
+
+def _row(fault: str, res, expected: Exit):
+    assert res.returncode == expected, f'{fault}: exit {res.returncode}\n{res.stdout[-2000:]}{res.stderr}'
+    assert 'Traceback' not in res.stderr, res.stderr
+    conftest.FAULT_MATRIX.append((f'acceptance: {fault}', f'exit {res.returncode}', _last_line(res)))
+
+
+def test_compare_scenarios(tmp_path):
+    base = _clean(tmp_path / 'base.json', 'base', 5, 1)
+    _row('clean vs clean, 5 + 5 samples', _hpcnet('compare', base, _clean(tmp_path / 'aa.json', 'aa', 5, 2)),
+         Exit.OK)
+    _row('1 sample after', _hpcnet('compare', base, _clean(tmp_path / 'one.json', 'one', 1, 3)),
+         Exit.UNDECIDED)
+    _row('overlapping sides (a session on both)', _hpcnet('compare', base, base), Exit.USAGE)
+    halved = _clean(tmp_path / 'half.json', 'half', 5, 4, bw=117.0 / 2, lat=60.0)
+    res = _hpcnet('compare', base, halved)
+    _row('bandwidth halved, latency doubled, 5 + 5', res, Exit.FAILED)
+    assert res.stdout.count('REGRESSED') == 2
+    renamed = _clean(tmp_path / 'renamed.json', 'renamed', 5, 5, env='gcc13-openmpi5')
+    res = _hpcnet('compare', base, renamed)
+    _row('environment renamed by an upgrade (paired by MPI and compiler family)', res, Exit.OK)
+    assert 'paired: testbed:eth gcc12-openmpi4 -> gcc13-openmpi5' in res.stdout
+    other = _clean(tmp_path / 'other.json', 'other', 5, 6, env='clang14-mpich4')
+    _row('environment replaced by an unrelated one (nothing pairs)', _hpcnet('compare', base, other),
+         Exit.FAILED)
+    _row('... paired by hand (--pair OLD=NEW)',
+         _hpcnet('compare', base, other, '--pair', 'gcc12-openmpi4=clang14-mpich4'), Exit.OK)
+    _row('--pair naming an environment no side has',
+         _hpcnet('compare', base, other, '--pair', 'gcc12-openmpi4=nosuch'), Exit.USAGE)
+    missing = _report(tmp_path / 'missing.json', 'missing',
+                      [{'gcc12-openmpi4': {'latency_8B': v}} for v in _samples(30.0, 5, 7)])
+    _row('a metric missing after (its case crashed)', _hpcnet('compare', base, missing), Exit.FAILED)
+    new = _clean(tmp_path / 'new.json', 'new', 5, 8, extra={'bandwidth_1MiB': 110.0})
+    _row('a metric only after (new)', _hpcnet('compare', base, new), Exit.UNDECIDED)
+    nan = _report(tmp_path / 'nan.json', 'nan', [{'gcc12-openmpi4': {'bandwidth_4MiB': float('nan'),
+                                                                    'latency_8B': 30.0}}] * 5)
+    res = _hpcnet('compare', base, nan)
+    _row('a NaN sample', res, Exit.USAGE)
+    assert 'session nan' in res.stderr and 'bandwidth_4MiB is nan' in res.stderr
+    _row('a threshold that is not a fraction', _hpcnet('compare', base, base, '--threshold', '3'),
+         Exit.USAGE)
+
+
+@pytest.mark.parametrize('fault, entry, message', [
+    ('reversed bounds', [117.0, 0.05, -0.05, 'MB/s'], 'wrong sign'),
+    ('a lower bound that accepts anything', [117.0, -1.0, 0.05, 'MB/s'], '-0.5'),
+    ('a typo in a metric name', None, 'bandwith_4MiB'),
+])
+def test_reference_file_scenarios(tmp_path, fault, entry, message):
+    metric = 'bandwith_4MiB' if entry is None else 'bandwidth_4MiB'
+    path = tmp_path / 'testbed.yaml'
+    path.write_text(json.dumps({'hpcnet_p2p': {'$index': ['$partition', 'mpi_family', 'mode'],
+                                               'testbed:eth': {'.*': {'bw': {
+                                                   metric: entry or [117.0, -0.05, 0.05, 'MB/s']}}}}}))
+    res = _hpcnet('refs', 'validate', str(path))
+    _row(f'reference file: {fault}', res, Exit.USAGE)
+    assert message in res.stderr and str(path) in res.stderr
+
+
+def test_every_case_skipped_is_not_decided():
+    skipped = {('hpcnet_p2p', 'local', 'tcp', env): {
+        'name': 'hpcnet_p2p', 'system': 'local', 'partition': 'tcp', 'environ': env,
+        'result': 'skip', 'skip_reason': f'{env} cannot use fabric tcp: libfabric.so.1 not found'}
+        for env in ('gcc12-impi2021', 'gcc11-impi2021')}
+    lines, code = runner.summary(skipped, [])
+    assert code == Exit.UNDECIDED
+    assert 'NOTHING RAN: every selected case was skipped' in lines
+    assert any(l.startswith('SKIPPED (1): gcc12-impi2021') for l in lines)
+    conftest.FAULT_MATRIX.append(('acceptance: every case skipped', f'exit {int(code)}', lines[-1]))
+
+
+@pytest.mark.parametrize('near_miss, stdout, stderr', [
+    ('ob1 receive frame in a crash after results', 'row: 8 1.0\n',
+     '[cn1:1] [ 3] mca_pml_ob1_recv_frag_callback_match+0x1\n[cn1:1] [ 4] opal_progress+0x2\n'),
+    ('MPI_Finalize returned MPI_ERR_OTHER', 'done: ok\n',
+     'MPI_Finalize returned MPI_ERR_OTHER: connection reset by peer\n'),
+])
+def test_known_issue_near_misses_are_not_named(near_miss, stdout, stderr):
+    from test_known_issues import MPICH4_UCX, OPENMPI5
+    for stack in (OPENMPI5, MPICH4_UCX):
+        note = sanity.known_issue_note(sanity.failure_evidence(stdout, stderr), stack)
+        assert note == '', f'{near_miss} named as {note}'
+    conftest.FAULT_MATRIX.append((f'acceptance: known-issue near miss: {near_miss}', 'not named',
+                                  'a real failure, not retried'))
