@@ -70,10 +70,10 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithR
                    for dev in part.rdma_devices
                    for node in preflight.parse_device(self.stdout_text(), dev).values()
                    if node.values.get('rdma_present') != 'yes']
-        # A partition that declares RDMA on nodes without the device skips
-        # its RDMA checks, naming what is missing: it never passes them.
+        # A partition that declares RDMA on nodes without the device fails,
+        # naming what is missing: the declared fabric is what is accepted.
         if lacking:
-            self.skip_because(f'partition {part.fullname} declares fabric {part.fabric}, '
+            raise SanityError(f'partition {part.fullname} declares fabric {part.fabric}, '
                               f'but {"; ".join(lacking)}')
         problems = []
         for node in nodes.values():

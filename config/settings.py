@@ -8,11 +8,12 @@ stack model (hpcnet.stacks), so every system sees the same compiler x MPI
 matrix; a partition that lists no `environs` gets all of them.
 """
 import os
+import socket
 import sys
 
 from hpcnet import modules, stacks
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR
-from hpcnet.model import load_system_files, system_directories
+from hpcnet.model import load_system_files, system_directories, unmatched_host
 
 REPORTS = str(DEFAULT_REPORTS_DIR)
 # The debug log and the reports are written here; ReFrame does not create it.
@@ -32,6 +33,17 @@ def _discovery(systems):
 
 
 _systems = load_system_files(*system_directories())
+# A host that no site file names does not fall back to `local` (nor to
+# ReFrame's `generic`) where site files exist: a session that would select
+# or run checks stops here, unless --system (or RFM_SYSTEM) names one.
+_SELECTING = ('-r', '--run', '--dry-run', '-l', '-L', '--list', '--list-detailed', '--describe',
+              '--ci-generate')
+_unmatched = unmatched_host(_systems, socket.gethostname())
+if (_unmatched and not os.environ.get('RFM_SYSTEM')
+        and not any(a.split('=', 1)[0] == '--system' for a in sys.argv)
+        and any(a.split('=', 1)[0] in _SELECTING for a in sys.argv)):
+    print(f'hpcnet: error: {_unmatched}', file=sys.stderr)
+    sys.exit(2)
 _found = _discovery(_systems)
 _environ_names = [e.name for e in _found.environments] + [stacks.BUILTIN_ENV]
 for _system in _systems:

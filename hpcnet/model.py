@@ -649,6 +649,26 @@ def load_system_files(*directories) -> list:
     return sorted(systems, key=lambda s: '.*' in s.get('hostnames', []))
 
 
+#: The system files the suite ships: the fallback, the testbed, the template.
+SHIPPED_SYSTEMS = ('local', 'testbed', 'example')
+
+
+def unmatched_host(systems: list, hostname: str) -> str | None:
+    """Why ``hostname`` may not fall back to ``local``: site files exist and
+    none of their ``hostnames`` matches it (ReFrame matches from the start
+    of the name). A site's login node running as ``local`` would judge the
+    login node, not the cluster. None where a site matches, or none exists."""
+    sites = [s for s in systems if s['name'] not in SHIPPED_SYSTEMS]
+    if not sites:
+        return None
+    specific = [s for s in systems if '.*' not in s.get('hostnames', [])]
+    if any(re.match(pattern, hostname) for s in specific for pattern in s['hostnames']):
+        return None
+    named = '; '.join(f"{s['name']} (hostnames {s['hostnames']})" for s in sites)
+    return (f'host {hostname!r} matches no site file: {named}. Add this host to its site\'s '
+            "'hostnames', or choose a system with --system (--system local runs on this host alone)")
+
+
 def system_directories() -> list:
     """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
     (colon-separated: a site's own system files kept outside the checkout)."""

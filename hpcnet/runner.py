@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 from collections import defaultdict
@@ -135,6 +136,10 @@ def check_selection(reframe_args: list, environments: list) -> None:
     itself would list no valid systems, or select nothing and pass.'''
     systems = model.load_system_files(*model.system_directories())
     valid = {s['name']: [p['name'] for p in s['partitions']] for s in systems}
+    if not option_values(reframe_args, '--system'):
+        unmatched = model.unmatched_host(systems, socket.gethostname())
+        if unmatched:
+            raise SelectionError(unmatched)
     for chosen in option_values(reframe_args, '--system'):
         name, _, part = chosen.partition(':')
         if name not in valid:

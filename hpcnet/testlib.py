@@ -260,10 +260,12 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
                              *self.postrun_cmds, 'exit $hpcnet_status']
 
     @run_before('sanity')
-    def skip_without_rdma_devices(self):
+    def fail_without_rdma_devices(self):
+        # A partition declares its fabric: a node without the device is a
+        # broken node, not a reason to leave the fabric untested.
         missing = preflight.rdma_missing(self.job_stdout())
         if missing is not None:
-            self.skip_because(f'partition {self.partition.fullname} declares fabric '
+            raise SanityError(f'partition {self.partition.fullname} declares fabric '
                               f'{self.partition.fabric}, but {missing}')
 
     def _read(self, name: str) -> str:
@@ -343,8 +345,11 @@ class MpiBenchmark(NetworkRun):
         self.mpi_family = self.stack.mpi_family
         # Found by the stack probe on this host (hpcnet.stacks.probe_fabrics):
         # a library the MPI loads for this fabric is not installed.
+        # Only where the ranks run on this host: a compute node is judged by
+        # its own job (a missing library there fails the case, naming it).
         gap = self.stack.fabric_gap(self.partition.fabric)
-        if gap is not None:
+        runs_here = self.current_partition.scheduler.registered_name == 'local'
+        if gap is not None and runs_here:
             self.skip_because(f'{self.stack.environ} cannot use fabric '
                               f'{self.partition.fabric} on this host: {gap}')
         unable = self.partition.cannot_oversubscribe(self.stack, self.num_tasks)

@@ -3,6 +3,7 @@ fed to the command a site runs, must give its exit code (hpcnet.exitcodes)
 and a one-line reason; none exits 0 unless nothing is worse and everything
 was decided. The rows join the session's fault matrix table (conftest)."""
 import json
+import os
 import random
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 
 import conftest
 from hpcnet import runner, sanity
+from hpcnet.constants import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
@@ -45,9 +47,9 @@ def _clean(path, uuid, n, seed, env='gcc12-openmpi4', bw=117.0, lat=30.0, extra=
                                 for b, l in zip(bws, lats)])
 
 
-def _hpcnet(*args) -> subprocess.CompletedProcess:
+def _hpcnet(*args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=120)
+                          stderr=subprocess.PIPE, timeout=120, env={**os.environ, **(env or {})})
 
 
 def _last_line(res) -> str:
@@ -137,3 +139,22 @@ def test_known_issue_near_misses_are_not_named(near_miss, stdout, stderr):
         assert note == '', f'{near_miss} named as {note}'
     conftest.FAULT_MATRIX.append((f'acceptance: known-issue near miss: {near_miss}', 'not named',
                                   'a real failure, not retried'))
+
+
+def test_a_login_host_that_matches_no_site_is_an_error(tmp_path):
+    sites = tmp_path / 'systems'
+    sites.mkdir()
+    (sites / 'mysite.py').write_text(
+        'from hpcnet.model import partition_extras\n'
+        "system = {'name': 'mysite', 'hostnames': [r'^login\\d+$'], 'partitions': [\n"
+        "  {'name': 'eth', 'scheduler': 'local', 'launcher': 'mpirun', 'max_jobs': 1,\n"
+        "   'extras': partition_extras(fabric='tcp', iface='lo')}]}\n")
+    env = {'HPCNET_SYSTEMS_DIRS': str(sites)}
+    res = _hpcnet('run', '-n', 'hpcnet_preflight', env=env)
+    _row('a login host that matches no site file', res, Exit.USAGE)
+    assert 'matches no site file: mysite' in res.stderr
+    # Plain ReFrame stops too (it would otherwise fall back to its `generic`).
+    res = subprocess.run([str(HPCNET.with_name('reframe')), '-C', 'config/settings.py', '-c',
+                          'checks/preflight.py', '-l'], text=True, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=PROJECT_ROOT)
+    assert res.returncode == 2 and 'matches no site file: mysite' in res.stderr, res.stderr

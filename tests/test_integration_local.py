@@ -172,8 +172,8 @@ def _fake_roce_site(tmp_path):
 
 
 def test_rdma_readiness_is_judged_on_the_nodes(tmp_path, one_env_per_stack):
-    '''No RDMA device where the ranks run: the case skips naming the node and
-    the device, before the MPI runs.  With the device there (a fake sysfs on
+    '''No RDMA device where the ranks run: the case fails naming the node and
+    the device (the partition declares the fabric).  With the device there (a fake sysfs on
     the node), the same case runs the MPI and is judged.'''
     sites = _fake_roce_site(tmp_path)
     openmpi = [e for e in one_env_per_stack if 'openmpi' in e][:1] or one_env_per_stack[:1]
@@ -183,8 +183,9 @@ def test_rdma_readiness_is_judged_on_the_nodes(tmp_path, one_env_per_stack):
                               env={'HPCNET_SYSTEMS_DIRS': str(sites),
                                    'HPCNET_SYSFS_ROOT': str(tmp_path / 'empty-sysfs')})
     (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p')]
-    assert case['result'] == 'skip', proc.stdout[-3000:]
-    assert 'has no RDMA device mlx5_0' in proc.stdout
+    assert case['result'] == 'fail', proc.stdout[-3000:]
+    assert 'declares fabric roce, but' in case['fail_reason'] \
+        and 'has no RDMA device mlx5_0' in case['fail_reason'], case['fail_reason']
     fake = tmp_path / 'sysfs'
     (fake / 'class' / 'infiniband' / 'mlx5_0').mkdir(parents=True)
     proc, cases = run_reframe(tmp_path / 'present', *args, system='fakeroce:roce', retries=0,
