@@ -56,7 +56,15 @@ modules.configure_reframe(_systems, _environments)
 _GENERAL = {
     'report_file': os.path.join(REPORTS, 'run-report-{sessionid}.json'),
     'check_search_path': [str(CHECKS_DIR)],
+    # A value per line for every variable of every case buries the verdict:
+    # `-v` shows them; the perflogs and the report always hold them.
+    'perf_info_level': 'verbose',
 }
+# A listing keeps its own log: the last run's reports/reframe.log survives it.
+_LISTING = ('-l', '-L', '--list', '--list-detailed', '--describe', '--list-tags')
+_LOG_FILE = ('reframe-listing.log'
+             if any(a.split('=', 1)[0] in _LISTING for a in sys.argv)
+             and not any(a in ('-r', '--run', '--dry-run') for a in sys.argv) else 'reframe.log')
 
 site_configuration = {
     'systems': _systems,
@@ -89,7 +97,7 @@ site_configuration = {
             'type': 'stream', 'name': 'stdout', 'level': 'info',
             'format': '%(message)s',
         }, {
-            'type': 'file', 'name': os.path.join(REPORTS, 'reframe.log'),
+            'type': 'file', 'name': os.path.join(REPORTS, _LOG_FILE),
             'level': 'debug',
             'format': '[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s',
             'append': False,

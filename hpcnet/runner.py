@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -156,6 +157,15 @@ def check_selection(reframe_args: list, environments: list) -> None:
                                  f'{", ".join(names)}; `hpcnet stacks` says why others are out)')
 
 
+def rerun_command(tc: dict) -> str:
+    '''The ReFrame command that runs one case again, with this suite's
+    configuration (ReFrame's own hint lacks -C).'''
+    return ' '.join(shlex.quote(a) for a in [
+        reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR),
+        '-n', f'/{tc.get("hashcode", "")}', '-p', f'^{tc["environ"]}$',
+        '--system', f'{tc["system"]}:{tc["partition"]}', '-r'])
+
+
 def _case_name(tc: dict) -> str:
     return f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}'
 
@@ -180,6 +190,7 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
     for tc in sorted(failed, key=_case_name):
         if (tc['name'], tc['system'], tc['partition'], tc['environ']) not in retried_keys:
             lines.append(f'FAILED: {_case_name(tc)}: {(tc.get("fail_reason") or tc["result"])[:300]}')
+            lines.append(f'  rerun: {rerun_command(tc)}')
     if failed:
         codes.append(Exit.FAILED)
     skips = defaultdict(list)
