@@ -15,6 +15,19 @@ The files are ReFrame 4.10 external references (``reference = {'$ref': ...}``):
 ReFrame itself reads the file; this module checks it first so that a mistake
 gives one message naming the file, the key and what is valid (ReFrame's own
 error is a type dump), and it writes new files from a good run's report.
+
+Besides the schema, a reference must be able to fail a broken system:
+
+- a lower threshold is above -0.5 (MIN_LOWER): one that accepts half the
+  value accepts a link at half its rate, or a stack fallen back to TCP;
+- lower <= upper (a reversed pair accepts nothing, or everything once a
+  sign is flipped);
+- a null (unbounded) threshold needs a reason, given in the ``$unbounded``
+  section (``{test class: {regex over '<file keys>/<perf variable>': reason}}``):
+  ReFrame reads only 3- or 4-element tuples, so the reason cannot sit in the
+  tuple itself;
+- test classes and performance variables are ones a check defines
+  (hpcnet.metrics), so a typo fails instead of silently never applying.
 """
 from __future__ import annotations
 
@@ -47,7 +60,11 @@ def _fail(path, key, msg):
     raise ReferenceFileError(f'{path}: {key}: {msg}')
 
 
-def _check_reftuple(path, key, val, perfvars=None):
+#: A lower threshold must be above this: -0.5 accepts half the value.
+MIN_LOWER = -0.5
+
+
+def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None):
     if isinstance(val, list) and val and val[0] == '$xfail':
         if len(val) != 3 or not isinstance(val[1], str):
             _fail(path, key, "an expected failure is ['$xfail', 'reason', [value, lower, upper, unit]]")
@@ -58,33 +75,52 @@ def _check_reftuple(path, key, val, perfvars=None):
     value, lower, upper = val[:3]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         _fail(path, key, f'reference value {value!r} is not a finite number')
+    for name, thr in (('lower', lower), ('upper', upper)):
+        if thr is not None and (isinstance(thr, bool) or not isinstance(thr, (int, float))
+                                or not math.isfinite(thr)):
+            _fail(path, key, f'{name} threshold {thr!r} is not a finite number or null')
+    if lower is not None and upper is not None and lower > upper:
+        _fail(path, key, f'the bounds are reversed: lower threshold {lower} is above upper '
+                         f'threshold {upper} (wrong sign; valid: {MIN_LOWER} < lower <= 0 <= upper, '
+                         'fractions of the value, e.g. -0.05, 0.05)')
     for name, thr, sign in (('lower', lower, -1), ('upper', upper, 1)):
         if thr is None:
+            if not unbounded_reason:
+                _fail(path, key, f'{name} threshold is null (unbounded) without a reason: give a '
+                                 f'bound (valid: {f"{MIN_LOWER} < lower <= 0" if sign < 0 else "upper >= 0"}) '
+                                 f"or name the entry in {UNBOUNDED} with why no bound is needed")
             continue
-        if isinstance(thr, bool) or not isinstance(thr, (int, float)):
-            _fail(path, key, f'{name} threshold {thr!r} is not a number or null')
         if value != 0 and thr * sign < 0:
             _fail(path, key, f'{name} threshold {thr} has the wrong sign '
                              f'(valid: {"<= 0" if sign < 0 else ">= 0"}, a fraction of the value)')
-        if value != 0 and name == 'lower' and thr < -1:
-            _fail(path, key, f'lower threshold {thr} is below -1 (valid: -1 <= lower <= 0)')
+        # A zero reference has absolute thresholds (ReFrame): no fraction applies.
+        if value != 0 and name == 'lower' and thr <= MIN_LOWER:
+            _fail(path, key, f'lower threshold {thr} accepts {1 + thr:.0%} of the value, a broken '
+                             f'system (valid: {MIN_LOWER} < lower <= 0; a metric that varies more '
+                             f'belongs in {NOT_ASSERTED} with its reason)')
     if len(val) == 4 and val[3] is not None and not isinstance(val[3], str):
         _fail(path, key, f'unit {val[3]!r} is not a string')
 
 
-def _check_perfvars(path, key, node, perfvars):
+def _known(var, perfvars) -> bool:
+    return any(re.fullmatch(p, str(var)) for p in perfvars)
+
+
+def _check_perfvars(path, key, node, perfvars, unbounded=(), keys=()):
     if not isinstance(node, dict) or not node:
         _fail(path, key, 'expected a mapping of performance variable: reference')
     for var, ref in node.items():
-        if perfvars is not None and var not in perfvars:
-            _fail(path, f'{key}.{var}', f'unknown performance variable '
-                                        f'(valid: {", ".join(sorted(perfvars))})')
-        _check_reftuple(path, f'{key}.{var}', ref, perfvars)
+        if perfvars is not None and not _known(var, perfvars):
+            _fail(path, f'{key}.{var}', f'unknown performance variable {var!r}: no check '
+                                        f'defines it (valid: {", ".join(sorted(perfvars))})')
+        entry = '/'.join(str(k) for k in (*keys, var))
+        reason = next((r for p, r in unbounded if re.fullmatch(p, entry)), None)
+        _check_reftuple(path, f'{key}.{var}', ref, perfvars, reason)
 
 
-def _check_levels(path, key, node, depth, perfvars):
+def _check_levels(path, key, node, depth, perfvars, unbounded=(), keys=()):
     if depth == 0:
-        _check_perfvars(path, key, node, perfvars)
+        _check_perfvars(path, key, node, perfvars, unbounded, keys)
         return
     if not isinstance(node, dict) or not node:
         _fail(path, key, f'expected a mapping with {depth} more index level(s)')
@@ -95,56 +131,79 @@ def _check_levels(path, key, node, depth, perfvars):
             except re.error as err:
                 _fail(path, f'{key}.{k}', f'key is not a valid regular expression ({err}); '
                                           "keys are anchored regexes, use '.*' for any value")
-        _check_levels(path, f'{key}.{k}', sub, depth - 1, perfvars)
+        _check_levels(path, f'{key}.{k}', sub, depth - 1, perfvars, unbounded, (*keys, k))
 
 
 #: Top-level section of a reference file (ReFrame ignores it: it reads only
 #: the test's own entry) with the metrics a site deliberately does not judge:
 #: ``{test class: {regex over '<index values>/<perf variable>': reason}}``.
 NOT_ASSERTED = '$not_asserted'
+#: Top-level section (ReFrame ignores it) with why an entry may have a null
+#: threshold: ``{test class: {regex over '<file keys>/<perf variable>': reason}}``,
+#: the file keys as written (e.g. 'testbed:eth/.*/pingpong/latency_8B').
+UNBOUNDED = '$unbounded'
 #: Top-level section with what produced the references (hpcnet.baseline).
 PROVENANCE = '$provenance'
+#: The default of load()/validate(): check names against hpcnet.metrics.
+KNOWN = object()
 #: How a case on a system without a reference file is marked.
 NOT_JUDGED = 'not judged'
 
 
-def _check_not_asserted(path, node) -> None:
+def _check_test_name(path, key, test, perfvars_by_test):
+    if perfvars_by_test is not None and test not in perfvars_by_test:
+        _fail(path, key, f'unknown test class {test!r}: no check defines it '
+                         f'(valid: {", ".join(sorted(perfvars_by_test))})')
+
+
+def _check_reasons(path, section, node, perfvars_by_test) -> None:
     if not isinstance(node, dict):
-        _fail(path, NOT_ASSERTED, 'expected a mapping of test class: {pattern: reason}')
+        _fail(path, section, 'expected a mapping of test class: {pattern: reason}')
     for test, patterns in node.items():
+        _check_test_name(path, f'{section}.{test}', test, perfvars_by_test)
         if not isinstance(patterns, dict) or not patterns:
-            _fail(path, f'{NOT_ASSERTED}.{test}', "expected a mapping of pattern: reason, e.g. "
+            _fail(path, f'{section}.{test}', "expected a mapping of pattern: reason, e.g. "
                   "'testbed:eth/.*/latency_.*': 'latency is the host's, not the link's'")
         for pattern, reason in patterns.items():
             try:
                 re.compile(str(pattern))
             except re.error as err:
-                _fail(path, f'{NOT_ASSERTED}.{test}.{pattern}', f'not a regular expression ({err})')
+                _fail(path, f'{section}.{test}.{pattern}', f'not a regular expression ({err})')
             if not isinstance(reason, str) or not reason.strip():
-                _fail(path, f'{NOT_ASSERTED}.{test}.{pattern}', 'the reason must be a non-empty string')
+                _fail(path, f'{section}.{test}.{pattern}', 'the reason must be a non-empty string')
 
 
-def validate(data, path='<references>', perfvars_by_test: dict | None = None) -> dict:
+def known_metrics() -> dict:
+    """{test class: [regex of its performance variable names]}, from the
+    checks' naming rules (hpcnet.metrics), without loading the checks."""
+    from hpcnet.metrics import METRICS
+    return {test: list(patterns) for test, patterns in METRICS.items()}
+
+
+def validate(data, path='<references>', perfvars_by_test=KNOWN) -> dict:
     '''Check a loaded reference file.  ``perfvars_by_test`` (test class name
-    -> set of performance variable names), when given, also rejects unknown
-    tests and variables.'''
+    -> performance variable names or regexes they fullmatch) rejects unknown
+    tests and variables; by default the checks' own (known_metrics()), with
+    None names are not checked.'''
+    if perfvars_by_test is KNOWN:
+        perfvars_by_test = known_metrics()
     if data is None:
         return {}
     if not isinstance(data, dict):
         _fail(path, '(top level)', 'expected a mapping of test class name: references')
+    unbounded = data.get(UNBOUNDED) or {}
     for test, refs in data.items():
-        if test == NOT_ASSERTED:
-            _check_not_asserted(path, refs)
+        if test in (NOT_ASSERTED, UNBOUNDED):
+            _check_reasons(path, test, refs, perfvars_by_test)
             continue
         if test == PROVENANCE:
             if not isinstance(refs, dict):
                 _fail(path, PROVENANCE, 'expected a mapping (what produced the references)')
             continue
-        perfvars = None
-        if perfvars_by_test is not None:
-            if test not in perfvars_by_test:
-                _fail(path, test, f'unknown test (valid: {", ".join(sorted(perfvars_by_test))})')
-            perfvars = perfvars_by_test[test]
+        _check_test_name(path, test, test, perfvars_by_test)
+        perfvars = None if perfvars_by_test is None else perfvars_by_test[test]
+        reasons = tuple((str(p), r) for p, r in (unbounded.get(test) or {}).items()) \
+            if isinstance(unbounded, dict) else ()
         if not isinstance(refs, dict):
             _fail(path, test, 'expected a mapping')
         index = refs.get('$index')
@@ -152,7 +211,7 @@ def validate(data, path='<references>', perfvars_by_test: dict | None = None) ->
             for part, node in refs.items():
                 if not isinstance(part, str) or not re.fullmatch(r'[^:\s]+(:[^:\s]+)?|\*', part):
                     _fail(path, f'{test}.{part}', "expected '<system>:<partition>' (or add an $index)")
-                _check_perfvars(path, f'{test}.{part}', node, perfvars)
+                _check_perfvars(path, f'{test}.{part}', node, perfvars, reasons, (part,))
             continue
         if not isinstance(index, list) or not index:
             _fail(path, f'{test}.$index', 'must be a non-empty list of test attributes or '
@@ -165,12 +224,13 @@ def validate(data, path='<references>', perfvars_by_test: dict | None = None) ->
                                               f'(valid specials: {", ".join(INDEX_SPECIALS)}, '
                                               '$processor.<attr>, $dev.<type>.<attr>)')
         _check_levels(path, test, {k: v for k, v in refs.items() if k != '$index'},
-                      len(index), perfvars)
+                      len(index), perfvars, reasons)
     return data
 
 
-def load(path: Path, perfvars_by_test: dict | None = None) -> dict:
-    '''Read and validate a reference file; every problem is a ReferenceFileError.'''
+def load(path: Path, perfvars_by_test=KNOWN) -> dict:
+    '''Read and validate a reference file (names against the checks' by
+    default); every problem is a ReferenceFileError.'''
     try:
         text = Path(path).read_text()
     except OSError as err:
@@ -184,6 +244,21 @@ def load(path: Path, perfvars_by_test: dict | None = None) -> dict:
 
 def reference_dir() -> Path:
     return Path(os.environ.get(REFERENCE_DIR_ENV, REFERENCE_DIR))
+
+
+def validate_directory(path: Path | None = None) -> list:
+    """Validate every ``*.yaml`` of a reference directory (default: the one a
+    run reads, reference_dir()); the files checked, sorted.  The first problem
+    is a ReferenceFileError naming file and key; a missing directory is one
+    too (a run would judge nothing)."""
+    path = Path(path) if path is not None else reference_dir()
+    if not path.is_dir():
+        raise ReferenceFileError(f'{path}: not a directory (valid: a directory of '
+                                 f'<system>.yaml reference files; {REFERENCE_DIR_ENV} selects it)')
+    files = sorted(path.glob('*.yaml'))
+    for f in files:
+        load(f)
+    return files
 
 
 @dataclass(frozen=True)

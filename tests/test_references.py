@@ -36,7 +36,8 @@ def _write(tmp_path, text):
      r't\.local:shm\.latency_8B: lower threshold 0\.1 has the wrong sign \(valid: <= 0'),
     ('t:\n  local:shm:\n    latency_8B: [10, -0.1, -0.1, us]\n',
      r'upper threshold -0\.1 has the wrong sign \(valid: >= 0'),
-    ('t:\n  local:shm:\n    latency_8B: [10, -1.5, 0.1, us]\n', r'below -1'),
+    ('t:\n  local:shm:\n    latency_8B: [10, -1.5, 0.1, us]\n',
+     r'lower threshold -1\.5 accepts -50% of the value, a broken system \(valid: -0\.5 < lower <= 0'),
     ('t:\n  local:shm:\n    latency_8B: [\'$xfail\', [10, -0.1, 0.1, us]]\n', r"\['\$xfail', 'reason'"),
     ('t:\n  $index: [mode]\n  pingpong: {latency_8B: [1, -0.1, 0.1, us]}\n  bw: 5\n',
      r't\.bw: expected a mapping of performance variable'),
@@ -50,16 +51,127 @@ def _write(tmp_path, text):
 def test_malformed_file_names_file_key_and_valid(tmp_path, text, match):
     p = _write(tmp_path, text)
     with pytest.raises(references.ReferenceFileError, match=match) as err:
-        references.load(p)
+        references.load(p, perfvars_by_test=None)       # the schema alone: test 't'
     assert str(err.value).startswith(str(p))
+
+
+P2P = 'hpcnet_p2p:\n  $index: [$partition, mpi_family, mode]\n  testbed:eth:\n    .*:\n      bw:\n'
+
+
+@pytest.mark.parametrize('entry,match', [
+    # Accepts a value of 0: a broken system passes.
+    ('bandwidth_4MiB: [117.0, -1.0, 0.05, MB/s]',
+     r"hpcnet_p2p\.testbed:eth\.\.\*\.bw\.bandwidth_4MiB: lower threshold -1\.0 accepts 0% of the "
+     r"value, a broken system \(valid: -0\.5 < lower <= 0; a metric that varies more belongs in "
+     r"\$not_asserted with its reason\)"),
+    ('bandwidth_4MiB: [117.0, -0.5, 0.05, MB/s]', r'lower threshold -0\.5 accepts 50% of the value'),
+    ('bandwidth_4MiB: [117.0, -0.9949, 0.9949, MB/s]', r'lower threshold -0\.9949 accepts 1%'),
+    ('bandwidth_4MiB: [117.0, 0.05, -0.05, MB/s]',
+     r'bw\.bandwidth_4MiB: the bounds are reversed: lower threshold 0\.05 is above upper threshold '
+     r'-0\.05 \(wrong sign; valid: -0\.5 < lower <= 0 <= upper'),
+    ('bandwidth_4MiB: [0, 2, 1, count]', r'the bounds are reversed: lower threshold 2 is above'),
+    ('bandwidth_4MiB: [117.0, null, 0.05, MB/s]',
+     r'bw\.bandwidth_4MiB: lower threshold is null \(unbounded\) without a reason: give a bound '
+     r'\(valid: -0\.5 < lower <= 0\) or name the entry in \$unbounded with why no bound is needed'),
+    ('bandwidth_4MiB: [117.0, -0.1, null, MB/s]', r'upper threshold is null \(unbounded\) without a reason'),
+    ('bandwidth_4MiB: [117.0, -0.1, .nan, MB/s]', r'upper threshold nan is not a finite number'),
+    ('bandwith_4MiB: [117.0, -0.1, 0.1, MB/s]',
+     r"bw\.bandwith_4MiB: unknown performance variable 'bandwith_4MiB': no check defines it "
+     r"\(valid: .*\(bandwidth\|efficiency\)_\(64KiB\|1MiB\|4MiB\)"),
+    ('bandwidth_4MB: [117.0, -0.1, 0.1, MB/s]', r"unknown performance variable 'bandwidth_4MB'"),
+])
+def test_a_reference_that_cannot_fail_a_broken_system_is_refused(tmp_path, entry, match):
+    p = _write(tmp_path, P2P + '        ' + entry + '\n')
+    with pytest.raises(references.ReferenceFileError, match=match) as err:
+        references.load(p)
+    assert str(err.value).startswith(f'{p}: hpcnet_p2p.testbed:eth')
+
+
+def test_a_null_bound_with_its_reason_is_valid(tmp_path):
+    p = _write(tmp_path, P2P + '        bandwidth_4MiB: [117.0, -0.1, null, MB/s]\n'
+               "$unbounded:\n  hpcnet_p2p:\n    'testbed:eth/.*/bw/bandwidth_.*': faster is no fault\n")
+    assert references.load(p)['hpcnet_p2p']['testbed:eth']['.*']['bw']['bandwidth_4MiB'][2] is None
+    # The reason must name the entry: another test's does not count.
+    p = _write(tmp_path, P2P + '        bandwidth_4MiB: [117.0, -0.1, null, MB/s]\n'
+               "$unbounded:\n  hpcnet_pairs:\n    '.*': faster is no fault\n")
+    with pytest.raises(references.ReferenceFileError, match='upper threshold is null'):
+        references.load(p)
+    p = _write(tmp_path, "$unbounded:\n  hpcnet_p2p:\n    '.*': ''\n")
+    with pytest.raises(references.ReferenceFileError,
+                       match=r'\$unbounded\.hpcnet_p2p\.\.\*: the reason must be a non-empty string'):
+        references.load(p)
+
+
+@pytest.mark.parametrize('text,match', [
+    ('hpcnet_p2pp:\n  testbed:eth:\n    latency_8B: [5, -0.1, 0.1, us]\n',
+     r"sys\.yaml: hpcnet_p2pp: unknown test class 'hpcnet_p2pp': no check defines it \(valid: "
+     r"hpcnet_collectives, hpcnet_imb, .*hpcnet_p2p, "),
+    ("$not_asserted:\n  hpcnet_p2pp:\n    '.*': typo\n",
+     r"\$not_asserted\.hpcnet_p2pp: unknown test class 'hpcnet_p2pp'"),
+])
+def test_typo_in_a_test_name_is_refused(tmp_path, text, match):
+    with pytest.raises(references.ReferenceFileError, match=match):
+        references.load(_write(tmp_path, text))
+
+
+def test_known_metrics_cover_every_check_and_the_recorded_report():
+    import ast
+    import json
+    from hpcnet import benchlib, metrics, sockets
+    known = references.known_metrics()
+    checks = Path(__file__).parent.parent / 'checks'
+    classes = set()
+    for f in checks.glob('*.py'):
+        for node in ast.parse(f.read_text()).body:
+            if isinstance(node, ast.ClassDef) and any(
+                    'simple_test' in ast.unparse(d) for d in node.decorator_list):
+                classes.add(node.name)
+    assert classes == set(known)
+    # The copies of sizes metrics.py keeps (it may not import the framework).
+    assert metrics._STREAM_PERF_SIZES == sockets.STREAM_PERF_SIZES
+    assert metrics._RR_PERF_SIZES == sockets.RR_PERF_SIZES
+    assert metrics._UDP_STREAM_PERF_SIZES == sockets.UDP_STREAM_PERF_SIZES
+    assert metrics._MSG_RATE_SIZES == benchlib.MSG_RATE_SIZES
+    report = json.loads((Path(__file__).parent / 'data' / 'reports' / 'local-run.json').read_text())
+    names = {(tc['name'].split()[0], key.split(':')[-1]) for run in report['runs']
+             for tc in run['testcases'] for key in (tc.get('perfvalues') or {})}
+    # Since the recording, the pairs check counts outliers per quantity.
+    names -= {('hpcnet_pairs', 'outlier_node_count')}
+    assert names and all(metrics.is_known(t, m) for t, m in names), \
+        sorted(n for n in names if not metrics.is_known(*n))
+
+
+def test_validate_directory_checks_the_directory_the_run_reads(tmp_path, monkeypatch):
+    (tmp_path / 'a.yaml').write_text((DATA / 'valid.yaml').read_text())
+    (tmp_path / 'b.yaml').write_text('hpcnet_iperf3:\n  x:y:\n    throughput: [100, -0.1, 0.1, MB/s]\n')
+    monkeypatch.setenv('HPCNET_REFERENCE_DIR', str(tmp_path))
+    assert references.validate_directory() == [tmp_path / 'a.yaml', tmp_path / 'b.yaml']
+    assert references.validate_directory(REFERENCE_DIR) == sorted(REFERENCE_DIR.glob('*.yaml'))
+    (tmp_path / 'c.yaml').write_text('hpcnet_iperf3:\n  x:y:\n    thruput: [100, -0.1, 0.1, MB/s]\n')
+    with pytest.raises(references.ReferenceFileError, match=r"c\.yaml: hpcnet_iperf3\.x:y\.thruput: "
+                                                         r"unknown performance variable"):
+        references.validate_directory()
+    with pytest.raises(references.ReferenceFileError, match=r'nope: not a directory \(valid: a '
+                                                         r'directory of <system>\.yaml'):
+        references.validate_directory(tmp_path / 'nope')
+
+
+def test_the_run_path_validates_names(tmp_path):
+    (tmp_path / 'sys.yaml').write_text('hpcnet_p2pp:\n  sys:eth:\n    latency_8B: [5, -0.1, 0.1, us]\n')
+    with pytest.raises(references.ReferenceFileError, match="unknown test class 'hpcnet_p2pp'"):
+        references.for_test('sys', 'hpcnet_p2p', ['$partition'], tmp_path)
+
+
 
 
 def test_unknown_test_and_perfvar_when_known(tmp_path):
     p = _write(tmp_path, 't:\n  local:shm:\n    latency_9B: [1, -0.1, 0.1, us]\n')
-    with pytest.raises(references.ReferenceFileError, match=r'unknown test \(valid: hpcnet_p2p\)'):
+    with pytest.raises(references.ReferenceFileError,
+                       match=r"unknown test class 't': no check defines it \(valid: hpcnet_p2p\)"):
         references.load(p, {'hpcnet_p2p': {'latency_8B'}})
     with pytest.raises(references.ReferenceFileError,
-                       match=r't\.local:shm\.latency_9B: unknown performance variable \(valid: latency_8B\)'):
+                       match=r"t\.local:shm\.latency_9B: unknown performance variable 'latency_9B': "
+                             r"no check defines it \(valid: latency_8B\)"):
         references.load(p, {'t': {'latency_8B'}})
 
 
@@ -69,9 +181,9 @@ def test_references_only_when_the_system_has_a_file(tmp_path):
     (tmp_path / 'sys.yaml').write_text((DATA / 'valid.yaml').read_text())
     refs = references.for_test('sys', 'hpcnet_p2p', ['$partition', 'mpi_family', 'mode'], tmp_path)
     assert refs.reference == {'$ref': str((tmp_path / 'sys.yaml').resolve())} and refs.strict
-    (tmp_path / 'bad.yaml').write_text('t: 5\n')
-    with pytest.raises(references.ReferenceFileError, match='bad.yaml: t: expected a mapping'):
-        references.for_test('bad', 't', ['$partition'], tmp_path)
+    (tmp_path / 'bad.yaml').write_text('hpcnet_p2p: 5\n')
+    with pytest.raises(references.ReferenceFileError, match='bad.yaml: hpcnet_p2p: expected a mapping'):
+        references.for_test('bad', 'hpcnet_p2p', ['$partition'], tmp_path)
 
 
 def test_index_typo_fails_naming_what_the_check_declares(tmp_path):
@@ -93,57 +205,6 @@ def test_not_asserted_entries_need_a_reason(tmp_path):
     (tmp_path / 'sys.yaml').write_text("$not_asserted:\n  hpcnet_p2p:\n    '.*': ''\n")
     with pytest.raises(references.ReferenceFileError, match='the reason must be a non-empty string'):
         references.for_test('sys', 'hpcnet_p2p', ['$partition'], tmp_path)
-
-
-def _report(values):
-    tcs = [{'name': f'hpcnet_p2p %mode={mode} /abcd', 'unique_name': 'hpcnet_p2p_0',
-            'system': 'local', 'partition': 'tcp', 'environ': env, 'result': 'pass',
-            'mode': mode, 'mpi_family': fam,
-            'reference_index': ['$partition', 'mpi_family', 'mode'],
-            'perfvalues': {f'local:tcp:{var}': [v, 0, None, None, 'us', 'pass']}}
-           for env, fam, mode, var, v in values]
-    return {'runs': [{'testcases': tcs}]}
-
-
-def test_baseline_from_report_round_trips_through_validation(tmp_path):
-    report = _report([('gcc12-openmpi4', 'openmpi', 'pingpong', 'latency_8B', 10.0),
-                      ('clang14-openmpi4', 'openmpi', 'pingpong', 'latency_8B', 12.0),
-                      ('gcc12-openmpi5', 'openmpi', 'pingpong', 'latency_8B', 30.0),
-                      ('gcc12-mpich4', 'mpich', 'pingpong', 'latency_8B', 20.0)])
-    data = baseline.document([report])
-    node = data['hpcnet_p2p']
-    # Measured per environment: Open MPI 4 and 5 (or one MPI by two
-    # compilers) are never merged into one wide reference.
-    assert node['$index'] == ['$partition', '$environ', 'mode']
-    # One sample per key: the floor.
-    assert node['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [10.0, -0.03, 0.03, 'us']
-    assert node['local:tcp']['gcc12-openmpi5']['pingpong']['latency_8B'] == [30.0, -0.03, 0.03, 'us']
-    assert node['local:tcp']['gcc12-mpich4']['pingpong']['latency_8B'] == [20.0, -0.03, 0.03, 'us']
-    # Several samples of one key (10, 11, 13): the median, and a tolerance from
-    # their spread, here 3 x robust CV = 3 x 1.4826 x MAD 1 / 11.
-    more = [_report([('gcc12-openmpi4', 'openmpi', 'pingpong', 'latency_8B', v)]) for v in (11, 13)]
-    thrice = baseline.document([report, *more])['hpcnet_p2p']
-    assert thrice['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [11.0, -0.4043,
-                                                                              0.4043, 'us']
-    prov = data[references.PROVENANCE]
-    assert prov['passed_cases'] == 4 and prov['repeats'] == 1 and prov['reframe'].startswith('4.')
-    assert set(prov['environments']) == {'gcc12-openmpi4', 'clang14-openmpi4', 'gcc12-openmpi5',
-                                         'gcc12-mpich4'}
-    p = _write(tmp_path, references.dump(data))
-    references.load(p)
-    # Failed and xfail cases never become references; nor do xfail variables.
-    report['runs'][0]['testcases'][0]['result'] = 'xfail'
-    report['runs'][0]['testcases'][1]['result'] = 'fail'
-    report['runs'][0]['testcases'][3]['perfvalues']['local:tcp:latency_8B'][5] = 'xfail'
-    node = baseline.document([report])['hpcnet_p2p']
-    assert set(node['local:tcp']) == {'gcc12-openmpi5'}
-
-
-def test_baseline_tolerance_comes_from_the_spread_never_below_the_floor():
-    steady = [100.0, 100.2, 99.9, 100.1, 100.0]
-    assert baseline.tolerance(steady) == 0.03
-    noisy = [100.0, 90.0, 110.0, 95.0, 105.0]
-    assert baseline.tolerance(noisy) == pytest.approx(max(3 * 1.4826 * 5 / 100, 1.2 * 0.1))
 
 
 def test_baseline_diff_ignores_the_provenance():

@@ -1,0 +1,284 @@
+"""Baselines: robust references from several sessions, outliers left out and
+named, a cap above which a metric is recorded but not asserted, and merging
+a baseline of a selection into an existing reference file."""
+import copy
+import json
+import random
+from pathlib import Path
+
+import pytest
+from reframe.utility.sanity import reference_bounds
+
+from hpcnet import baseline, references
+
+REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
+INDEX = ['$partition', 'mpi_family', 'mode']
+
+
+def _case(env, fam, mode, values, result='pass'):
+    return {'name': f'hpcnet_p2p %mode={mode} /abcd', 'unique_name': 'hpcnet_p2p_0',
+            'system': 'local', 'partition': 'tcp', 'environ': env, 'result': result,
+            'mode': mode, 'mpi_family': fam, 'reference_index': INDEX,
+            'perfvalues': {f'local:tcp:{var}': [v, 0, None, None, unit, 'pass']
+                           for var, (v, unit) in values.items()}}
+
+
+def _session(uuid, runs):
+    """A report of one session: ``runs`` is a list of lists of cases."""
+    return {'session_info': {'uuid': uuid},
+            'runs': [{'run_index': i, 'testcases': cases} for i, cases in enumerate(runs)]}
+
+
+def _repeats(var, unit, values, env='gcc12-openmpi4', mode='bw', uuid='s1'):
+    return _session(uuid, [[_case(env, 'openmpi', mode, {var: (v, unit)})] for v in values])
+
+
+def _leaf(doc, env='gcc12-openmpi4', mode='bw'):
+    return doc['hpcnet_p2p']['local:tcp'][env][mode]
+
+
+@pytest.mark.parametrize('var,unit,values,median', [
+    ('bandwidth_4MiB', 'MB/s', [117, 116, 118, 117, 20], 117.0),
+    ('latency_8B', 'us', [5, 5.1, 4.9, 5, 50], 5.0),
+])
+def test_one_bad_repeat_is_left_out_and_named(var, unit, values, median):
+    doc = baseline.document([_repeats(var, unit, values)])
+    value, lower, upper, u = _leaf(doc)[var]
+    # A tight reference around the good repeats (it was [117, -0.9949, 0.9949]
+    # and [5, -1.0, 10.8] with the bad repeat in).
+    assert value == median and u == unit
+    assert -0.2 < lower < 0 < upper < 0.2 and lower == -upper
+    lo, hi = reference_bounds(value, lower, upper)
+    assert all(lo <= v <= hi for v in values[:4]) and not lo <= values[4] <= hi
+    (out,) = doc[references.PROVENANCE]['left_out']
+    assert out == {'metric': f'hpcnet_p2p local:tcp/gcc12-openmpi4/bw/{var}', 'value': values[4],
+                   'session': 's1', 'run': 4}
+
+
+def test_outlier_rule_is_median_plus_minus_3_5_robust_sigma_outside_the_floor():
+    # sigma = 1.4826 x MAD 1 = 1.48: 100 +/- 5.19 stays, 106 goes.
+    assert baseline.outliers([99, 100, 101, 100, 105]) == []
+    assert baseline.outliers([99, 100, 101, 100, 106]) == [4]
+    # MAD 0: only what the floor would not accept anyway is an outlier.
+    assert baseline.outliers([100, 100, 100, 100, 102]) == []
+    assert baseline.outliers([100, 100, 100, 100, 104]) == [4]
+    # Too few samples to tell.
+    assert baseline.outliers([100, 20]) == []
+    # A sample as far out as its whole session drifted is drift, not an outlier.
+    values = [98.0, 98.9, 99.2, 98.8, 101.4, 103.3]
+    assert baseline.outliers(values) == [5]
+    assert baseline.outliers(values, sessions=['a', 'a', 'b', 'b', 'c', 'c']) == []
+
+
+def test_tolerance_rule_and_its_constants():
+    steady = [100.0, 100.2, 99.9, 100.1, 100.0]
+    assert baseline.tolerance(steady) == baseline.TOLERANCE_FLOOR == 0.03
+    noisy = [100.0, 98.0, 102.0, 99.0, 101.0]
+    k5 = baseline.prediction_factor(5)
+    assert k5 == pytest.approx(7.173 * 1.2 ** 0.5, abs=0.001)      # t(4, 0.999) x sqrt(1 + 1/5)
+    assert baseline.tolerance(noisy) == pytest.approx(k5 * 1.4826 * 1 / 100, rel=1e-4)
+    # Six sessions, each steady (+/-0.1), their medians 94-106: the drift
+    # between sessions sets it (MAD 3 of the medians), not the samples.
+    medians = [94, 97, 100, 100, 103, 106]
+    values = [m + d for m in medians for d in (-0.1, 0, 0.1, 0, 0)]
+    sessions = [s for s in 'abcdef' for _ in range(5)]
+    est = baseline.estimate(values, sessions)
+    assert est.sessions == 6 and 'of 6 session medians x 4' in est.reason
+    assert est.tolerance == pytest.approx(baseline.K_SESSIONS * 1.4826 * 3 / 100, rel=1e-4)
+    # Every kept sample of the baseline is inside its own reference.
+    assert baseline.estimate([100, 100, 100, 100, 100, 102.5]).tolerance == pytest.approx(0.0375)
+    # One sample: the floor.  A zero median (a count): absolute bounds.
+    assert baseline.tolerance([42.0]) == 0.03
+    assert baseline.estimate([0, 0, 0, 0]).tolerance == 0.03
+
+
+def test_a_metric_wider_than_the_cap_is_recorded_not_asserted():
+    sessions = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        'bandwidth_4MiB': (v, 'MB/s'), 'bandwidth_1MiB': (1000 + i, 'MB/s')})]])
+        for i, v in enumerate([100, 140, 70, 120, 85])]
+    doc = baseline.document(sessions)
+    leaf = _leaf(doc)
+    assert 'bandwidth_4MiB' not in leaf and leaf['bandwidth_1MiB'][0] == 1002.0
+    ((pattern, reason),) = doc[references.NOT_ASSERTED]['hpcnet_p2p'].items()
+    assert pattern == r'local:tcp/gcc12-openmpi4/bw/bandwidth_4MiB'
+    assert reason.startswith('baseline spread: needs +/-') and 'above the 40% cap: recorded and ' \
+        'compared, not asserted' in reason and 'robust CV' in reason
+    assert doc[references.PROVENANCE]['not_asserted'] == 1
+    # Every bound written stays inside what validation accepts.
+    references.validate(json.loads(json.dumps(doc)), 'baseline.yaml')
+    # testlib's not-asserted lookup finds it by the case's path.
+    refs = references.TestReferences(Path('x'), {}, True, tuple(
+        doc[references.NOT_ASSERTED]['hpcnet_p2p'].items()))
+    assert refs.not_asserted_reason('local:tcp/gcc12-openmpi4/bw/bandwidth_4MiB') == reason
+    assert refs.not_asserted_reason('local:tcp/gcc12-openmpi5/bw/bandwidth_4MiB') is None
+
+
+def _perturbed(report, uuid, drift, noise, seed, runs=1):
+    """``report`` as another session: every value x (1 + drift), each run
+    with its own noise (uniform within +/- noise)."""
+    rng = random.Random(seed)
+    out = {'session_info': {'uuid': uuid}, 'runs': []}
+    for r in range(runs):
+        run = copy.deepcopy(report['runs'][0])
+        run['run_index'] = r
+        for tc in run['testcases']:
+            # The recording predates the pairs check's outlier_node_count
+            # split into bandwidth_/latency_outlier_nodes.
+            tc.get('perfvalues', {}).pop(f'{tc["system"]}:{tc["partition"]}:outlier_node_count', None)
+            for val in (tc.get('perfvalues') or {}).values():
+                if val[0] is not None:
+                    val[0] = val[0] * (1 + drift) * (1 + rng.uniform(-noise, noise))
+        out['runs'].append(run)
+    return out
+
+
+def test_a_clean_session_right_after_the_baseline_passes_it():
+    """A/A through the reference gate: a baseline of three sessions of two
+    runs of the recorded local run, each session drifted (+/-2 %) and each
+    run noisy (+/-1.5 %), then a fourth session drifted within what the
+    baseline saw: every value of it lies within its reference or is a
+    not-asserted metric, as ReFrame computes the bounds."""
+    real = json.loads(REPORT.read_text())
+    base = [_perturbed(real, f'base{i}', d, 0.015, i, runs=2)
+            for i, d in enumerate((-0.02, 0.0, 0.02))]
+    doc = baseline.document(base)
+    references.validate(json.loads(json.dumps(doc)), 'local.yaml')
+    after = _perturbed(real, 'after', 0.015, 0.015, 99, runs=3)
+    checked = 0
+    for tc in baseline.judged_cases([after]):
+        cls = tc['name'].split()[0]
+        index, keys = baseline.index_keys(tc)
+        not_asserted = (doc.get(references.NOT_ASSERTED) or {}).get(cls, {})
+        for var, value, _ in baseline.perf_samples(tc):
+            path = '/'.join((*keys, var))
+            node = doc.get(cls)
+            for k in keys:
+                node = (node or {}).get(k)
+            ref = (node or {}).get(var)
+            if ref is None:
+                assert any(__import__('re').fullmatch(p, path) for p in not_asserted), path
+                continue
+            lo, hi = reference_bounds(ref[0], ref[1], ref[2])
+            assert lo <= value <= hi, (cls, path, value, ref)
+            checked += 1
+    assert checked > 100
+    # Halved bandwidths fail the same references.
+    broken = _perturbed(real, 'broken', 0.0, 0.0, 1)
+    halved = [(ref, v * 0.5) for tc in baseline.judged_cases([broken])
+              for var, v, _ in baseline.perf_samples(tc) if var.startswith('bandwidth_')
+              for ref in [_ref_of(doc, tc, var)] if ref]
+    assert halved and all(not reference_bounds(r[0], r[1], r[2])[0] <= v for r, v in halved)
+
+
+def _ref_of(doc, tc, var):
+    _, keys = baseline.index_keys(tc)
+    node = doc.get(tc['name'].split()[0])
+    for k in keys:
+        node = (node or {}).get(k)
+    return (node or {}).get(var)
+
+
+def test_round_trip_per_environment_and_failed_cases_left_out(tmp_path):
+    report = _session('s1', [[
+        _case('gcc12-openmpi4', 'openmpi', 'pingpong', {'latency_8B': (10.0, 'us')}),
+        _case('clang14-openmpi4', 'openmpi', 'pingpong', {'latency_8B': (12.0, 'us')}),
+        _case('gcc12-mpich4', 'mpich', 'pingpong', {'latency_8B': (20.0, 'us')}),
+        _case('gcc12-openmpi5', 'openmpi', 'pingpong', {'latency_8B': (30.0, 'us')}, 'fail')]])
+    doc = baseline.document([report])
+    node = doc['hpcnet_p2p']
+    # Measured per environment: Open MPI 4 and 5 (or one MPI by two
+    # compilers) are never merged into one wide reference.
+    assert node['$index'] == ['$partition', '$environ', 'mode']
+    assert node['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [10.0, -0.03, 0.03, 'us']
+    assert set(node['local:tcp']) == {'gcc12-openmpi4', 'clang14-openmpi4', 'gcc12-mpich4'}
+    prov = doc[references.PROVENANCE]
+    assert prov['passed_cases'] == 3 and prov['repeats'] == 1 and prov['reframe'].startswith('4.')
+    assert prov['sessions'] == ['s1'] and 'one session' in prov['note']
+    assert prov['updated']['hpcnet_p2p']['$index'] == ['$partition', '$environ', 'mode']
+    p = tmp_path / 'local.yaml'
+    p.write_text(references.dump(doc))
+    references.load(p)
+
+
+def _doc(*cases, uuid='new'):
+    return baseline.document([_session(uuid, [list(cases)] * 5)])
+
+
+def test_merge_replaces_only_what_the_baseline_measured():
+    existing = {
+        references.PROVENANCE: {'date': 'old', 'sessions': ['old'], 'updated': {
+            'hpcnet_p2p': {'$index': ['$partition', '$environ', 'mode'],
+                           'cases': ['local:tcp/gcc12-openmpi4/bw', 'local:tcp/gcc12-mpich4/bw']}}},
+        'hpcnet_p2p': {'$index': ['$partition', '$environ', 'mode'], 'local:tcp': {
+            'gcc12-openmpi4': {'bw': {'bandwidth_4MiB': [900.0, -0.1, 0.1, 'MB/s']}},
+            'gcc12-mpich4': {'bw': {'bandwidth_4MiB': [800.0, -0.1, 0.1, 'MB/s']}}},
+            'local:shm': {'.*': {'bw': {'bandwidth_4MiB': [5000.0, -0.1, 0.1, 'MB/s']}}}},
+        'hpcnet_iperf3': {'local:tcp': {'throughput': [1000.0, -0.1, 0.1, 'MB/s']}},
+        references.NOT_ASSERTED: {
+            'hpcnet_p2p': {'local:tcp/.*/latency_.*': "the site's own reason",
+                           'local:tcp/gcc12-openmpi4/bw/bandwidth_1MiB': 'baseline spread: old',
+                           'local:tcp/gcc12-mpich4/bw/bandwidth_1MiB': 'baseline spread: old'},
+            'hpcnet_sockets': {'.*': 'not under test'}},
+    }
+    new = _doc(_case('gcc12-openmpi4', 'openmpi', 'bw', {'bandwidth_4MiB': (1000.0, 'MB/s'),
+                                                         'bandwidth_1MiB': (990.0, 'MB/s'),
+                                                         'latency_8B': (5.0, 'us')}))
+    merged = baseline.merge(existing, new)
+    p2p = merged['hpcnet_p2p']
+    assert p2p['local:tcp']['gcc12-openmpi4']['bw']['bandwidth_4MiB'] == [1000.0, -0.03, 0.03, 'MB/s']
+    assert p2p['local:tcp']['gcc12-mpich4'] == existing['hpcnet_p2p']['local:tcp']['gcc12-mpich4']
+    assert p2p['local:shm'] == existing['hpcnet_p2p']['local:shm']
+    assert merged['hpcnet_iperf3'] == existing['hpcnet_iperf3']
+    na = merged[references.NOT_ASSERTED]
+    assert na['hpcnet_sockets'] == {'.*': 'not under test'}
+    # The site's reason stands; the old baseline's reason for what was
+    # measured again is gone (now a reference), the one for an entry not
+    # measured stays.
+    assert p2p['local:tcp']['gcc12-openmpi4']['bw']['bandwidth_1MiB'][0] == 990.0
+    assert na['hpcnet_p2p'] == {'local:tcp/.*/latency_.*': "the site's own reason",
+                                'local:tcp/gcc12-mpich4/bw/bandwidth_1MiB': 'baseline spread: old'}
+    prov = merged[references.PROVENANCE]
+    assert prov['sessions'] == ['new']
+    assert prov['updated'] == {'hpcnet_p2p': {'$index': ['$partition', '$environ', 'mode'],
+                                              'cases': ['local:tcp/gcc12-openmpi4/bw']}}
+    assert prov['kept'] == {'hpcnet_p2p': '2 entries', 'hpcnet_iperf3': 'all entries'}
+    (old,) = prov['earlier']
+    assert old['date'] == 'old' and old['updated']['hpcnet_p2p']['cases'] == \
+        ['local:tcp/gcc12-mpich4/bw']
+    references.validate(json.loads(json.dumps(merged)), 'merged.yaml')
+    # Merging again: the older block, now without entries, is dropped.
+    again = baseline.merge(merged, _doc(_case('gcc12-mpich4', 'mpich', 'bw', {
+        'bandwidth_4MiB': (850.0, 'MB/s')}), uuid='third'))
+    assert [b['sessions'] for b in again[references.PROVENANCE]['earlier']] == [['new']]
+    # Into an empty or missing file: the baseline itself.
+    assert baseline.merge({}, new) == new and baseline.merge(None, new) == new
+
+
+def test_merge_replaces_a_test_whose_index_differs_and_says_so():
+    existing = {'hpcnet_p2p': {'$index': ['$partition', 'mpi_family', 'mode'], 'local:tcp': {
+        '.*': {'bw': {'bandwidth_4MiB': [117.7, -0.1, 0.02, 'MB/s']}}}},
+        references.NOT_ASSERTED: {'hpcnet_p2p': {'local:tcp/.*/.*/latency_.*': "host's"}}}
+    new = _doc(_case('gcc12-openmpi4', 'openmpi', 'bw', {'bandwidth_4MiB': (1000.0, 'MB/s')}))
+    merged = baseline.merge(existing, new)
+    assert merged['hpcnet_p2p'] == new['hpcnet_p2p']
+    assert merged[references.NOT_ASSERTED] == existing[references.NOT_ASSERTED]
+    prov = merged[references.PROVENANCE]
+    assert prov['replaced']['hpcnet_p2p'].startswith(
+        "$index ['$partition', 'mpi_family', 'mode'] -> ['$partition', '$environ', 'mode']")
+    assert 'kept' not in prov and 'earlier' not in prov
+
+
+def test_the_shipped_testbed_file_keeps_everything_outside_a_selection():
+    testbed = references.load(references.REFERENCE_DIR / 'testbed.yaml')
+    new = baseline.document([_session('tb', [[{
+        'name': 'hpcnet_iperf3 /abcd', 'system': 'testbed', 'partition': 'eth', 'environ': 'builtin',
+        'result': 'pass', 'reference_index': ['$partition'],
+        'perfvalues': {'testbed:eth:throughput': [117.0, 0, None, None, 'MB/s', 'pass']}}]] * 3)])
+    merged = baseline.merge(testbed, new)
+    assert merged['hpcnet_iperf3']['testbed:eth']['throughput'][0] == 117.0
+    assert merged['hpcnet_iperf3']['testbed:eth']['efficiency'] == \
+        testbed['hpcnet_iperf3']['testbed:eth']['efficiency']
+    for test in ('hpcnet_p2p', 'hpcnet_sockets', 'hpcnet_pairs', 'hpcnet_imb', 'hpcnet_preflight'):
+        assert merged[test] == testbed[test]
+    assert merged[references.NOT_ASSERTED] == testbed[references.NOT_ASSERTED]
+    references.validate(json.loads(json.dumps(merged)), 'testbed.yaml')
