@@ -1,5 +1,5 @@
 """Make an Lmod module tree of this machine's compilers and MPIs with
-EasyBuild (hpcnet.modules.build_tree: easybuild/site-modules/ for Debian's
+EasyBuild (hpcnet.moduletree.build_tree: easybuild/site-modules/ for Debian's
 Open MPI and MPICH and their gompi/gmpich toolchains, plus one module per
 PyPI MPI prefix of `hpcnet install-stacks`), then list the environments
 hpcnet makes of it.
@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from hpcnet import modules, stacks
+from hpcnet import moduletree, modules, stacks
 
 
 def main() -> int:
@@ -27,7 +27,7 @@ def main() -> int:
                         help='only the Debian MPIs, no modules of the PyPI prefixes')
     args = parser.parse_args()
     try:
-        tree = modules.build_tree(Path(args.directory), prefixes=not args.no_prefixes)
+        tree = moduletree.build_tree(Path(args.directory), prefixes=not args.no_prefixes)
     except stacks.StackError as err:
         print(f'build_module_tree: {err}', file=sys.stderr)
         return 1

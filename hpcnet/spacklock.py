@@ -23,8 +23,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Spack package names of the MPIs the suite knows (hpcnet.stacks families).
-MPI_PACKAGES = ('openmpi', 'mpich', 'mvapich2', 'mvapich', 'intel-oneapi-mpi', 'intel-mpi')
+# The Spack packages of the MPIs the suite knows: each family's spack_packages.
+from hpcnet.mpi import environment_label, spack_family, spack_packages
+
 BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
 LOCKFILE_VERSIONS = (5, 6)
 
@@ -87,7 +88,7 @@ def _compiler_of(node: dict, specs: dict) -> SpackCompiler | None:
 def _mpi_dependency(node: dict) -> str | None:
     for dep in node.get('dependencies') or []:
         if 'mpi' in (dep.get('parameters') or {}).get('virtuals', []) \
-                or dep.get('name') in MPI_PACKAGES:
+                or dep.get('name') in spack_packages():
             return dep['hash']
     return None
 
@@ -134,14 +135,14 @@ def matrix(path: Path, install_tree: Path | None = None) -> list:
         return mpis[hash_]
 
     for hash_, node in specs.items():
-        if node.get('name') in MPI_PACKAGES:
+        if node.get('name') in spack_packages():
             entry = mpi(hash_)
             own = _compiler_of(node, specs)
             if own is not None:
                 entry.compilers.add(own)
     for hash_, node in specs.items():
         mpi_hash = _mpi_dependency(node)
-        if mpi_hash is None or node.get('name') in MPI_PACKAGES:
+        if mpi_hash is None or node.get('name') in spack_packages():
             continue
         entry = mpi(mpi_hash)
         compiler = _compiler_of(node, specs)
@@ -156,18 +157,11 @@ def matrix(path: Path, install_tree: Path | None = None) -> list:
 def environment_names(locked: list) -> dict:
     """(MPI hash, compiler) -> environment name.  Builds that share compiler
     and MPI major get the MPI's short hash: gcc12-openmpi4-g5o6l6i."""
-    from hpcnet.stacks import Labelled, SPACK_MPI_PACKAGES
-
-    @dataclass(frozen=True)
-    class _Label(Labelled):
-        family: str
-        version: str
-
     names = {}
     for m in locked:
-        family = SPACK_MPI_PACKAGES.get(m.name, m.name)
+        family = spack_family(m.name) or m.name
         for c in m.compilers:
-            base = f'{_Label(c.name, c.version).label}-{_Label(family, m.version).label}'
+            base = f'{environment_label(c.name, c.version)}-{environment_label(family, m.version)}'
             names[(m.hash, c)] = base
     counts: dict = {}
     for name in names.values():

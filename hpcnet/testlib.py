@@ -27,7 +27,8 @@ from reframe.core.exceptions import PerformanceError, SanityError
 from hpcnet import linkstats, preflight, references, sanity
 from hpcnet.constants import (FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
                               Fabric, Feature, PartitionFeature, Scale)
-from hpcnet.model import Partition, Stack, start_env
+from hpcnet.model import Partition, Stack
+from hpcnet.mpi import start_env
 from hpcnet.stacks import BUILTIN_ENV
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output

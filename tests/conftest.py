@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import modules, stacks
+from hpcnet import moduletree, modules, stacks
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR
 
@@ -142,7 +142,7 @@ def perf(case):
 
 
 #: Marker the checks put on a failure caused by a stack's known defect
-#: (hpcnet.stacks.KNOWN_ISSUES), e.g. Debian MPICH 4.0.2 hanging in MPI_Finalize.
+#: (its family's known_issues in hpcnet.mpi), e.g. Debian MPICH 4.0.2 hanging in MPI_Finalize.
 KNOWN_ISSUE = '[known issue: '
 #: How many cases of one session a known defect may fail, even after the retry.
 KNOWN_ISSUE_BUDGET = 2
@@ -182,7 +182,7 @@ def running_testbed(name: str):
 def easybuild_tree(tmp_path_factory):
     if modules.lmod_command() is None:
         pytest.skip('Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
-    tree = modules.build_tree(tmp_path_factory.mktemp('easybuild'))
+    tree = moduletree.build_tree(tmp_path_factory.mktemp('easybuild'))
     print(f'EasyBuild made {len(tree.easyconfigs)} modules in {tree.seconds:.1f} s: '
           f'{tree.modulepath}')
     return tree

@@ -26,9 +26,10 @@ import pytest
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import benchlib, sanity, stacks
+from hpcnet import benchlib, mpi, sanity, stacks
 from hpcnet.benchlib import ImbBenchmark, OsuProgram
-from hpcnet.constants import CHECKS_DIR, MpiFamily
+from hpcnet.constants import CHECKS_DIR
+from hpcnet.mpi import MpiFamily
 from hpcnet.model import Stack
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.errors import BenchmarkOutputError, RowNotFound
@@ -198,7 +199,7 @@ def test_library_and_hosts_are_measured_in_every_rank():
             'hpcnet-mpi-library: 0 vm Intel(R) MPI Library 2021.19.0 for Linux* OS\n'
             'hpcnet-mpi-library: 1 cn2 Intel(R) MPI Library 2021.19.0 for Linux* OS\n')
     lib, hosts = benchlib.measured_library(text, 2)
-    assert stacks.library_family(lib) == (MpiFamily.IMPI, '2021.19.0')
+    assert mpi.library_family(lib) == (MpiFamily.IMPI, '2021.19.0')
     assert hosts == {0: 'vm', 1: 'cn2'}
     with pytest.raises(SanityError, match=r'the MPI probe reported ranks \[0\], expected 0..1'):
         benchlib.measured_library(text.splitlines()[1] + '\n', 2)
@@ -405,7 +406,7 @@ def fake_osu(tmp_path_factory):
     # environment name first: wrap an MPI from another source.
     candidates = sorted({e.mpi.label: e.mpi for e in found.environments
                          if e.mpi.candidate.source != 'debian'}.values(),
-                        key=lambda m: MpiFamily.ALL.index(m.family))
+                        key=lambda m: mpi.family_names().index(m.family))
     if not candidates:
         pytest.skip('no MPI outside Debian\'s to wrap in a fake OSU prefix (run `make stacks`); '
                     f'found: {", ".join(e.name for e in found.environments) or "none"}')
@@ -463,7 +464,7 @@ def test_osu_checks_parse_real_outputs(tmp_path, fake_osu):
             assert c['osu_version'] == '7.4'
             assert c['tool_path'].startswith(str(prefix))
             # Measured inside the ranks (src/mpiprobe.c), not copied.
-            assert stacks.library_family(c['mpi_library'])[0] == c['mpi_family']
+            assert mpi.library_family(c['mpi_library'])[0] == c['mpi_family']
     # What the checks asked OMB for.
     calls = (prefix / 'calls.log').read_text().splitlines()
     for program in faked:

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import fabric_settings
 
-from hpcnet import model
+from hpcnet import model, mpi
 
 DATA = Path(__file__).parent / 'data' / 'transport' / 'rdma'
 EXTRAS = {'iface': 'eth0', 'rdma_device': 'mlx5_0'}
@@ -86,12 +86,12 @@ def test_every_recording_is_documented_and_tested():
 @pytest.mark.parametrize('name', PARSED)
 def test_parser_reads_the_recorded_report(name):
     parser, expected = PARSED[name]
-    assert model.TRANSPORT_PARSERS[parser](recorded(name)) == expected
+    assert mpi.transport_parser(parser).transports(recorded(name)) == expected
 
 
 def test_impi_mlx_provider_runs_on_ucx():
     # The same Intel MPI run shows UCX endpoint lines under "libfabric provider: mlx".
-    assert model.TRANSPORT_PARSERS['ucx'](recorded('ucx6658-impi2021-mlx.txt')) == {'dc_mlx5'}
+    assert mpi.transport_parser('ucx').transports(recorded('ucx6658-impi2021-mlx.txt')) == {'dc_mlx5'}
 
 
 @pytest.mark.parametrize('name,profile,fabric', PROVEN)

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 from conftest import REFRAME, run_reframe
 
-from hpcnet import stacks
+from hpcnet import sources, stacks
 from hpcnet.constants import PROJECT_ROOT, STATE_DIR_ENV, Fabric, P2PMode
 
 pytestmark = pytest.mark.integration
@@ -31,7 +31,7 @@ def fresh_machine(tmp_path):
         pytest.skip('needs root and unshare(1): the fresh machine is a mount namespace '
                     'with overlays hiding the Debian packages')
     pypi = stacks.pypi_root(stacks.state_dir())
-    missing = [name for name in stacks.PYPI_STACKS if not (pypi / name / 'bin').is_dir()]
+    missing = [e.name for e in sources.pypi_stacks() if not (pypi / e.name / 'bin').is_dir()]
     if missing:
         pytest.fail(f'PyPI MPI stacks {missing} are not installed under {pypi}: run `make stacks`')
     state = tmp_path / 'state'

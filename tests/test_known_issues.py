@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import sanity, stacks
-from hpcnet.constants import SRC_DIR, MpiFamily
-from hpcnet.model import ConfigError, Stack
+from hpcnet import mpi, sanity
+from hpcnet.constants import SRC_DIR
+from hpcnet.mpi import MpiFamily
+from hpcnet.model import Stack
 from hpcnet.testlib import MpiBenchmark, NetworkRun
 
 DATA = Path(__file__).parent / 'data'
@@ -44,10 +45,10 @@ WATCHDOG_LINE = _recorded_watchdog_line()
 
 OPENMPI5 = Stack(environ='gcc12-openmpi5', mpi_family=MpiFamily.OPENMPI,
                  mpi_profile=MpiFamily.OPENMPI, mpi_version='5.0.11',
-                 known_issue=stacks.known_issue(MpiFamily.OPENMPI, '5.0.11', None).name)
+                 known_issue=mpi.known_issue(MpiFamily.OPENMPI, '5.0.11', None).name)
 MPICH4_UCX = Stack(environ='gcc12-mpich4', mpi_family=MpiFamily.MPICH, mpi_profile='mpich-ucx',
                    mpi_version='4.0.2',
-                   known_issue=stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx').name)
+                   known_issue=mpi.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx').name)
 
 
 def _note(stdout: str, stderr: str, stack: Stack) -> str:
@@ -58,7 +59,7 @@ def _is_known(stdout: str, stderr: str, stack: Stack) -> bool:
     note = _note(stdout, stderr, stack)
     if note:
         # The marker hpcnet run's retry and tests/conftest.py look for.
-        issue = stacks.known_issue_named(stack.known_issue)
+        issue = mpi.known_issue_named(stack.known_issue)
         assert note == f' {sanity.KNOWN_ISSUE_MARKER}{issue.describe()}]', note
     return bool(note)
 
@@ -91,8 +92,8 @@ def test_the_signature_is_the_kernels_own_watchdog_message():
     template = ''.join(re.findall(r'"((?:[^"\\]|\\.)*)"', call)).replace('\\n', '')
     assert template.count('%u') == 1
     for seconds in ('5', '20', '3600'):
-        assert re.fullmatch(stacks.FINALIZE_WATCHDOG_LINE, template.replace('%u', seconds))
-    assert not re.fullmatch(stacks.FINALIZE_WATCHDOG_LINE,
+        assert re.fullmatch(mpi.FINALIZE_WATCHDOG_LINE, template.replace('%u', seconds))
+    assert not re.fullmatch(mpi.FINALIZE_WATCHDOG_LINE,
                             'error: MPI_Finalize did not return within 20 s')
 
 
@@ -204,7 +205,7 @@ def test_watchdog_message_beside_another_kernel_error_is_not_matched():
     (MpiFamily.MVAPICH2, '4.0.2', None),
 ])
 def test_right_symptom_in_another_stack_is_not_matched(family, version, layer):
-    assert stacks.known_issue(family, version, layer) is None
+    assert mpi.known_issue(family, version, layer) is None
     stack = Stack(environ='e', mpi_family=family, mpi_profile=family, mpi_version=version)
     assert not _is_known('', INIT_CRASH, stack)
     assert not _is_known(P2P_STDOUT, WATCHDOG_LINE + '\n', stack)
@@ -219,30 +220,30 @@ def test_each_signature_is_its_own_familys():
 # --- the table ------------------------------------------------------------------
 
 def test_release_series_and_exact_versions():
-    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.11', None).name == 'openmpi-5.0-init-crash'
-    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.3', None).phase == stacks.Phase.INIT
-    issue = stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx')
-    assert (issue.name, issue.phase) == ('mpich-4.0.2-ucx-finalize-hang', stacks.Phase.FINALIZE)
+    assert mpi.known_issue(MpiFamily.OPENMPI, '5.0.11', None).name == 'openmpi-5.0-init-crash'
+    assert mpi.known_issue(MpiFamily.OPENMPI, '5.0.3', None).phase == mpi.Phase.INIT
+    issue = mpi.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx')
+    assert (issue.name, issue.phase) == ('mpich-4.0.2-ucx-finalize-hang', mpi.Phase.FINALIZE)
 
 
 def test_the_table_is_consistent():
-    names = [issue.name for issue in stacks.KNOWN_ISSUES]
+    names = [issue.name for issue in mpi.known_issues()]
     assert len(names) == len(set(names))
-    assert all(stacks.known_issue_named(name).name == name for name in names)
-    with pytest.raises(ConfigError, match=r"known issue 'MPI_Finalize' is not in "
-                                          r'hpcnet.stacks.KNOWN_ISSUES \(valid: mpich-4.0.2'):
-        stacks.known_issue_named('MPI_Finalize')
+    assert all(mpi.known_issue_named(name).name == name for name in names)
+    with pytest.raises(mpi.RegistryError, match=r"known issue 'MPI_Finalize' is not in the "
+                                                r'MPI registry \(hpcnet.mpi; valid: openmpi-5.0'):
+        mpi.known_issue_named('MPI_Finalize')
 
 
 def test_a_signature_must_name_its_evidence():
     common = dict(name='x', family=MpiFamily.MPICH, version_series='4.1', layer=None,
                   explanation='e', upstream='u')
     with pytest.raises(ValueError, match='phase alone matches too much'):
-        stacks.KnownIssue(phase=stacks.Phase.INIT, **common)
+        mpi.KnownIssue(phase=mpi.Phase.INIT, **common)
     with pytest.raises(ValueError, match='needs the required_line'):
-        stacks.KnownIssue(phase=stacks.Phase.FINALIZE, required_frames=('f',), **common)
+        mpi.KnownIssue(phase=mpi.Phase.FINALIZE, required_frames=('f',), **common)
     with pytest.raises(ValueError, match=r"phase 'run'"):
-        stacks.KnownIssue(phase='run', required_line='x', **common)
+        mpi.KnownIssue(phase='run', required_line='x', **common)
 
 
 def test_the_environment_carries_the_issue_by_name():

@@ -5,14 +5,16 @@ EasyBuild-made tree of this machine's MPIs that runs the p2p check through
 `module load` in the job."""
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from conftest import env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import modules, stacks
-from hpcnet.constants import MpiFamily, PROJECT_ROOT
+from hpcnet import moduletree, modules, stacks
+from hpcnet.constants import PROJECT_ROOT
+from hpcnet.mpi import MpiFamily
 
 DATA = Path(__file__).parent / 'data' / 'modules'
 LMOD = modules.lmod_command()
@@ -166,7 +168,7 @@ def test_prefix_easyconfig():
         label='pypi-impi', source='pypi', wrapper='/p/impi/bin/mpicc', bindir='/p/impi/bin',
         prefix='/p/impi', env_vars=(('LD_LIBRARY_PATH', '/p/impi/lib:$LD_LIBRARY_PATH'),
                                     ('I_MPI_ROOT', '/p/impi')))
-    name, text = modules.prefix_easyconfig(cand, MpiFamily.IMPI, '2021.19.0')
+    name, text = moduletree.prefix_easyconfig(cand, MpiFamily.IMPI, '2021.19.0')
     assert name == 'impi-2021.19.0-GCC-system.eb'
     assert "modextrapaths = {'PATH': ['/p/impi/bin'], 'LD_LIBRARY_PATH': ['/p/impi/lib']}" in text
     assert "modextravars = {'I_MPI_ROOT': '/p/impi'}" in text
@@ -281,8 +283,8 @@ def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     assert sorted(envs) == ['gcc99-MPICH-9_1_2', 'gcc99-gompi-2099a'], found.rejected
     # The module that gives the machine's mpicc (if any): not Intel MPI.
     assert [why for what, why in found.rejected if what == 'module-impi/0.1-nompicc'] in (
-        [], [f'expected impi but {stacks.shutil.which("mpicc")} builds against openmpi'],
-        [f'expected impi but {stacks.shutil.which("mpicc")} builds against mpich'])
+        [], [f'expected impi but {shutil.which("mpicc")} builds against openmpi'],
+        [f'expected impi but {shutil.which("mpicc")} builds against mpich'])
     gompi = envs['gcc99-gompi-2099a']
     assert {'osu', 'imb', 'openmpi', 'primary'} <= set(gompi.features)
     assert dict(gompi.mpi.tools)['osu_latency'].startswith(str(fake_tree['osu']))

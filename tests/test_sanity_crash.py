@@ -6,8 +6,8 @@ Open MPI 5.0.11 crashing in MPI_Init on the testbed (open-mpi/ompi#12495).
 """
 from pathlib import Path
 
-from hpcnet import sanity, stacks
-from hpcnet.constants import MpiFamily
+from hpcnet import mpi, sanity
+from hpcnet.mpi import MpiFamily
 from hpcnet.model import Stack
 
 CRASH = (Path(__file__).parent / 'data' / 'samples' /
@@ -15,7 +15,7 @@ CRASH = (Path(__file__).parent / 'data' / 'samples' /
 
 
 def _stack(family, version, layer=None):
-    issue = stacks.known_issue(family, version, layer)
+    issue = mpi.known_issue(family, version, layer)
     return Stack(environ='e', mpi_family=family, mpi_profile=family, mpi_version=version,
                  known_issue=issue.name if issue else '')
 
@@ -31,15 +31,15 @@ def test_crash_functions_are_the_named_frames_innermost_first():
 
 def test_known_issue_by_release_series():
     # '5.0' holds every 5.0.x, not 5.1 or 4.1.
-    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.11', None).required_frames == \
+    assert mpi.known_issue(MpiFamily.OPENMPI, '5.0.11', None).required_frames == \
         ('mca_pml_ob1_recv_frag_callback_match', 'ompi_mpi_init')
-    assert stacks.known_issue(MpiFamily.OPENMPI, '5.0.3', None)
+    assert mpi.known_issue(MpiFamily.OPENMPI, '5.0.3', None)
     for version in ('5.1.0', '4.1.4', '5.01'):
-        assert stacks.known_issue(MpiFamily.OPENMPI, version, None) is None, version
+        assert mpi.known_issue(MpiFamily.OPENMPI, version, None) is None, version
     # An exact version stays exact, and the transport layer is part of the key.
-    assert stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx').phase == stacks.Phase.FINALIZE
-    assert stacks.known_issue(MpiFamily.MPICH, '4.0.2', 'ofi') is None
-    assert stacks.known_issue(MpiFamily.MPICH, '4.0.20', 'ucx') is None
+    assert mpi.known_issue(MpiFamily.MPICH, '4.0.2', 'ucx').phase == mpi.Phase.FINALIZE
+    assert mpi.known_issue(MpiFamily.MPICH, '4.0.2', 'ofi') is None
+    assert mpi.known_issue(MpiFamily.MPICH, '4.0.20', 'ucx') is None
 
 
 def test_the_crash_is_known_for_open_mpi_5_only():

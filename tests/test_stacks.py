@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import stacks
-from hpcnet.constants import MpiFamily
+from hpcnet import mpi, stacks
+from hpcnet.mpi import MpiFamily
 
 CC = shutil.which('cc') or shutil.which('gcc')
 pytestmark = pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
@@ -192,11 +192,11 @@ def test_compilers_are_deduplicated_by_family_and_major(tmp_path):
 
 
 def test_library_family_patterns():
-    assert stacks.library_family('Open MPI v4.1.4, package: Debian') == ('openmpi', '4.1.4')
-    assert stacks.library_family('MPICH Version:\t4.0.2\nMPICH Release') == ('mpich', '4.0.2')
-    assert stacks.library_family('Intel(R) MPI Library 2021.19.0 for Linux* OS') == ('impi', '2021.19.0')
-    assert stacks.library_family('MVAPICH2 Version      :\t2.3.7') == ('mvapich2', '2.3.7')
-    assert stacks.library_family('SomeOtherMPI 1.0') is None
+    assert mpi.library_family('Open MPI v4.1.4, package: Debian') == ('openmpi', '4.1.4')
+    assert mpi.library_family('MPICH Version:\t4.0.2\nMPICH Release') == ('mpich', '4.0.2')
+    assert mpi.library_family('Intel(R) MPI Library 2021.19.0 for Linux* OS') == ('impi', '2021.19.0')
+    assert mpi.library_family('MVAPICH2 Version      :\t2.3.7') == ('mvapich2', '2.3.7')
+    assert mpi.library_family('SomeOtherMPI 1.0') is None
 
 
 def test_bad_prefix_variable_names_the_variable(tmp_path, monkeypatch):

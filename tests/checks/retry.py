@@ -7,7 +7,7 @@ import reframe as rfm
 
 from hpcnet.testlib import MpiBenchmark
 
-#: The watchdog's whole line (hpcnet.stacks.FINALIZE_WATCHDOG_LINE).
+#: The watchdog's whole line (hpcnet.mpi.FINALIZE_WATCHDOG_LINE).
 FINALIZE_HANG = ('MPI_Finalize did not return within 20 s (the results above are complete: '
                  'the MPI library hangs in finalize)')
 

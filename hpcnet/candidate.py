@@ -1,0 +1,102 @@
+"""An MPI found by a source and not yet proven to work (:class:`MpiCandidate`),
+with what sources and the probe share: the state directory, the error users
+are told about, running a command, the benchmark programs of a prefix.
+
+Below the sources (hpcnet.sources, hpcnet.modules), the probe (hpcnet.probe)
+and discovery (hpcnet.stacks): it imports none of them.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcnet import mpi
+from hpcnet.constants import DEFAULT_STATE_DIR, STATE_DIR_ENV
+
+#: Every benchmark program looked up next to an MPI's launcher.
+KNOWN_TOOLS = ('IMB-MPI1', 'IMB-NBC', 'IMB-RMA', 'IMB-P2P',
+               'osu_latency', 'osu_bw', 'osu_bibw', 'osu_mbw_mr', 'osu_multi_lat',
+               'osu_allreduce', 'osu_alltoall', 'osu_allgather', 'osu_bcast',
+               'osu_reduce', 'osu_gather', 'osu_reduce_scatter')
+
+#: Subdirectories of a prefix where benchmark programs are installed (Spack
+#: and EasyBuild put OSU under libexec).
+TOOL_SUBDIRS = ('bin',
+                'libexec/osu-micro-benchmarks/mpi/pt2pt',
+                'libexec/osu-micro-benchmarks/mpi/collective')
+
+
+def state_dir() -> Path:
+    '''The directory for everything runs create (git-ignored).'''
+    return Path(os.environ.get(STATE_DIR_ENV, DEFAULT_STATE_DIR))
+
+
+class StackError(RuntimeError):
+    '''A problem with the stack model a user can cause and must be told about.'''
+
+
+@dataclass(frozen=True)
+class MpiCandidate:
+    '''An MPI found by a source, not yet proven to work.'''
+    label: str                   #: unique, human readable (e.g. 'debian-openmpi')
+    source: str                  #: 'debian', 'pypi', 'spack', 'module', ...
+    wrapper: str                 #: absolute path of the C compiler wrapper
+    bindir: str                  #: directory put first on PATH (mpirun, mpicc, tools)
+    prefix: str                  #: installation prefix
+    env_vars: tuple = ()         #: ((name, value), ...) needed to build and run
+    expected_family: str | None = None   #: what the source claims, if anything
+    modules: tuple = ()          #: modules to load (module-based sources)
+    transport_layer: str | None = None   #: 'ucx', 'ofi' or None (MPI's own)
+    #: Further prefixes holding benchmarks built against this MPI (Spack
+    #: installs OSU and IMB as packages of their own).
+    tool_prefixes: tuple = ()
+    #: The MPI's part of the environment name, where the source names it
+    #: (a module: 'gompi-2023b'); default: the probed family and major.
+    env_name: str | None = None
+    #: The C compiler this MPI belongs to (a toolchain module's GCC): it is
+    #: then paired with that compiler only, and ``env_name`` alone names it.
+    compiler_command: str | None = None
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        for name, value in self.env_vars:
+            env[name] = value.replace('$PATH', env.get('PATH', '')).replace(
+                '$LD_LIBRARY_PATH', env.get('LD_LIBRARY_PATH', ''))
+        env['PATH'] = f'{self.bindir}:{env.get("PATH", "")}'
+        return env
+
+
+def run_command(cmd, env=None, cwd=None, timeout=60) -> subprocess.CompletedProcess:
+    '''``cmd``'s exit status and output, stderr in stdout.'''
+    return subprocess.run(cmd, env=env, cwd=cwd, timeout=timeout, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def wrapper_compiler(wrapper: str, env: dict) -> str | None:
+    '''Absolute path of the C compiler an MPI wrapper calls by default
+    (each family's wrapper_show_args in hpcnet.mpi, tried in turn).'''
+    for args in mpi.wrapper_show_args():
+        try:
+            res = run_command([wrapper, *args], env=env, timeout=20)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        words = res.stdout.split()
+        if res.returncode == 0 and words:
+            return shutil.which(words[0], path=env.get('PATH', ''))
+    return None
+
+
+def find_tools(candidate: MpiCandidate) -> tuple:
+    tools = {}
+    prefixes = (candidate.prefix,) + tuple(candidate.tool_prefixes)
+    for sub in (candidate.bindir,) + tuple(os.path.join(p, s) for p in prefixes
+                                           for s in TOOL_SUBDIRS):
+        for name in KNOWN_TOOLS:
+            p = os.path.join(sub, name)
+            if name not in tools and os.access(p, os.X_OK) and os.path.isfile(p):
+                tools[name] = p
+    return tuple(sorted(tools.items()))
+

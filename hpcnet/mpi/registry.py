@@ -1,0 +1,296 @@
+"""The registry of MPI families: one :class:`FamilyEntry` per family, and
+every lookup the rest of hpcnet makes about a family.
+
+A family is known to hpcnet by its entry alone (plus its profile in the
+fabric table, config/fabrics.yaml ``profiles:``): discovery, the probe, the
+library check, module and Spack sources, the start environment, transport
+reports and known issues all read it from here.  :func:`register` adds one,
+:func:`unregister` removes it again (tests).
+
+This package is a leaf: it imports nothing of hpcnet outside itself, so that
+discovery (hpcnet.stacks, .sources, .modules, .spacklock), the model and the
+judging code (hpcnet.sanity) can all import it without a circle.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from hpcnet.mpi.known_issues import KnownIssue
+from hpcnet.mpi.transports import OWN_REPORT
+
+
+class RegistryError(ValueError):
+    '''A family or known issue the registry does not hold, or an entry that
+    contradicts the others; the message names what is valid.'''
+
+
+@dataclass(frozen=True)
+class TransportParser:
+    '''Reads an MPI's report of the transports it used for peers.'''
+    #: The name the fabric table's ``profiles.<profile>.report.parser`` gives.
+    name: str
+    #: MPI output -> set of transport names used for peers (never 'self').
+    transports: Callable[[str], set]
+    #: MPI output -> which output decided (for the verdict); None: always
+    #: the MPI's own transport report.
+    evidence: Callable[[str], str] | None = None
+    #: MPI output -> the RDMA devices it names as used, where the report
+    #: names them (UCX's does): they must be among the partition's devices,
+    #: not just any port.  None: the report names no devices.
+    rdma_devices: Callable[[str], set] | None = None
+
+    def evidence_of(self, text: str) -> str:
+        return self.evidence(text) if self.evidence else OWN_REPORT
+
+
+@dataclass(frozen=True)
+class FamilyEntry:
+    '''Everything hpcnet knows about one MPI family.'''
+    #: As in environment names and features: 'openmpi', 'mpich', ...
+    name: str
+    #: The variable the compiler wrapper reads to use another C compiler.
+    wrapper_cc_variable: str
+    #: Wrapper arguments that print the compiler command it runs.
+    wrapper_show_args: tuple
+    #: A macro only this family's mpi.h defines (the probe tests it).
+    header_macro: str
+    #: How the probe prints the header's version: a printf format and the
+    #: macros that fill it (default: ``header_macro`` as a string).
+    header_version_format: str = '%s'
+    header_version_macros: tuple = ()
+    #: Families whose header macros and library string this family's also
+    #: carry (Intel MPI and MVAPICH2 are built on MPICH): it is tested first.
+    builds_on: tuple = ()
+    #: How MPI_Get_library_version names the family; group 1 is the version.
+    library_pattern: re.Pattern | None = None
+    #: Transport layers the family ships with several of ('ucx', 'ofi'):
+    #: each is a profile of its own in the fabric table, '<name>-<layer>'.
+    transport_layers: tuple = ()
+    #: The parsers its fabric-table profiles name (:class:`TransportParser`).
+    transport_parsers: tuple = ()
+    #: Prefixes of variables that switch on its transport report (for the
+    #: message naming them), beyond names holding VERBOSE, LOG or DEBUG.
+    report_variable_prefixes: tuple = ()
+    #: ((name, value), ...) the MPI needs to start at all when run as root.
+    start_env_as_root: tuple = ()
+    #: Programs in a prefix's bin/ that only this family installs.
+    prefix_programs: tuple = ()
+    #: The variable set to an installation prefix for the MPI to find itself.
+    root_variable: str | None = None
+    #: Debian's suffix of its side-by-side programs (mpicc.<suffix>), and
+    #: the transport layer Debian builds it with.
+    debian_suffix: str | None = None
+    debian_transport_layer: str | None = None
+    #: Exact pip requirements of its PyPI stack (one prefix named after the
+    #: family), and whether pip must skip their declared dependencies.
+    pypi_requirements: tuple = ()
+    pypi_no_deps: bool = False
+    #: Spack package names that provide it.
+    spack_packages: tuple = ()
+    #: EasyBuild's name of it (easyconfig and module name).
+    easybuild_name: str = ''
+    #: Module package names (lower case, the part before the first '/').
+    module_packages: tuple = ()
+    #: EasyBuild toolchains holding it: compiler + MPI ones, then those that
+    #: add math libraries (a toolchain of the first kind becomes the
+    #: environment where both load the same MPI module: gompi, not foss).
+    mpi_toolchains: tuple = ()
+    full_toolchains: tuple = ()
+    #: Its known defects (:class:`hpcnet.mpi.known_issues.KnownIssue`).
+    known_issues: tuple = ()
+
+    def profile(self, layer: str | None) -> str:
+        '''Its key in the fabric table under transport layer ``layer``.'''
+        return f'{self.name}-{layer}' if self.transport_layers and layer else self.name
+
+    def probe_branch(self) -> str:
+        '''Its printf of the probe's ``header:`` line.'''
+        macros = ', '.join(self.header_version_macros or (self.header_macro,))
+        return f'    printf("header: {self.name} {self.header_version_format}\\n", {macros});\n'
+
+
+_ENTRIES: dict = {}
+
+
+def register(entry: FamilyEntry) -> FamilyEntry:
+    '''Add a family; raises RegistryError where it contradicts the entries
+    already held (a name, parser, module or Spack package claimed twice).'''
+    if entry.name in _ENTRIES:
+        raise RegistryError(f'MPI family {entry.name!r} is already registered')
+    for issue in entry.known_issues:
+        if issue.family != entry.name:
+            raise RegistryError(f'{entry.name}: known issue {issue.name} is of family '
+                                f'{issue.family!r}')
+    unknown = [base for base in entry.builds_on if base not in _ENTRIES]
+    if unknown:
+        raise RegistryError(f'{entry.name}: builds on {unknown[0]!r}, which is not registered '
+                            f'(valid: {", ".join(_ENTRIES)})')
+    for other in _ENTRIES.values():
+        for what in ('spack_packages', 'module_packages', 'mpi_toolchains', 'full_toolchains'):
+            shared = set(getattr(entry, what)) & set(getattr(other, what))
+            if shared:
+                raise RegistryError(f'{entry.name}: {what} {sorted(shared)[0]!r} is already '
+                                    f'{other.name}\'s')
+        shared = ({p.name for p in entry.transport_parsers} &
+                  {p.name for p in other.transport_parsers})
+        if shared:
+            raise RegistryError(f'{entry.name}: transport parser {sorted(shared)[0]!r} is '
+                                f'already {other.name}\'s')
+    _ENTRIES[entry.name] = entry
+    return entry
+
+
+def unregister(name: str) -> None:
+    '''Remove a family (a test's own, after the test).'''
+    _ENTRIES.pop(name, None)
+
+
+def families() -> tuple:
+    '''Every entry, in registration order.'''
+    return tuple(_ENTRIES.values())
+
+
+def family_names() -> tuple:
+    return tuple(_ENTRIES)
+
+
+def family(name: str) -> FamilyEntry:
+    try:
+        return _ENTRIES[name]
+    except KeyError:
+        raise RegistryError(f'MPI family {name!r} is not registered '
+                            f'(valid: {", ".join(_ENTRIES)})') from None
+
+
+def _depth(entry: FamilyEntry) -> int:
+    return max((1 + _depth(_ENTRIES[base]) for base in entry.builds_on), default=0)
+
+
+def in_probe_order() -> tuple:
+    '''Entries as headers and library strings are tested: a family before
+    those it builds on (Intel MPI's mpi.h also defines MPICH_VERSION).'''
+    entries = families()
+    return tuple(sorted(entries, key=lambda e: (-_depth(e), entries.index(e))))
+
+
+def probe_header_chain() -> str:
+    '''The probe's ``#if`` chain printing ``header: <family> <version>``.'''
+    text = ''
+    for i, entry in enumerate(in_probe_order()):
+        text += f'#{"if" if i == 0 else "elif"} defined({entry.header_macro})\n'
+        text += entry.probe_branch()
+    return text + '#else\n    printf("header: unknown 0\\n");\n#endif\n'
+
+
+def library_family(library_version: str) -> tuple | None:
+    '''(family, version) named by an MPI_Get_library_version string.'''
+    for entry in in_probe_order():
+        m = entry.library_pattern.search(library_version) if entry.library_pattern else None
+        if m:
+            return entry.name, m.group(1)
+    return None
+
+
+def wrapper_show_args() -> tuple:
+    '''The wrappers' ways to print their compiler command, each once.'''
+    return tuple(dict.fromkeys(e.wrapper_show_args for e in _ENTRIES.values()))
+
+
+def mpi_profile(family_name: str, layer: str | None) -> str:
+    '''Key of an MPI in the fabric table: its family, plus the transport layer
+    where one family ships with several (MPICH over UCX or OFI).'''
+    entry = _ENTRIES.get(family_name)
+    return entry.profile(layer) if entry else family_name
+
+
+def start_env(family_name: str) -> dict:
+    '''Variables an MPI needs to start at all as this user (Open MPI refuses
+    to run as root without OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)).'''
+    entry = _ENTRIES.get(family_name)
+    if entry is None or os.geteuid() != 0:
+        return {}
+    return dict(entry.start_env_as_root)
+
+
+def transport_parsers() -> dict:
+    '''{parser name: TransportParser} of every family.'''
+    return {p.name: p for e in _ENTRIES.values() for p in e.transport_parsers}
+
+
+def transport_parser(name: str) -> TransportParser:
+    parsers = transport_parsers()
+    if name not in parsers:
+        raise RegistryError(f'{name!r} is not a transport parser (valid: {", ".join(parsers)})')
+    return parsers[name]
+
+
+#: Parts of a variable's name that make it a reporting variable of any MPI.
+_REPORT_NAME_PARTS = ('VERBOSE', 'LOG', 'DEBUG')
+
+
+def is_report_variable(name: str) -> bool:
+    '''Whether variable ``name`` switches on an MPI's transport report.'''
+    return (any(part in name for part in _REPORT_NAME_PARTS) or
+            any(name.startswith(prefix) for e in _ENTRIES.values()
+                for prefix in e.report_variable_prefixes))
+
+
+def spack_family(package: str) -> str | None:
+    '''The family a Spack package provides, or None.'''
+    return next((e.name for e in _ENTRIES.values() if package in e.spack_packages), None)
+
+
+def spack_packages() -> tuple:
+    return tuple(p for e in _ENTRIES.values() for p in e.spack_packages)
+
+
+def module_family(package: str) -> str | None:
+    '''The family of an MPI module's package name (lower case), or None.'''
+    return next((e.name for e in _ENTRIES.values() if package in e.module_packages), None)
+
+
+def toolchains() -> tuple:
+    '''(toolchain, family) of every EasyBuild toolchain, compiler + MPI
+    toolchains first.'''
+    entries = _ENTRIES.values()
+    return (tuple((t, e.name) for e in entries for t in e.mpi_toolchains) +
+            tuple((t, e.name) for e in entries for t in e.full_toolchains))
+
+
+def known_issues() -> tuple:
+    return tuple(issue for e in _ENTRIES.values() for issue in e.known_issues)
+
+
+def known_issue(family_name: str, version: str, layer: str | None) -> KnownIssue | None:
+    '''The known defect of a stack of this family, version and transport
+    layer, or None.'''
+    entry = _ENTRIES.get(family_name)
+    return next((issue for issue in (entry.known_issues if entry else ())
+                 if issue.applies_to(family_name, version, layer)), None)
+
+
+def known_issue_named(name: str) -> KnownIssue:
+    '''The known issue an environment names (hpcnet.model.Stack.known_issue).'''
+    for issue in known_issues():
+        if issue.name == name:
+            return issue
+    raise RegistryError(f'known issue {name!r} is not in the MPI registry (hpcnet.mpi; valid: '
+                        f'{", ".join(i.name for i in known_issues())}): the environments were '
+                        'made by another version of hpcnet')
+
+
+def environment_label(family_name: str, version: str) -> str:
+    '''A family and version as environment names show them, by major version:
+    gcc12, openmpi4, impi2021 (Intel MPI keeps its year as major), mvapich2
+    (the family already says its major).'''
+    major = version.split('.')[0]
+    # mvapich2 2.3.7 -> mvapich2 (not mvapich22); a family ending in
+    # another digit keeps the major apart: mvapich2 3.0 -> mvapich2-3.
+    if family_name.endswith(major):
+        return family_name
+    if family_name[-1:].isdigit():
+        return f'{family_name}-{major}'
+    return f'{family_name}{major}'

@@ -1,0 +1,201 @@
+"""Sources of MPI candidates that need no module system: Debian's packages,
+the PyPI stacks of `hpcnet install-stacks`, installation prefixes
+(HPCNET_MPI_PREFIXES), a Spack environment and its spack.lock.  Each source
+is a function of the state directory returning a list of
+:class:`hpcnet.candidate.MpiCandidate`; hpcnet.stacks.SOURCES lists them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from pathlib import Path
+
+from hpcnet import mpi, spacklock
+from hpcnet.candidate import MpiCandidate, StackError, run_command
+
+
+def _shim_dir(state: Path, label: str, links: dict) -> str:
+    '''A bin directory where the unsuffixed names (mpicc, mpirun, ...) run one
+    specific MPI, so that the launcher and tools resolve to it via PATH.
+
+    Scripts that exec the real program, not symlinks: MPICH's hydra looks for
+    hydra_pmi_proxy next to the path it was started through.'''
+    d = state / 'shims' / label / 'bin'
+    d.mkdir(parents=True, exist_ok=True)
+    for name, target in links.items():
+        shim = d / name
+        text = f'#!/bin/sh\nexec {target} "$@"\n'
+        if shim.is_symlink():
+            shim.unlink()
+        if not shim.exists() or shim.read_text() != text:
+            shim.write_text(text)
+            shim.chmod(0o755)
+    return str(d)
+
+
+def debian_candidates(state: Path, search_path: str | None = None) -> list:
+    '''Debian installs its MPIs side by side under suffixed names (each
+    family's debian_suffix: mpicc.openmpi); the unsuffixed mpicc is an
+    alternatives link to one of them.'''
+    search_path = search_path if search_path is not None else os.environ.get('PATH', '')
+    out = []
+    for entry in (e for e in mpi.families() if e.debian_suffix):
+        family, suffix, layer = entry.name, entry.debian_suffix, entry.debian_transport_layer
+        wrapper = shutil.which(f'mpicc.{suffix}', path=search_path)
+        launcher = shutil.which(f'mpirun.{suffix}', path=search_path)
+        if not wrapper or not launcher:
+            continue
+        links = {'mpicc': wrapper, 'mpirun': launcher}
+        mpiexec = shutil.which(f'mpiexec.{suffix}', path=search_path)
+        if mpiexec:
+            links['mpiexec'] = mpiexec
+        bindir = _shim_dir(state, f'debian-{family}', links)
+        out.append(MpiCandidate(label=f'debian-{family}', source='debian', wrapper=wrapper,
+                                bindir=bindir, prefix='/usr', expected_family=family,
+                                transport_layer=layer))
+    return out
+
+
+def pypi_stacks() -> tuple:
+    '''The families with a PyPI stack (pypi_requirements): `hpcnet
+    install-stacks` puts each in a prefix of its own, named after the family
+    (their wheels all ship bin/mpicc and would overwrite each other).'''
+    return tuple(e for e in mpi.families() if e.pypi_requirements)
+
+
+def pypi_root(state: Path) -> Path:
+    return state / 'mpi'
+
+
+def _prefix_layer(prefix: Path) -> str | None:
+    '''MPICH wheels ship both UCX and OFI netmods; OFI is the one that runs
+    everywhere (its UCX netmod cannot be told to skip shared memory).'''
+    libdir = prefix / 'lib'
+    if list(libdir.glob('**/libfabric.so*')):
+        return 'ofi'
+    if list(libdir.glob('**/libucp.so*')):
+        return 'ucx'
+    return None
+
+
+def prefix_candidate(prefix: Path, label: str, source: str,
+                     expected_family: str | None = None) -> MpiCandidate | None:
+    '''An MPI installed under one prefix (bin/mpicc, lib/).'''
+    bindir = prefix / 'bin'
+    wrapper = bindir / 'mpicc'
+    if not wrapper.exists():
+        return None
+    env = [('LD_LIBRARY_PATH', f'{prefix / "lib"}:$LD_LIBRARY_PATH')]
+    # A program only one family installs names it, whatever the source claimed.
+    expected_family = next((e.name for e in mpi.families()
+                            if any((bindir / p).exists() for p in e.prefix_programs)),
+                           expected_family)
+    entry = mpi.family(expected_family) if expected_family in mpi.family_names() else None
+    if entry and entry.root_variable:
+        env.append((entry.root_variable, str(prefix)))
+    # Which transport layer: only where the family ships several, or is unknown.
+    layer = _prefix_layer(prefix) if entry is None or entry.transport_layers else None
+    return MpiCandidate(label=label, source=source, wrapper=str(wrapper), bindir=str(bindir),
+                        prefix=str(prefix), env_vars=tuple(env),
+                        expected_family=expected_family, transport_layer=layer)
+
+
+def pypi_candidates(state: Path) -> list:
+    out = []
+    for entry in pypi_stacks():
+        cand = prefix_candidate(pypi_root(state) / entry.name, f'pypi-{entry.name}', 'pypi',
+                                entry.name)
+        if cand:
+            out.append(cand)
+    return out
+
+
+def extra_prefix_candidates(state: Path) -> list:
+    '''Prefixes named in HPCNET_MPI_PREFIXES (colon separated): how a site
+    points the suite at MPIs installed anywhere (EasyBuild, by hand, a Spack
+    view).'''
+    out = []
+    for i, p in enumerate(filter(None, os.environ.get('HPCNET_MPI_PREFIXES', '').split(':'))):
+        cand = prefix_candidate(Path(p), f'prefix-{Path(p).name}-{i}', 'prefix')
+        if cand is None:
+            raise StackError(f'HPCNET_MPI_PREFIXES: {p!r} has no bin/mpicc '
+                             '(valid: the installation prefix of an MPI)')
+        out.append(cand)
+    return out
+
+
+#: Spack's benchmark packages whose programs become tools of the MPI they
+#: were built against (the MPI packages are the families' spack_packages).
+SPACK_BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
+SPACK_ENV_VAR = 'HPCNET_SPACK_ENV'
+#: One line per installed spec: name, version, prefix, prefix of its MPI.
+SPACK_FORMAT = '{name}|{version}|{prefix}|{^mpi.prefix}'
+
+
+def spack_candidates(state: Path) -> list:
+    '''MPIs installed by the Spack environment named in HPCNET_SPACK_ENV
+    (see spack-env/spack.yaml), with the IMB/OSU builds against each.'''
+    env_dir = os.environ.get(SPACK_ENV_VAR)
+    if not env_dir:
+        return []
+    spack = shutil.which('spack')
+    if spack is None:
+        raise StackError(f'{SPACK_ENV_VAR}={env_dir}: the spack command is not on PATH '
+                         '(source share/spack/setup-env.sh first)')
+    res = run_command([spack, '-e', env_dir, 'find', '--format', SPACK_FORMAT], timeout=300)
+    if res.returncode != 0:
+        raise StackError(f'{SPACK_ENV_VAR}={env_dir}: `spack find` failed: '
+                         f'{res.stdout.strip()[:300]}')
+    mpis, tools_of = [], {}
+    for line in res.stdout.splitlines():
+        parts = line.strip().split('|')
+        if len(parts) != 4:
+            continue      # spack's own headers and notes
+        name, version, prefix, mpi_prefix = parts
+        if mpi.spack_family(name):
+            mpis.append((name, version, prefix))
+        elif name in SPACK_BENCHMARK_PACKAGES and mpi_prefix:
+            tools_of.setdefault(mpi_prefix, []).append(prefix)
+    out = []
+    for name, version, prefix in mpis:
+        family = mpi.spack_family(name)
+        cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{Path(prefix).name[-7:]}',
+                                'spack', family)
+        if cand is None:
+            raise StackError(f'{SPACK_ENV_VAR}={env_dir}: {name}@{version} at {prefix} has no '
+                             'bin/mpicc')
+        out.append(dataclasses.replace(cand, tool_prefixes=tuple(tools_of.get(prefix, ()))))
+    return out
+
+
+SPACK_LOCK_ENV_VAR = 'HPCNET_SPACK_LOCK'
+SPACK_INSTALL_TREE_ENV_VAR = 'HPCNET_SPACK_INSTALL_TREE'
+
+
+def spack_lock_candidates(state: Path) -> list:
+    '''MPIs of the Spack environment whose spack.lock HPCNET_SPACK_LOCK names,
+    read without Spack (hpcnet.spacklock), prefixes from the lock's externals
+    or the install tree HPCNET_SPACK_INSTALL_TREE; each build its own
+    candidate, with the OSU/IMB builds bound to it by hash.'''
+    lock = os.environ.get(SPACK_LOCK_ENV_VAR)
+    if not lock:
+        return []
+    tree = os.environ.get(SPACK_INSTALL_TREE_ENV_VAR)
+    try:
+        locked = spacklock.matrix(Path(lock), Path(tree) if tree else None)
+    except spacklock.SpackLockError as err:
+        raise StackError(f'{SPACK_LOCK_ENV_VAR}: {err}') from None
+    out = []
+    for m in locked:
+        label = f'spack-{m.name}-{m.version}-{m.short_hash}'
+        cand = prefix_candidate(Path(m.prefix), label, 'spack', mpi.spack_family(m.name)) \
+            if m.prefix else None
+        if cand is None:
+            raise StackError(f'{SPACK_LOCK_ENV_VAR}={lock}: {m.name}@{m.version}/{m.short_hash} has '
+                             f'no bin/mpicc under {m.prefix or "any prefix"} (valid: an installed '
+                             f'environment; set {SPACK_INSTALL_TREE_ENV_VAR} to its install tree)')
+        out.append(dataclasses.replace(cand, tool_prefixes=tuple(
+            t[3] for t in m.tools if t[3])))
+    return out
+
