@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -220,15 +221,16 @@ def cmd_paper(args) -> int:
 
 def cmd_refs(args) -> int:
     if args.refs_cmd == 'validate':
-        files = [Path(f) for f in args.files] or sorted(references.reference_dir().glob('*.yaml'))
-        for f in files:
-            try:
+        # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
+        if args.files:
+            files = [Path(f) for f in args.files]
+            for f in files:
                 references.load(f)
-            except references.ReferenceFileError as err:
-                print(f'hpcnet: error: {err}', file=sys.stderr)
-                return Exit.USAGE
+        else:
+            files = references.validate_directory()
+        for f in files:
             print(f'ok: {f}')
-        return 0
+        return Exit.OK
     report = references.load_report(Path(args.report))
     text = references.dump(baseline.document([report], floor=args.floor))
     if args.output:
@@ -236,31 +238,49 @@ def cmd_refs(args) -> int:
         _say(f'wrote {args.output}: review it, then commit')
     else:
         print(text, end='')
-    return 0
+    return Exit.OK
 
 
 def cmd_baseline(args) -> int:
-    '''K repeats of the selected checks (not judged meanwhile), stored as a
-    baseline session; references with provenance from the passed samples.'''
+    '''K sessions of the selected checks (not judged meanwhile), each
+    stored tagged as one baseline; references with provenance from the
+    passed samples, merged into the system's file (entries not measured
+    are kept).  Separate sessions, so the tolerance sees the drift between
+    sessions that the next clean run will have, not only the spread within
+    one.'''
     if PROJECT_ROOT is None and not args.output and not os.environ.get(REFERENCE_DIR_ENV):
         raise SelectionError(f'an installed hpcnet does not write into its installation '
                              f'({REFERENCE_DIR}): set {REFERENCE_DIR_ENV} to your own reference '
                              f'directory (runs are then judged against it), or give -o FILE')
     system = (runner.option_values(args.reframe_args, '--system') or [None])[0]
     system = system.split(':')[0] if system else None
+    baseline_id = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
+    reports, codes = [], []
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
-        rc = run_suite('baseline', [*args.reframe_args, '--reruns', str(args.repeats - 1),
-                                    '--session-extras', f'{baseline.BASELINE_TAG}=1'],
-                       env=baseline.environment_for_baseline_runs(scratch))
-    report = references.load_report(reports_dir() / 'baseline-latest.json')
-    data = baseline.document([report], floor=args.floor)
+        for session in range(1, args.repeats + 1):
+            _say(f'baseline session {session} of {args.repeats}')
+            codes.append(run_suite('baseline', [
+                *args.reframe_args, '--session-extras', f'{baseline.BASELINE_TAG}={baseline_id}'],
+                env=baseline.environment_for_baseline_runs(scratch),
+                judged_elsewhere='the baseline being made'))
+            reports.append(references.load_report(reports_dir() / 'baseline-latest.json'))
+    rc = exitcodes.worst(*codes)
+    data = baseline.document(reports, floor=args.floor)
     if not data:
         _say('no passed case with performance values: no references written')
-        return rc or 1
-    systems = {tc['system'] for tc in baseline.judged_cases([report])}
+        return rc if rc != Exit.OK else Exit.UNDECIDED
+    systems = {tc['system'] for tc in baseline.judged_cases(reports)}
     if system is None and len(systems) == 1:
         system = systems.pop()
     path = Path(args.output or baseline.reference_path_for(system))
+    prov = data[baseline.PROVENANCE]
+    for left in prov.get('left_out') or []:
+        _say(f'left out as an outlier: {left}')
+    if prov.get('not_asserted'):
+        _say(f'{prov["not_asserted"]} metrics vary more than a reference can bound: recorded '
+             'and compared, not asserted ($not_asserted in the file says why each)')
+    if path.exists():
+        data = baseline.merge(references.load(path), data)
     text = references.dump(data)
     if path.exists():
         changes = baseline.diff(path.read_text(), text, str(path))
@@ -269,11 +289,11 @@ def cmd_baseline(args) -> int:
             proposed = path.with_name(path.name + '.baseline')
             proposed.write_text(text)
             _say(f'{path} exists and was kept; the new baseline is {proposed} '
-                 '(hpcnet baseline --write replaces the file)')
+                 '(hpcnet baseline --write replaces the file; entries it did not measure are kept)')
             return rc
     path.write_text(text)
-    _say(f'wrote {path} from {data[baseline.PROVENANCE]["repeats"]} repeats '
-         f'({data[baseline.PROVENANCE]["passed_cases"]} passed cases): review it, then commit')
+    _say(f'wrote {path} from {args.repeats} sessions ({prov["passed_cases"]} passed cases): '
+         'review it, then commit')
     return rc
 
 

@@ -80,9 +80,10 @@ def is_baseline(report: dict) -> bool:
 
 
 def latest_baseline(system: str | None, reports: list | None = None) -> list:
-    """The latest baseline session of ``system`` (of any system when None
-    and only one system has baselines), among ``reports`` or every stored
-    session."""
+    """The sessions of the latest baseline of ``system`` (of any system when
+    None and only one system has baselines), among ``reports`` or every
+    stored session. `hpcnet baseline` tags each of its K sessions with one
+    baseline id; a baseline is all the sessions of its id."""
     tagged = [s for s in (reports if reports is not None else _stored_sessions('now-3650d:now'))
               if is_baseline(s)]
     if not tagged:
@@ -101,7 +102,12 @@ def latest_baseline(system: str | None, reports: list | None = None) -> list:
         raise CompareError(f'{BASELINE}: no baseline of system {system!r} (baselines exist for: '
                            f'{", ".join(sorted(by_system)) or "none"}); make one with '
                            f'`hpcnet baseline --system {system}`')
-    return [max(by_system[system], key=lambda s: s['session_info'].get('time_start_unix', 0))]
+    def start(s):
+        return s['session_info'].get('time_start_unix', 0)
+    latest = max(by_system[system], key=start)
+    baseline_id = latest['session_info'][BASELINE_TAG]
+    return sorted((s for s in by_system[system] if s['session_info'][BASELINE_TAG] == baseline_id),
+                  key=start)
 
 
 def load_side(spec: str, *, system: str | None = None, include_baselines: bool = False) -> Side:

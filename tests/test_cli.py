@@ -90,8 +90,9 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
     refdir.mkdir()
     (refdir / 'local.yaml').write_text(
         'hpcnet_p2p:\n  $index: [$partition, mpi_family, mode]\n  local:shm:\n    .*:\n'
-        '      pingpong:\n        latency_8B: [1.0, -1.0, 1000.0, us]\n'
-        "$not_asserted:\n  hpcnet_p2p:\n    'local:shm/.*/(latency_0B|bandwidth_.*)': not under test\n")
+        '      pingpong:\n        latency_8B: [1.0, null, 1000.0, us]\n'
+        "$not_asserted:\n  hpcnet_p2p:\n    'local:shm/.*/(latency_0B|bandwidth_.*)': not under test\n"
+        "$unbounded:\n  hpcnet_p2p:\n    'local:shm/.*/pingpong/latency_8B': the log is under test\n")
     res = hpcnet('run', '--report-name', 'test-perflog', '--system', 'local:shm',
                  '-n', 'hpcnet_p2p.*mode=pingpong', '-p', f'^{one_env_per_stack[0]}$',
                  '-S', 'time_per_size_ms=2', env={'HPCNET_REFERENCE_DIR': str(refdir)})
@@ -102,7 +103,8 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
     # completion time|name|environ|var=value|unit|ref (l, u)|result|judgement|library
     value = float(latency[3].split('=')[1])
     assert value > 0 and latency[4] == 'us'
-    assert latency[5] == 'ref=1.0 (l=-1.0, u=1000.0)' and latency[6] == 'pass'
+    assert latency[5].startswith('ref=1.0 (l=') and latency[5].endswith(', u=1000.0)'), latency
+    assert latency[6] == 'pass'
     assert latency[7].startswith('judged against') and latency[8]
 
 
@@ -147,9 +149,15 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     prov = data['$provenance']
     assert prov['repeats'] == 3 and prov['passed_cases'] == 3, prov
     assert one_env_per_stack[0] in prov['environments'] and prov['suite_commit']
-    leaf = data['hpcnet_p2p']['local:shm']
-    value = next(iter(leaf.values()))['pingpong']['latency_8B']
-    assert value[0] > 0 and value[2] >= 0.03 and value[3] == 'us', value
+    # Each metric is either bounded, or too variable over 3 sessions to bound
+    # (recorded and compared, not asserted, with its spread as the reason).
+    leaf = data.get('hpcnet_p2p', {}).get('local:shm')
+    if leaf and 'latency_8B' in next(iter(leaf.values()))['pingpong']:
+        value = next(iter(leaf.values()))['pingpong']['latency_8B']
+        assert value[0] > 0 and value[2] >= 0.03 and value[3] == 'us', value
+    else:
+        reasons = data['$not_asserted']['hpcnet_p2p']
+        assert any(k.endswith('latency_8B') and 'cap' in v for k, v in reasons.items()), reasons
     # Again: the file is kept, the new baseline written beside it.
     res = hpcnet('baseline', '--repeats', '3', *select, env=env)
     assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
