@@ -11,7 +11,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity
+from hpcnet import linkbytes, sanity
 from hpcnet.constants import COLLECTIVE_SIZES, Collective, Feature, Scale, Unit
 from hpcnet.sizes import message_sizes, size_label
 from hpcnet.testlib import KernelRun
@@ -81,10 +81,12 @@ class hpcnet_collectives(KernelRun):
         if not out.header.get('validation', '').startswith('passed'):
             raise SanityError(f'{self.op} results were not validated: '
                               f'{out.header.get("validation", "(no result)")}')
-        # The library decides how many bytes each node sends; with one rank
-        # per node, each must at least carry one message of the largest size
-        # (a barrier: one packet's worth).
-        largest = max(self.expected_sizes())
-        self.prove(out.mpi_library, out.hosts, min_link_bytes=max(largest, 64))
+        # The library picks the algorithm, not the bytes: each node's link
+        # must carry at least what any algorithm of this op moves for the
+        # sizes and calls that ran (hpcnet.linkbytes).
+        bound = linkbytes.kernel_collective(
+            self.op, rows, len(out.hosts), out.hosts, warmup=int(out.header.get('warmup', 0)),
+            validated=out.header.get('validate') == 'on', root=int(out.header.get('root', 0)))
+        self.prove(out.mpi_library, out.hosts, min_link_bytes=bound)
         self.curve = [dict(r) for r in rows]
         return True

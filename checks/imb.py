@@ -15,7 +15,7 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity
+from hpcnet import linkbytes, sanity
 from hpcnet.sanity import sanity_from_output_errors
 from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
                              IMB_P2P_MSGLOG_MAX, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
@@ -184,9 +184,10 @@ class ImbBase(ToolBenchmark):
                 sum(r[SIZE_COLUMN] * r['repetitions'] * n for r in table.rows)
                 for n in LINK_PAYLOAD[self.benchmark]])
         else:
-            # Collectives: the library decides each rank's traffic; every node
-            # carries at least one message of the largest size.
-            self.prove_run(min_link_bytes=max(max(self.expected_sizes(), default=0), 64))
+            # Collectives: the least any algorithm moves, over the
+            # #repetitions IMB printed for each size (hpcnet.linkbytes.imb).
+            self.prove_run(link_bound=lambda hosts: linkbytes.imb(self.benchmark, table.rows,
+                                                                  hosts))
         self.curve = [dict(row) for row in table.rows]
         return True
 

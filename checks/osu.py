@@ -21,7 +21,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity
+from hpcnet import linkbytes, sanity
 from hpcnet.sanity import sanity_from_output_errors
 from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, LATENCY_SIZES,
                              MSG_RATE_SIZES, MSG_RATE_UNIT, OSU_COLLECTIVE_MAX_SIZE,
@@ -112,10 +112,11 @@ class hpcnet_osu(ToolBenchmark):
     @sanity_function
     def assert_valid(self):
         out = self.osu_output()
-        # OMB does not print how many iterations a size ran, and a
-        # collective's traffic depends on its algorithm: every node's link
-        # carries at least one message of the largest size.
-        self.prove_run(min_link_bytes=max(self.size_max(), 64))
+        # Per size, the messages OMB's loops send (its defaults or -i/-x;
+        # the Iterations column where -f prints it): hpcnet.linkbytes.osu.
+        self.prove_run(link_bound=lambda hosts: linkbytes.osu(
+            self.benchmark, out.rows, hosts, iterations=self.iterations, warmup=self.warmup,
+            datatype=out.datatype))
         self.curve = [dict(row) for row in out.rows]
         return True
 

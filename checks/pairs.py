@@ -3,7 +3,12 @@ ranks, scheduled in rounds of disjoint pairs (N ranks: N-1 rounds), so that
 one bad link or node stands out instead of hiding in an average.
 
 Scale ``all_nodes``: one rank on each node of a multi-node partition; the
-worst pair over the median pair names the outlier.
+worst pair over the median pair names the outlier.  A pair needs two nodes:
+on one node (scale ``1_node``) the check does not run and says why.  Two
+nodes are one pair: it is reported, but a slow pair cannot be put on either
+of its nodes, so worst pair, worst over median and the outlier counts
+(which could only be the pair itself, 1 and 0) are not reported; that takes
+three nodes or more.
 """
 
 import reframe as rfm
@@ -14,6 +19,15 @@ from hpcnet import sanity
 from hpcnet.analysis import outlier_nodes, worst_median
 from hpcnet.constants import Feature, Scale, Unit
 from hpcnet.testlib import KernelRun
+
+#: Nodes that make a pair, and nodes that let a slow pair be put on one node
+#: (a majority of its pairs to compare against).
+NODES_FOR_A_PAIR = 2
+NODES_FOR_ATTRIBUTION = 3
+#: What two nodes cannot tell: the pair is the median and the worst pair.
+ATTRIBUTION_VARIABLES = ('latency_worst_pair', 'latency_worst_over_median',
+                         'bandwidth_worst_pair', 'bandwidth_worst_over_median',
+                         'bandwidth_outlier_nodes', 'latency_outlier_nodes')
 
 
 @rfm.simple_test
@@ -34,6 +48,8 @@ class hpcnet_pairs(KernelRun):
     outlier_fraction = variable(float, value=0.25)
     #: The outliers found, by metric: {'bandwidth': ['cn3'], 'latency': []}.
     outliers = variable(typ.Dict[str, typ.List[str]], value={}, loggable=True)
+    #: Why no node is named (fewer than NODES_FOR_ATTRIBUTION nodes), '' else.
+    attribution = variable(str, value='', loggable=True)
 
     tags = {'pairs', 'mpi'}
     valid_prog_environs = [f'+{Feature.MPI} +{Feature.PRIMARY}']
@@ -46,6 +62,19 @@ class hpcnet_pairs(KernelRun):
         turns = ['--one-pair-at-a-time'] if self.partition.nodes_share_cores else []
         return ['--lat-size', str(self.lat_size), '--bw-size', str(self.bw_size),
                 '--samples', str(self.samples), '--bw-samples', str(self.bw_samples)] + turns
+
+    @run_after('setup')
+    def needs_pairs_of_nodes(self):
+        if self.num_nodes < NODES_FOR_A_PAIR:
+            self.skip_because(f'the pair matrix needs at least {NODES_FOR_A_PAIR} nodes; '
+                              f'{self.current_partition.fullname} runs it on {self.num_nodes} '
+                              '(ranks of one node measure the node, not a link)')
+        if self.num_nodes < NODES_FOR_ATTRIBUTION:
+            self.attribution = (f'not computed: {self.num_nodes} nodes are one pair; putting a '
+                                f'slow pair on one of its nodes needs at least '
+                                f'{NODES_FOR_ATTRIBUTION} nodes')
+            for name in ATTRIBUTION_VARIABLES:
+                self.perf_variables.pop(name, None)
 
     def _summary(self, column, worst):
         return worst_median([r[column] for r in self.kernel_output('pairs').rows], worst)
@@ -103,5 +132,6 @@ class hpcnet_pairs(KernelRun):
                                          'bw_mean_MBps', 'bw_min_MBps', 'bw_max_MBps'), what='pair')
         self.prove(out.mpi_library, out.hosts, sanity.bytes_sent_by_host(out))
         self.pair_table = [dict(r) for r in out.rows]
-        self.outliers = self._outliers()
+        if not self.attribution:
+            self.outliers = self._outliers()
         return True

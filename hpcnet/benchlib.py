@@ -329,12 +329,13 @@ class ToolBenchmark(MpiBenchmark):
         except OSError as err:
             raise SanityError(f'{self.stdout_path()}: {err.strerror}') from None
 
-    def prove_run(self, bytes_per_rank: list | None = None, min_link_bytes: int | None = None):
+    def prove_run(self, bytes_per_rank: list | None = None, link_bound=None):
         '''The program belongs to the environment's MPI, and the run goes
         through the one sanity step of every MPI run with the library and the
         hosts measured inside the ranks; the link counters are held against
         ``bytes_per_rank`` (payload each rank sent) where the benchmark's
-        table gives it, else against ``min_link_bytes`` per node.'''
+        table gives it, else against ``link_bound(hosts)`` (a
+        :class:`hpcnet.linkbytes.LinkBound` from the ranks' hosts).'''
         check_tool_prefix(self.tool, self.tool_path, self.stack)
         library, hosts = measured_library(self.job_output(), self.num_tasks)
         by_host = None
@@ -342,7 +343,8 @@ class ToolBenchmark(MpiBenchmark):
             by_host = {}
             for rank, nbytes in enumerate(bytes_per_rank):
                 by_host[hosts[rank]] = by_host.get(hosts[rank], 0) + int(nbytes)
-        self.prove(library, hosts, by_host, min_link_bytes)
+        bound = link_bound(hosts) if link_bound is not None and by_host is None else None
+        self.prove(library, hosts, by_host, min_link_bytes=bound)
 
     def add_perf(self, name: str, value, unit: str) -> None:
         self.perf_variables[name] = sn.make_performance_function(value, unit)

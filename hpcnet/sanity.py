@@ -68,19 +68,31 @@ def check_link_bytes(deltas, bytes_sent_by_host: dict, iface: str) -> None:
                               f'another path than {iface}')
 
 
-def check_link_traffic(deltas, hosts, min_bytes: int, iface: str) -> None:
-    '''Every host's interface carried at least ``min_bytes`` (sent plus
-    received): the proof for runs whose payload per node the MPI library
-    decides (collectives), where the exact bytes cannot be attributed.'''
+#: How a failure names each bound of :class:`hpcnet.linkbytes.Traffic`.
+_TRAFFIC_WORDS = {'tx_bytes': ('sent', 'bytes'), 'rx_bytes': ('received', 'bytes'),
+                  'carried_bytes': ('carried (sent + received)', 'bytes'),
+                  'tx_packets': ('sent', 'packets'), 'rx_packets': ('received', 'packets')}
+
+
+def check_link_traffic(deltas, hosts, bound, iface: str) -> None:
+    '''Every host's interface carried at least the traffic ``bound`` (a
+    :class:`hpcnet.linkbytes.LinkBound`) sets for it: the proof for runs
+    whose payload per node the MPI library or the benchmark's defaults
+    decide (collectives, OSU, IMB), where the exact bytes are not printed.'''
     by_host = {d.host: d for d in deltas}
-    for host in sorted(set(hosts)):
+    for host in sorted(set(hosts) | set(bound.per_host)):
         if host not in by_host:
             raise SanityError(f'no {iface} counters from {host} (have: {sorted(by_host)})')
-        carried = by_host[host].delta['tx_bytes'] + by_host[host].delta['rx_bytes']
-        if carried < min_bytes:
-            raise SanityError(f'{host}: {iface} carried {carried} bytes during the run, less '
-                              f'than the {min_bytes} bytes one message of the largest size '
-                              f'needs: the traffic took another path than {iface}')
+        delta = by_host[host].delta
+        seen = {**delta, 'carried_bytes': delta['tx_bytes'] + delta['rx_bytes']}
+        least = bound.per_host.get(host)
+        for counter, minimum in (least.items() if least is not None else ()):
+            if seen.get(counter, 0) < minimum:
+                verb, unit = _TRAFFIC_WORDS[counter]
+                raise SanityError(f'{host}: {iface} {verb} {seen.get(counter, 0)} {unit} during '
+                                  f'the run, fewer than the {minimum} {unit} that {bound.basis} '
+                                  f'must put on this node\'s link: the traffic took another '
+                                  f'path than {iface}')
 
 
 def bytes_sent_by_host(out) -> dict:

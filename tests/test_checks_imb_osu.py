@@ -9,14 +9,18 @@
   by hpcnet.stacks) whose libexec/osu-micro-benchmarks/mpi/... holds scripts
   printing the REAL OMB 7.4 outputs of ../shared/samples. hpcnet.stacks finds
   it through HPCNET_MPI_PREFIXES, with a fresh HPCNET_STATE_DIR. Two settings
-  differ from a real run, both with `-S`: `verify_transport=False` (the scripts
-  do not call MPI, so the MPI prints no transport report) and
-  `full_stats=False` for the collectives (the samples were recorded without
-  `-f`; one run keeps `-f` and must fail, naming the missing columns).
+  differ from a real run, with `-S`: `verify_transport=False` (the scripts
+  do not call MPI, so the MPI prints no transport report),
+  `check_link_counters=False` (they move no bytes: the link proof's
+  arithmetic is tests/test_link_proofs.py; one run keeps it on and must fail,
+  naming the bound) and `full_stats=False` for the collectives (the samples
+  were recorded without `-f`; one run keeps `-f` and must fail, naming the
+  missing columns).
 - Without OMB the OSU checks skip, naming the program.
 """
 import copy
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +74,8 @@ def set_false(test_cls, name: str) -> str:
 
 #: No transport proof for the fake OMB: its programs do not call MPI.
 NO_TRANSPORT_PROOF = set_false(MpiBenchmark, 'verify_transport')
+#: No link proof for the fake OMB: its programs send nothing.
+NO_LINK_PROOF = set_false(MpiBenchmark, 'check_link_counters')
 
 
 def perf(case) -> dict:
@@ -439,8 +445,8 @@ def fake_osu(tmp_path_factory):
 def test_osu_checks_parse_real_outputs(tmp_path, fake_osu):
     env_name, prefix, faked, env = fake_osu
     proc, cases = run_reframe(tmp_path, '-c', str(OSU_CHECKS), '-p', f'^{env_name}$',
-                              '-S', NO_TRANSPORT_PROOF, '-S', 'full_stats=false', env=env,
-                              timeout=600)
+                              '-S', NO_TRANSPORT_PROOF, '-S', NO_LINK_PROOF,
+                              '-S', 'full_stats=false', env=env, timeout=600)
     assert len(cases) == len(OsuProgram.ALL) * 2, proc.stdout[-3000:]
     for bench, runs in by_benchmark(cases).items():
         for c in runs:
@@ -501,6 +507,24 @@ def test_osu_damaged_outputs_fail_with_reason(tmp_path, fake_osu):
             in got[OsuProgram.ALLREDUCE]['fail_reason'])
     assert f'{OsuProgram.ALLREDUCE} -m 1048576 -f' in (prefix / 'calls.log').read_text()
     assert proc.returncode != 0
+
+
+@pytest.mark.integration
+def test_osu_link_proof_fails_a_program_that_sent_nothing(tmp_path, fake_osu):
+    '''The fake osu_bw prints a whole table but sends nothing: over
+    loopback, the link proof holds it to the windows OMB's loops send.'''
+    env_name, prefix, faked, env = fake_osu
+    if OsuProgram.BW not in faked:
+        pytest.skip(f'needs an OSU sample of {OsuProgram.BW} in {SAMPLES}')
+    proc, cases = run_reframe(tmp_path, '-c', str(OSU_CHECKS), '-p', f'^{env_name}$',
+                              '-S', NO_TRANSPORT_PROOF,
+                              '-n', names_regex(('hpcnet_osu',), (OsuProgram.BW,)),
+                              partition='tcp', env=env, timeout=600)
+    (case,) = cases
+    assert case['result'] == 'fail' and case['fail_phase'] == 'sanity', proc.stdout[-3000:]
+    assert re.search(r': lo sent \d+ bytes during the run, fewer than the \d+ bytes that '
+                     r'osu_bw, 23 sizes 1B..4MiB, window 64, 1738 iterations',
+                     case['fail_reason']), case['fail_reason']
 
 
 @pytest.mark.integration
