@@ -186,8 +186,10 @@ def outliers(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None
         by_session: dict = {}
         for v, s in zip(values, sessions):
             by_session.setdefault(s, []).append(v)
-        limit = max(limit, WORST_MARGIN * max(abs(float(np.median(v)) - median)
-                                              for v in by_session.values()))
+        # A session of one sample shows no drift, only itself: one bad
+        # repeat that is a session of its own must stay an outlier.
+        drift = [abs(float(np.median(v)) - median) for v in by_session.values() if len(v) > 1]
+        limit = max(limit, WORST_MARGIN * max(drift, default=0.0))
     return [int(i) for i in np.flatnonzero(np.abs(x - median) > limit)]
 
 

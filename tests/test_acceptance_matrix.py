@@ -158,3 +158,35 @@ def test_a_login_host_that_matches_no_site_is_an_error(tmp_path):
                           'checks/preflight.py', '-l'], text=True, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, env={**os.environ, **env}, cwd=PROJECT_ROOT)
     assert res.returncode == 2 and 'matches no site file: mysite' in res.stderr, res.stderr
+
+
+def test_baseline_scenarios(tmp_path):
+    from hpcnet import baseline
+    sessions = ['s1', 's2', 's3', 's4', 's5']
+    got = baseline.estimate([117.0, 116.0, 118.0, 117.0, 20.0], sessions)
+    assert got.asserted and got.median == 117.0 and got.tolerance < 0.1, got
+    assert [v for v, *_ in got.left_out] == [20.0]
+    conftest.FAULT_MATRIX.append(('acceptance: one bad baseline repeat (20 among 117 MB/s)',
+                                  'left out', f'tolerance {got.tolerance:.3f}; left out: {got.left_out}'))
+    existing = {'hpcnet_iperf3': {'testbed:eth': {'throughput': [117.7, -0.05, 0.02, 'MB/s']}}}
+    reports = [json.loads(Path(_clean(Path(tmp_path) / f'b{i}.json', f'b{i}', 1, i)).read_text())
+               for i in range(5)]
+    for report in reports:
+        for run in report['runs']:
+            for tc in run['testcases']:
+                tc['reference_index'] = ['$partition', 'mpi_family', 'mode']
+                tc['mode'] = 'bw'
+    merged = baseline.merge(existing, baseline.document(reports))
+    assert merged['hpcnet_iperf3'] == existing['hpcnet_iperf3'], merged
+    assert 'hpcnet_p2p' in merged, merged
+    conftest.FAULT_MATRIX.append(('acceptance: a baseline of one check', 'merged',
+                                  'the references of the other checks are kept'))
+
+
+def test_a_typo_in_a_test_name_is_refused(tmp_path):
+    path = tmp_path / 'testbed.yaml'
+    path.write_text(json.dumps({'hpcnet_p2pp': {'testbed:eth': {'bandwidth_4MiB':
+                                                                [117.0, -0.05, 0.05, 'MB/s']}}}))
+    res = _hpcnet('refs', 'validate', str(path))
+    _row('reference file: a typo in a test name', res, Exit.USAGE)
+    assert 'hpcnet_p2pp' in res.stderr
