@@ -106,15 +106,15 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     print(f'after:  {NAME}: {taken} repeats in {len(reports)} sessions '
           f'({", ".join(after.sessions)})')
     print(compare.text(outcome))
+    # A failed case fails the acceptance; "not decided" of a round (nothing
+    # ran) is the comparison's to say.
+    code = worst(outcome.exit_code, *[c for c in run_codes if c == Exit.FAILED])
     page = runner.reports_dir() / f'{NAME}-latest.html'
     runner.say('rendering the HTML report')
     page.write_text(hpcnet_report.render(
         before.reports + after.reports, title=f'hpcnet accept: {" ".join(reframe_args)}',
-        comparison_html=hpcnet_report.comparison(outcome.rows, before, after)))
+        verdict=f'{WORDS[code]}: {outcome.summary()}', comparison_of=(outcome, before, after)))
     runner.say(f'HTML report: {page}')
-    # A failed case fails the acceptance; "not decided" of a round (nothing
-    # ran) is the comparison's to say.
-    code = worst(outcome.exit_code, *[c for c in run_codes if c == Exit.FAILED])
     runner.say(f'{outcome.summary()}; {taken} repeats, {time.monotonic() - start:.0f} s')
     runner.say(f'{WORDS[code]}: exit code {int(code)}')
     return code

@@ -370,7 +370,12 @@ def cmd_accept(args) -> int:
 
 
 def cmd_report(args) -> int:
-    '''One HTML page of sessions (reports or stored sessions), or of a comparison.'''
+    '''One HTML page of sessions (reports or stored sessions), or of a
+    comparison, with the verdict `hpcnet run` or `hpcnet compare` gives
+    them.  Without -o it goes beside the reports under a name of its own, so
+    no page overwrites another: latest.html for the latest run (the page
+    that run wrote), report-<first session>.html, compare-<before>-<after>.html.'''
+    latest = reports_dir() / 'latest.json'
     try:
         if args.compare:
             before, after, outcome = compare_sides(*args.compare, alpha=compare.ALPHA,
@@ -378,17 +383,26 @@ def cmd_report(args) -> int:
             page = hpcnet_report.render(
                 before.reports + after.reports,
                 title=f'hpcnet compare {args.compare[0]} {args.compare[1]}',
-                comparison_html=hpcnet_report.comparison(outcome.rows, before, after))
+                verdict=f'{exitcodes.WORDS[outcome.exit_code]}: {outcome.summary()}',
+                comparison_of=(outcome, before, after))
+            name = f'compare-{before.sessions[0][:8]}-{after.sessions[0][:8]}.html'
         else:
-            sides = [compare.load_side(x) for x in args.sessions or
-                     [str(reports_dir() / 'latest.json')]]
+            specs = args.sessions or [str(latest)]
+            sides = [compare.load_side(x) for x in specs]
             reports = [r for side in sides for r in side.reports]
             retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
-            page = hpcnet_report.render(reports, retried,
+            final = {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
+                     for r in reports for run in r.get('runs', []) for tc in run['testcases']}
+            # A report of an older hpcnet does not count a retried case's attempts.
+            lines, _ = runner.summary(final, [{'attempts': '?', **tc} for r in reports
+                                              for tc in r.get('hpcnet_retried', [])])
+            page = hpcnet_report.render(reports, retried, verdict=lines[-1],
                                         title='hpcnet ' + ' '.join(s.spec for s in sides))
+            name = ('latest.html' if [Path(s).resolve() for s in specs] == [latest.resolve()]
+                    else f'report-{sides[0].sessions[0][:8]}.html')
     except compare.CompareError as err:
         raise SelectionError(str(err)) from None
-    output = Path(args.output) if args.output else reports_dir() / 'report.html'
+    output = Path(args.output) if args.output else reports_dir() / name
     try:
         output.write_text(page)
     except OSError as err:
@@ -493,7 +507,10 @@ def main(argv=None) -> int:
     p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
     p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')
     p.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'))
-    p.add_argument('-o', '--output', help='HTML file (default <reports>/report.html)')
+    p.add_argument('-o', '--output',
+                   help='HTML file (default in <reports>: latest.html for the latest run, '
+                        'report-<first session uuid, 8 characters>.html for other sessions, '
+                        'compare-<before>-<after>.html for --compare)')
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser('refs', help='reference files')

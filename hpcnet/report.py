@@ -1,18 +1,24 @@
 """`hpcnet report`: one self-contained HTML page a site engineer reads after
-a run — the verdict matrix, what failed and why, message-size curves with
-their spread, the node-pair heatmap with outliers named, collectives, TCP /
-UDP / MPI throughput of one link, the Rocks paper's tables, efficiency
-against the wire, and provenance.  With a comparison, before/after curves
-overlaid with a ratio panel and the verdict table of `hpcnet compare`.
+a run.  Its first screen is the answer: the verdict in the exit-code
+contract's words with system, date and suite commit; then what failed,
+regressed or was not decided, each with its reason; skipped and not-judged
+cases counted by reason; the verdict matrix cut down to the cells that are
+not plain passes.  Below it, the evidence: message-size curves with their
+spread, the node-pair heatmap with outliers named, collectives, TCP / UDP /
+MPI throughput of one link, the Rocks paper's tables (testbed sessions
+only), efficiency against the wire, and provenance.  A comparison adds
+before/after curves overlaid with a ratio panel and the verdict table of
+`hpcnet compare`.  A section with nothing to show is left out.
 
-Everything is embedded (plots as PNG data URIs, no script or style from
+Everything is embedded (plots as SVG data URIs, no script or style from
 the network), so the file can be mailed or published as a CI artifact.
 """
 from __future__ import annotations
 
-import base64
+import datetime
 import html
 import io
+import re
 import statistics
 from collections import defaultdict
 
@@ -20,15 +26,31 @@ import matplotlib
 
 matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
-from hpcnet import paper  # noqa: E402
+from hpcnet import baseline, compare, paper  # noqa: E402
+from hpcnet.exitcodes import WORDS, Exit  # noqa: E402
 from hpcnet.references import NOT_JUDGED  # noqa: E402
+from hpcnet.statcompare import Verdict  # noqa: E402
 
 #: Cell colours of the verdict matrix.
 _COLOURS = {'pass': '#c8e6c9', 'fail': '#ffcdd2', 'skip': '#eeeeee', 'not judged': '#fff9c4',
             'retried': '#ffe0b2', 'xfail': '#e1bee7'}
+#: Cells that say nothing the lines above the matrix do not: sanity passed
+#: (not-judged cases are counted there by reason).
+_PLAIN = ('pass', 'not judged')
+#: Banner class of each verdict word.
+_BANNER = {WORDS[Exit.OK]: 'passed', WORDS[Exit.FAILED]: 'failed', WORDS[Exit.USAGE]: 'failed',
+           WORDS[Exit.UNDECIDED]: 'undecided'}
+#: Items of one kind on the first screen; the rest are counted, so the
+#: matrix stays in view.
+_FIRST_SCREEN_ITEMS = 6
+#: The system whose sessions the Rocks paper's tables are set beside: the
+#: paper measured the testbed's kind of link, not a site's.
+_PAPER_SYSTEM = 'testbed'
 #: The page checks itself in a browser: a plot that did not decode, or a
-#: script error, marks the body (tests/test_report.py reads it back).
+#: script error, marks the body, and so does where the answer ends on the
+#: screen (tests/test_report.py reads them back).
 _SELF_CHECK = '''<script>
 window.addEventListener('error', function () { document.body.dataset.errors = 'script'; });
 window.addEventListener('load', function () {
@@ -36,6 +58,10 @@ window.addEventListener('load', function () {
     return !(i.complete && i.naturalWidth > 0); });
   document.body.dataset.plots = document.images.length;
   document.body.dataset.brokenPlots = bad.length;
+  ['verdict', 'attention', 'matrix'].forEach(function (id) {
+    var e = document.getElementById(id);
+    if (e) { document.body.dataset[id + 'Bottom'] = Math.round(e.getBoundingClientRect().bottom); }
+  });
 });
 </script>'''
 
@@ -50,6 +76,10 @@ def _display(tc: dict) -> str:
     return tc['name'].split(' /')[0]
 
 
+def _where(tc: dict) -> str:
+    return f'{_display(tc)} @{tc["system"]}:{tc["partition"]} +{tc["environ"]}'
+
+
 def _verdict(tc: dict, retried: set) -> str:
     if (tc['name'], tc['system'], tc['partition'], tc['environ']) in retried:
         return 'retried'
@@ -58,25 +88,208 @@ def _verdict(tc: dict, retried: set) -> str:
     return tc['result']
 
 
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format='png', dpi=90, bbox_inches='tight')
-    plt.close(fig)
-    return ('<img alt="plot" src="data:image/png;base64,'
-            + base64.b64encode(buf.getvalue()).decode() + '">')
-
-
 def _esc(text) -> str:
     return html.escape(str(text))
 
 
-def verdict_matrix(cases: list, retried: set) -> str:
-    columns = sorted({f'{tc["system"]}:{tc["partition"]} {tc["environ"]}' for tc in cases})
+def _short(text, limit: int = 320) -> str:
+    text = ' '.join(str(text or '').split())
+    return text if len(text) <= limit else text[:limit] + ' …'
+
+
+def _size_label(x: float, _pos=None) -> str:
+    for unit, div in (('M', 1 << 20), ('K', 1 << 10)):
+        if x >= div:
+            return f'{x / div:g}{unit}'
+    return f'{x:g}'
+
+
+def _log_axes(ax, y_log: bool = True) -> None:
+    """Message sizes (and values) on log axes with plain tick labels ("64K",
+    "100") and no minor ticks: matplotlib's default labels are mathtext,
+    slow to lay out, and minor ticks triple the artists to draw."""
+    ax.set_xscale('log', base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=4, numticks=12))
+    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
+    ax.xaxis.set_minor_locator(NullLocator())
+    if y_log:
+        ax.set_yscale('log')
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f'{y:g}'))
+        ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _figure(rows: int = 1, height: float = 3.4, **kwargs):
+    """(figure, axes) of the width two plots side by side fill, with fixed
+    margins that fit the labels: a tight bounding box would lay out every
+    figure twice."""
+    fig, axes = plt.subplots(rows, 1, figsize=(6.4, height), **kwargs)
+    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.15 * 3.4 / height, top=0.91)
+    return fig, axes
+
+
+def _img(fig, tight: bool = False) -> str:
+    """The figure as an <img> of SVG in a data URI: vector, so sharp at any
+    zoom, and a few KB once coordinates keep one decimal (a tenth of a
+    point, finer than a screen shows) and text stays text in one font."""
+    buf = io.StringIO()
+    with plt.rc_context({'svg.fonttype': 'none', 'font.sans-serif': ['DejaVu Sans']}):
+        fig.savefig(buf, format='svg', **({'bbox_inches': 'tight'} if tight else {}))
+    plt.close(fig)
+    svg = re.sub(r'<metadata>.*?</metadata>', '', buf.getvalue()[buf.getvalue().index('<svg'):],
+                 flags=re.S)
+    svg = re.sub(r' (d|x|y|transform)="[^"]*"',
+                 lambda m: re.sub(r'(\.\d)\d+', r'\1', m.group(0)), svg)
+    # Pairs after a move or line are lines: the "L" of a path without curves goes.
+    svg = re.sub(r' d="[^"CQ]*"', lambda m: re.sub(r'\s+L\s+', ' ', m.group(0)), svg)
+    svg = re.sub(r' transform="rotate\(-?0 [^"]*\)"', '', svg)
+    # Ids nothing refers to (matplotlib's own references are m/p + 10 hex).
+    svg = re.sub(r' id="(?![mp][0-9a-f]{10}")[^"]*"', '', svg)
+    svg = re.sub(r"font-family: [^;\"]*", 'font-family: DejaVu Sans, sans-serif', svg)
+    svg = re.sub(r'>\s+<', '><', re.sub(r'\s*\n\s*', ' ', svg))
+    # A data URI needs only %, # and & escaped; single quotes for the SVG's
+    # own attributes leave the HTML attribute's double quotes alone.
+    uri = (svg.replace('%', '%25').replace('#', '%23').replace('&', '%26')
+           .replace("'", '%27').replace('"', "'"))
+    return f'<img alt="plot" src="data:image/svg+xml,{uri}">'
+
+
+def _plots(imgs: list) -> str:
+    imgs = [i for i in imgs if i]
+    return f'<div class="plots">{"".join(imgs)}</div>' if imgs else ''
+
+
+# --- The first screen: the answer ---------------------------------------
+
+def verdict_word(verdict: str) -> str:
+    """The contract's words a verdict line starts with (hpcnet.exitcodes)."""
+    for word in sorted(WORDS.values(), key=len, reverse=True):
+        if verdict.startswith(word):
+            return word
+    raise ValueError(f'a verdict line starts with one of {", ".join(WORDS.values())}: '
+                     f'{verdict!r}')
+
+
+def _dates(reports: list) -> str:
+    stamps = []
+    for r in reports:
+        stamp = r.get('session_info', {}).get('time_start')
+        try:
+            stamps.append(datetime.datetime.strptime(stamp, '%Y%m%dT%H%M%S%z'))
+        except (TypeError, ValueError):
+            continue
+    shown = sorted({s.strftime('%Y-%m-%d %H:%M %Z') for s in stamps})
+    return ' … '.join(dict.fromkeys((shown[0], shown[-1]))) if shown else 'date unknown'
+
+
+def _suite() -> str:
+    commit = baseline._suite_commit()
+    return f'suite {commit[:12]}' if re.fullmatch('[0-9a-f]{40}', commit) else f'suite: {commit}'
+
+
+def heading(reports: list, cases: list, verdict: str, what: str) -> tuple:
+    """(page title, the verdict section): the verdict word, the systems,
+    the date of the sessions and the suite's commit, the verdict line."""
+    word = verdict_word(verdict)
+    systems = ', '.join(sorted({tc['system'] for tc in cases})) or 'no system'
+    where = f'{systems} · {_dates(reports)} · {_suite()}'
+    section = (f'<section id="verdict" class="{_BANNER[word]}">'
+               f'<h1><span class="word">{_esc(word)}</span> <span class="where">{_esc(where)}'
+               f'</span></h1><p class="line">{_esc(verdict)}</p>'
+               f'<p class="what">{_esc(what)}</p></section>')
+    return f'{word} · {where} · {what}', section
+
+
+def _group(title: str, cls: str, items: list, count: str = '') -> str:
+    """One kind of finding: a line per item (what, why), the first few."""
+    if not items:
+        return ''
+    shown = ''.join(f'<li><b>{_esc(what)}</b>: <span class="why" title="{_esc(why)}">'
+                    f'{_esc(_short(why))}</span></li>' for what, why in items[:_FIRST_SCREEN_ITEMS])
+    more = len(items) - _FIRST_SCREEN_ITEMS
+    if more > 0:
+        shown += f'<li class="more">… and {more} more (below)</li>'
+    return (f'<div class="group {cls}"><h2>{_esc(title)} ({_esc(count or len(items))})</h2>'
+            f'<ul>{shown}</ul></div>')
+
+
+def _by_case(metrics: list) -> tuple:
+    """(items, count) of (case, metric, reason) findings: one item per case
+    naming its metrics with the first one's reason (a case's metrics mostly
+    share theirs), and how many metrics in how many cases."""
+    cases = defaultdict(list)
+    for case, metric, reason in metrics:
+        cases[case].append((metric, reason))
+    items = [(case, f'{", ".join(m for m, _ in ms[:4])}{" …" if len(ms) > 4 else ""}: {ms[0][1]}')
+             for case, ms in sorted(cases.items())]
+    return items, f'{len(metrics)} metrics in {len(cases)} cases'
+
+
+def findings(cases: list, retried: set, outcome=None) -> str:
+    """What failed, regressed or was not decided, each with its reason;
+    cases that passed only when run again for a named known issue."""
+    failed, on_retry = [], []
+    for tc in sorted(cases, key=_where):
+        if _verdict(tc, retried) == 'retried':
+            on_retry.append((_where(tc), f'first attempt: {tc.get("fail_reason") or tc["result"]}'))
+        elif tc['result'] not in ('pass', 'skip'):
+            failed.append((_where(tc), tc.get('fail_reason') or tc['result']))
+    regressed, undecided = [], []
+    if outcome is not None:
+        for row in outcome.rows:
+            case = f'{row.test} @{row.partition} +{row.environ}'
+            if row.result.verdict == Verdict.REGRESSED:
+                changed = f'; what changed: {" | ".join(row.changed)}' if row.changed else ''
+                regressed.append((case, row.metric, row.result.reason + changed))
+            elif row.result.verdict == Verdict.INCONCLUSIVE:
+                undecided.append((case, row.metric, row.result.reason))
+        regressed += [(f'{k[0]} @{k[1]} +{k[2]}', k[3], 'measured before, missing after: the '
+                       'case failed or did not run') for k in outcome.missing_after]
+        undecided += [(f'{k[0]} @{k[1]} +{k[2]}', k[3], 'measured only after: nothing to '
+                       'compare it with') for k in outcome.only_after]
+    out = _group('Failed', 'failed', failed) + _group('Regressed', 'failed', *_by_case(regressed))
+    if cases and all(tc['result'] == 'skip' for tc in cases):
+        out += _group('Not decided', 'undecided',
+                      [('nothing ran', 'every selected case was skipped')])
+    out += (_group('Not decided', 'undecided', *_by_case(undecided))
+            + _group('Passed only when run again (a named known issue)', 'retried', on_retry))
+    return out or '<p class="clean">Nothing failed, regressed or is undecided.</p>'
+
+
+def skips(cases: list) -> str:
+    """Skipped and not-judged cases: one line per reason, with a count."""
+    lines = defaultdict(int)
+    for tc in cases:
+        if tc['result'] == 'skip':
+            lines[('SKIPPED', tc.get('skip_reason') or 'no reason recorded')] += 1
+        elif tc['result'] == 'pass' and str(tc.get('judgement', '')).startswith(NOT_JUDGED):
+            lines[('NOT JUDGED', tc['judgement'][len(NOT_JUDGED):].lstrip(': '))] += 1
+    if not lines:
+        return ''
+    return '<ul class="reasons">' + ''.join(
+        f'<li><b>{kind} ({n})</b>: <span class="why">{_esc(_short(why))}</span></li>'
+        for (kind, why), n in sorted(lines.items(), key=lambda kv: (kv[0][0], -kv[1]))) + '</ul>'
+
+
+def _column(tc: dict) -> str:
+    return f'{tc["system"]}:{tc["partition"]} {tc["environ"]}'
+
+
+def verdict_matrix(cases: list, retried: set, notable_only: bool = False) -> str:
+    """Checks by partition x environment; ``notable_only`` keeps the rows
+    and columns that hold a cell other than a plain pass."""
     rows = defaultdict(dict)
     for tc in cases:
-        rows[_display(tc)][f'{tc["system"]}:{tc["partition"]} {tc["environ"]}'] = tc
-    out = ['<table class="matrix"><tr><th>check</th>'
-           + ''.join(f'<th class="v">{_esc(c)}</th>' for c in columns) + '</tr>']
+        rows[_display(tc)][_column(tc)] = tc
+    columns = sorted({_column(tc) for tc in cases})
+    if notable_only:
+        notable = [tc for tc in cases if _verdict(tc, retried) not in _PLAIN]
+        rows = {name: row for name, row in rows.items() if name in {_display(tc) for tc in notable}}
+        columns = sorted({_column(tc) for tc in notable})
+    if not rows:
+        return ''
+    head = (''.join(f'<th>{_esc(c.split(" ")[0])}<br>{_esc(c.split(" ")[1])}</th>' for c in columns)
+            if notable_only else ''.join(f'<th class="v">{_esc(c)}</th>' for c in columns))
+    out = [f'<table class="matrix"><tr><th>check</th>{head}</tr>']
     for name in sorted(rows):
         cells = []
         for col in columns:
@@ -85,43 +298,33 @@ def verdict_matrix(cases: list, retried: set) -> str:
                 cells.append('<td></td>')
                 continue
             v = _verdict(tc, retried)
-            cells.append(f'<td style="background:{_COLOURS.get(v, "#fff")}" '
-                         f'title="{_esc(tc.get("fail_reason") or tc.get("skip_reason") or tc.get("judgement") or v)}">'
+            why = ((tc.get('skip_reason') or 'no reason recorded') if v == 'skip' else
+                   tc.get('fail_reason') or tc.get('judgement') or v)
+            cells.append(f'<td style="background:{_COLOURS.get(v, "#fff")}" title="{_esc(why)}">'
                          f'{_esc(v)}</td>')
         out.append(f'<tr><th>{_esc(name)}</th>{"".join(cells)}</tr>')
     return '\n'.join(out) + '</table>'
 
 
-def failures(cases: list) -> str:
-    failed = [tc for tc in cases if tc['result'] == 'fail']
-    if not failed:
-        return '<p>No case failed.</p>'
-    return '<ul>' + ''.join(
-        f'<li><b>{_esc(_display(tc))}</b> @{_esc(tc["system"])}:{_esc(tc["partition"])}'
-        f'+{_esc(tc["environ"])}: <code>{_esc(" ".join((tc.get("fail_reason") or "").split())[:400])}'
-        '</code></li>' for tc in failed) + '</ul>'
-
-
-def skips(cases: list) -> str:
-    """Every reason a case did not run, with how many cases it kept out."""
-    reasons = defaultdict(list)
+def matrix_section(cases: list, retried: set) -> str:
+    counts = defaultdict(int)
     for tc in cases:
-        if tc['result'] == 'skip':
-            reasons[tc.get('skip_reason') or '(no reason recorded)'].append(tc)
-    if not reasons:
-        return '<p>Every selected case ran.</p>'
-    return '<ul>' + ''.join(
-        f'<li>{len(tcs)} case(s), e.g. <b>{_esc(_display(tcs[0]))}</b> '
-        f'@{_esc(tcs[0]["system"])}:{_esc(tcs[0]["partition"])}+{_esc(tcs[0]["environ"])}: '
-        f'<code>{_esc(reason)}</code></li>' for reason, tcs in sorted(reasons.items())) + '</ul>'
+        counts[_verdict(tc, retried)] += 1
+    summary = ', '.join(f'{n} {v}' for v, n in sorted(counts.items()))
+    notable = verdict_matrix(cases, retried, notable_only=True)
+    return ((notable or '<p>Every case passed its sanity check.</p>')
+            + f'<details><summary>All {len(cases)} cases: {_esc(summary)}</summary>'
+            + verdict_matrix(cases, retried) + '</details>')
 
+
+# --- Below the first screen: the evidence -------------------------------
 
 def _curve_plot(title: str, series: dict, x_key: str, y_key: str, ylabel: str,
                 band: tuple | None = None) -> str:
     """One line per series (label -> list of curves of repeated runs): the
     median over the runs, and the band between min and max of the runs or
     of the per-size ``band`` columns (e.g. min_us..p99_us)."""
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = _figure()
     for label, curves in sorted(series.items()):
         by_size = defaultdict(list)
         low, high = defaultdict(list), defaultdict(list)
@@ -140,17 +343,18 @@ def _curve_plot(title: str, series: dict, x_key: str, y_key: str, ylabel: str,
         med = [statistics.median(by_size[s]) for s in sizes]
         lo = [min(low[s]) if band else min(by_size[s]) for s in sizes]
         hi = [max(high[s]) if band else max(by_size[s]) for s in sizes]
-        (line,) = ax.plot(sizes, med, marker='.', label=label)
-        ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.15)
-    ax.set_xscale('log', base=2)
-    ax.set_yscale('log')
+        (line,) = ax.plot(sizes, med, label=label)
+        ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+    if not ax.lines:
+        plt.close(fig)
+        return ''
+    _log_axes(ax)
     ax.set_xlabel('message size (bytes)')
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, which='both', alpha=0.3)
-    if ax.lines:
-        ax.legend(fontsize=7)
-    return _png(fig) if ax.lines else ''
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    return _img(fig)
 
 
 def p2p_curves(cases: list) -> str:
@@ -166,7 +370,7 @@ def p2p_curves(cases: list) -> str:
                                'median_us', 'one-way us' if mode != 'bw' else 'us per message',
                                band=('min_us', 'p99_us')))
         out.append(_curve_plot(f'bandwidth: {title}', series, 'size_bytes', 'bw_MBps', 'MB/s'))
-    return '\n'.join(o for o in out if o) or '<p>No point-to-point curves in these sessions.</p>'
+    return _plots(out)
 
 
 def collective_curves(cases: list) -> str:
@@ -176,18 +380,19 @@ def collective_curves(cases: list) -> str:
             for row in tc['curve']:
                 key = (f'{tc["system"]}:{tc["partition"]}', row.get('op'))
                 groups[key][tc['environ']].append([row])
-    out = [_curve_plot(f'{op}: {part}', series, 'size_bytes', 't_avg_us', 'us (average over ranks)',
-                       band=('t_min_us', 't_max_us'))
-           for (part, op), series in sorted(groups.items()) if op != 'barrier']
-    return '\n'.join(o for o in out if o) or '<p>No collective curves in these sessions.</p>'
+    return _plots([_curve_plot(f'{op}: {part}', series, 'size_bytes', 't_avg_us',
+                               'us (average over ranks)', band=('t_min_us', 't_max_us'))
+                   for (part, op), series in sorted(groups.items()) if op != 'barrier'])
 
 
 def pair_heatmaps(cases: list) -> str:
+    """A heatmap per pair case across two or more nodes (one node has no
+    pairs to set beside each other)."""
     out = []
     for tc in cases:
         if not (tc['name'].startswith('hpcnet_pairs') and tc.get('pair_table')):
             continue
-        hosts = sorted({r['host_a'] for r in tc['pair_table']} | {r['host_b'] for r in tc['pair_table']})
+        hosts = sorted({r[end] for r in tc['pair_table'] for end in ('host_a', 'host_b')})
         if len(hosts) < 2:
             continue
         pos = {h: i for i, h in enumerate(hosts)}
@@ -203,9 +408,9 @@ def pair_heatmaps(cases: list) -> str:
         ax.set_title(f'pair bandwidth {tc["system"]}:{tc["partition"]} {tc["environ"]}', fontsize=8)
         outliers = tc.get('outliers') or {}
         named = ', '.join(f'{k}: {", ".join(v)}' for k, v in outliers.items() if v) or 'none'
-        out.append(f'<figure>{_png(fig)}<figcaption>outlier nodes: {_esc(named)}'
+        out.append(f'<figure>{_img(fig, tight=True)}<figcaption>outlier nodes: {_esc(named)}'
                    '</figcaption></figure>')
-    return '\n'.join(out) or '<p>No multi-node pair matrix in these sessions.</p>'
+    return '\n'.join(out)
 
 
 def link_throughput(reports: list) -> str:
@@ -215,9 +420,7 @@ def link_throughput(reports: list) -> str:
             by_size = paper.link_throughputs(report)
         except paper.PaperError:
             continue
-        if not by_size:
-            continue
-        fig, ax = plt.subplots(figsize=(7, 3.6))
+        fig, ax = _figure()
         for proto in ('TCP', 'UDP', 'MPI'):
             pts = sorted((s, v[proto]) for s, v in by_size.items() if v.get(proto))
             if pts:
@@ -225,23 +428,27 @@ def link_throughput(reports: list) -> str:
         if not ax.lines:
             plt.close(fig)
             continue
-        ax.set_xscale('log', base=2)
+        _log_axes(ax, y_log=False)
         ax.set_xlabel('message size (bytes)')
         ax.set_ylabel('Mbit/s')
-        ax.set_title('TCP, UDP and MPI throughput of the same link')
+        ax.set_title('TCP, UDP and MPI throughput of the same link', fontsize=10)
         ax.legend()
         ax.grid(True, alpha=0.3)
-        out.append(_png(fig))
-    return '\n'.join(out) or '<p>No TCP/UDP/MPI runs across two nodes in these sessions.</p>'
+        out.append(_img(fig))
+    return _plots(out)
 
 
 def paper_tables(reports: list) -> str:
+    """The paper's tables beside each testbed session that holds the runs
+    they compare (paper.tables says which)."""
     out = []
     for report in reports:
+        if not any(tc['system'] == _PAPER_SYSTEM for tc in _cases([report])):
+            continue
         try:
             out.append(f'<pre>{_esc(paper.tables(report))}</pre>')
-        except paper.PaperError as err:
-            out.append(f'<p>{_esc(err)}</p>')
+        except paper.PaperError:
+            continue
     return '\n'.join(out)
 
 
@@ -254,7 +461,7 @@ def efficiencies(cases: list) -> str:
                             f'{_esc(tc["partition"])}</td><td>{_esc(tc["environ"])}</td>'
                             f'<td>{_esc(key.split(":")[-1])}</td><td>{val[0]:.3f}</td></tr>')
     if not rows:
-        return '<p>No partition with a wire rate (link_rate_bps) in these sessions.</p>'
+        return ''
     return ('<table><tr><th>check</th><th>partition</th><th>environment</th><th>metric</th>'
             '<th>of the wire</th></tr>' + ''.join(rows) + '</table>')
 
@@ -274,19 +481,19 @@ def provenance(reports: list, cases: list) -> str:
     envs = ''.join(f'<li><b>{_esc(env)}</b><br>' + '<br>'.join(_esc(x) for x in sorted(v))
                    + '</li>' for env, v in sorted(libs.items()))
     nodes = sorted({n for tc in cases for n in (tc.get('job_nodelist') or [])})
-    return (f'<ul>{sessions}</ul><p>nodes: {_esc(", ".join(nodes) or "local")}</p>'
-            f'<ul>{envs}</ul>')
+    return (f'<p>{_esc(_suite())}</p><ul>{sessions}</ul>'
+            f'<p>nodes: {_esc(", ".join(nodes) or "local")}</p><ul>{envs}</ul>')
 
 
 def comparison(rows: list, before_side, after_side) -> str:
     """The verdict table of `hpcnet compare` and before/after curves with a
-    ratio panel for every regressed metric's check."""
-    from hpcnet import compare
-    parts = [f'<pre>{_esc(compare.table(rows))}</pre>']
-    before = {(_display(tc), tc['system'], tc['partition'], tc['environ']): tc['curve']
-              for tc in _cases(before_side.reports) if tc.get('curve') and tc['name'].startswith('hpcnet_p2p')}
-    after = {(_display(tc), tc['system'], tc['partition'], tc['environ']): tc['curve']
-             for tc in _cases(after_side.reports) if tc.get('curve') and tc['name'].startswith('hpcnet_p2p')}
+    ratio panel for every point-to-point case both sides ran."""
+    def curves(side) -> dict:
+        return {(_display(tc), tc['system'], tc['partition'], tc['environ']): tc['curve']
+                for tc in _cases(side.reports)
+                if tc.get('curve') and tc['name'].startswith('hpcnet_p2p')}
+    before, after = curves(before_side), curves(after_side)
+    plots = []
     for key in sorted(set(before) & set(after)):
         y = 'bw_MBps' if 'mode=bw' in key[0] or 'bibw' in key[0] else 'median_us'
         b = {float(r['size_bytes']): float(r[y]) for r in before[key] if float(r['size_bytes']) > 0}
@@ -294,56 +501,91 @@ def comparison(rows: list, before_side, after_side) -> str:
         sizes = sorted(s for s in set(a) & set(b) if a[s] > 0 and b[s] > 0)
         if not sizes:
             continue
-        fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 4.4), sharex=True,
-                                          gridspec_kw={'height_ratios': [3, 1]})
+        fig, (top, bottom) = _figure(2, 4.2, sharex=True, gridspec_kw={'height_ratios': [3, 1]})
         top.plot(sizes, [b[s] for s in sizes], marker='.', label='before')
         top.plot(sizes, [a[s] for s in sizes], marker='.', label='after')
-        top.set_yscale('log')
+        _log_axes(top)
         top.set_ylabel(y)
         top.legend(fontsize=7)
         top.set_title(f'{key[0]} @{key[1]}:{key[2]} +{key[3]}', fontsize=8)
         bottom.plot(sizes, [a[s] / b[s] for s in sizes], marker='.', color='k')
         bottom.axhline(1.0, color='grey', lw=0.8)
         bottom.set_ylabel('after/before')
-        bottom.set_xscale('log', base=2)
+        _log_axes(bottom, y_log=False)
         bottom.set_xlabel('message size (bytes)')
-        parts.append(_png(fig))
-    return '\n'.join(parts)
+        plots.append(_img(fig))
+    return f'<pre>{_esc(compare.table(rows))}</pre>' + _plots(plots)
 
 
-def render(reports: list, retried: set = frozenset(), title: str = 'hpcnet report',
-           comparison_html: str = '') -> str:
-    """The whole page."""
+_STYLE = '''<style>
+body { font-family: sans-serif; margin: 0 1.5em 1.5em; color: #222; font-size: 14px; }
+#verdict { margin: 0 -1.5em 0.6em; padding: 0.5em 1.5em 0.4em; border-bottom: 4px solid; }
+#verdict.failed { background: #ffebee; border-color: #c62828; }
+#verdict.undecided { background: #fff8e1; border-color: #f9a825; }
+#verdict.passed { background: #e8f5e9; border-color: #2e7d32; }
+#verdict h1 { margin: 0; font-size: 20px; font-weight: normal; }
+#verdict .word { font-size: 34px; font-weight: bold; margin-right: 0.4em; }
+#verdict.failed .word { color: #b71c1c; } #verdict.undecided .word { color: #e65100; }
+#verdict.passed .word { color: #1b5e20; }
+#verdict p { margin: 0.2em 0; } #verdict .what { color: #555; font-size: 12px; }
+h2 { font-size: 17px; margin: 0.8em 0 0.3em; }
+.group h2 { font-size: 15px; margin: 0.5em 0 0.2em; }
+.group.failed h2 { color: #b71c1c; } .group.undecided h2, .group.retried h2 { color: #e65100; }
+.group ul, ul.reasons { margin: 0; padding-left: 1.3em; } li { margin: 0.15em 0; }
+.why { font-family: monospace; font-size: 12px; }
+.more { color: #555; list-style: none; }
+table { border-collapse: collapse; font-size: 12px; }
+td, th { border: 1px solid #ccc; padding: 2px 5px; text-align: left; }
+th.v { writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; }
+details summary { cursor: pointer; margin: 0.4em 0; color: #1565c0; }
+nav { margin: 0.8em 0; font-size: 13px; } nav a { margin-right: 1em; }
+.plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(600px, 1fr)); gap: 6px; }
+.plots img { width: 100%; }
+img { max-width: 100%; }
+pre { font-size: 12px; background: #f6f6f6; padding: 6px; overflow-x: auto; }
+figure { display: inline-block; margin: 4px; }
+</style>'''
+
+
+def render(reports: list, retried: set | None = None, *, verdict: str,
+           title: str = 'hpcnet report', comparison_of: tuple | None = None) -> str:
+    """The whole page.  ``verdict`` is the line that states the verdict in
+    the exit-code contract's words (runner.summary's last line, say);
+    ``title`` says what produced the sessions; ``comparison_of`` is
+    (outcome, before side, after side) of a comparison, whose after side's
+    cases are the ones judged; ``retried`` (default: read from the judged
+    reports) holds the cases that passed only when run again."""
+    outcome, before, after = comparison_of or (None, None, None)
     cases = _cases(reports)
-    counts = defaultdict(int)
-    for tc in cases:
-        counts[_verdict(tc, retried)] += 1
-    summary = ', '.join(f'{n} {v}' for v, n in sorted(counts.items()))
-    sections = [('Verdicts', f'<p>{_esc(summary)}</p>' + verdict_matrix(cases, retried)),
-                ('What failed, and why', failures(cases)),
-                ('What did not run, and why', skips(cases))]
-    if comparison_html:
-        sections.append(('Before and after', comparison_html))
-    sections += [('Point-to-point: the whole message-size curve', p2p_curves(cases)),
-                 ('Node pairs', pair_heatmaps(cases)),
-                 ('Collectives', collective_curves(cases)),
-                 ('One link: TCP, UDP and MPI', link_throughput(reports)),
-                 ('The Rocks cluster paper, Tables I-IV', paper_tables(reports)),
-                 ('Efficiency against the wire', efficiencies(cases)),
-                 ('Provenance', provenance(reports, cases))]
-    body = '\n'.join(f'<section><h2>{_esc(h)}</h2>\n{content}</section>' for h, content in sections)
+    judged_reports = after.reports if after else reports
+    judged = _cases(judged_reports)
+    if retried is None:
+        retried = set().union(*(retried_keys(r) for r in judged_reports))
+    page_title, answer = heading(reports, judged, verdict, title)
+    first = [('', 'attention', findings(judged, retried, outcome)),
+             ('Skipped and not judged, by reason', 'reasons', skips(judged)),
+             ('Verdicts: the cells that are not plain passes', 'matrix',
+              matrix_section(judged, retried))]
+    evidence = [('Before and after', 'compare',
+                 comparison(outcome.rows, before, after) if outcome else ''),
+                ('Point-to-point: the whole message-size curve', 'p2p', p2p_curves(cases)),
+                ('Node pairs', 'pairs', pair_heatmaps(cases)),
+                ('Collectives', 'collectives', collective_curves(cases)),
+                ('One link: TCP, UDP and MPI', 'link', link_throughput(reports)),
+                ('The Rocks cluster paper, Tables I-IV', 'paper', paper_tables(reports)),
+                ('Efficiency against the wire', 'efficiency', efficiencies(cases)),
+                ('Provenance', 'provenance', provenance(reports, cases))]
+    evidence = [s for s in evidence if s[2]]
+    nav = ('<nav>Below: ' + ''.join(f'<a href="#{a}">{_esc(h)}</a>' for h, a, _ in evidence)
+           + '</nav>')
+    body = '\n'.join(f'<section id="{a}">{f"<h2>{_esc(h)}</h2>" if h else ""}\n{content}'
+                     '</section>' for h, a, content in first if content)
+    body += nav + '\n'.join(f'<section id="{a}"><h2>{_esc(h)}</h2>\n{content}</section>'
+                            for h, a, content in evidence)
     return f'''<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
-table {{ border-collapse: collapse; font-size: 12px; }}
-td, th {{ border: 1px solid #ccc; padding: 2px 5px; text-align: left; }}
-th.v {{ writing-mode: vertical-rl; transform: rotate(180deg); font-weight: normal; }}
-img {{ max-width: 100%; margin: 4px; }}
-pre {{ font-size: 12px; background: #f6f6f6; padding: 6px; overflow-x: auto; }}
-figure {{ display: inline-block; margin: 4px; }}
-</style>{_SELF_CHECK}</head>
-<body><h1>{_esc(title)}</h1>
+<html lang="en"><head><meta charset="utf-8"><title>{_esc(page_title)}</title>
+{_STYLE}{_SELF_CHECK}</head>
+<body>{answer}
 {body}
 </body></html>
 '''

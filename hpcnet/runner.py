@@ -268,18 +268,19 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     latest = report.with_name('latest.json' if name == 'run' else f'{name}-latest.json')
     shutil.copyfile(report, latest)
     say(f'report: {latest} (copy of {report})')
-    page = latest.with_suffix('.html')
-    say('rendering the HTML report')
-    page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
-                                         title=f'hpcnet {name}: {" ".join(reframe_args)}'))
-    say(f'HTML report: {page}')
-    say(f'perflogs: {PERFLOG_DIR}')
     lines, code = summary(cases, retried, judged_elsewhere)
     if rc != 0 and code == Exit.OK and not retried:
         # ReFrame failed without a failed case (an error before or between
         # cases): never a pass.
         lines[-1] = f'{WORDS[Exit.FAILED]}: reframe exited {rc} with no failed case in the report'
         code = Exit.FAILED
+    page = latest.with_suffix('.html')
+    say('rendering the HTML report')
+    page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
+                                         verdict=lines[-1],
+                                         title=f'hpcnet {name}: {" ".join(reframe_args)}'))
+    say(f'HTML report: {page}')
+    say(f'perflogs: {PERFLOG_DIR}')
     say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min)')
     for line in lines:
         say(line)
