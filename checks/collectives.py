@@ -87,6 +87,6 @@ class hpcnet_collectives(KernelRun):
         bound = linkbytes.kernel_collective(
             self.op, rows, len(out.hosts), out.hosts, warmup=int(out.header.get('warmup', 0)),
             validated=out.header.get('validate') == 'on', root=int(out.header.get('root', 0)))
-        self.prove(out.mpi_library, out.hosts, min_link_bytes=bound)
+        self.prove(out.mpi_library, out.hosts, link_bound=bound)
         self.curve = [dict(r) for r in rows]
         return True

@@ -344,7 +344,7 @@ class ToolBenchmark(MpiBenchmark):
             for rank, nbytes in enumerate(bytes_per_rank):
                 by_host[hosts[rank]] = by_host.get(hosts[rank], 0) + int(nbytes)
         bound = link_bound(hosts) if link_bound is not None and by_host is None else None
-        self.prove(library, hosts, by_host, min_link_bytes=bound)
+        self.prove(library, hosts, by_host, link_bound=bound)
 
     def add_perf(self, name: str, value, unit: str) -> None:
         self.perf_variables[name] = sn.make_performance_function(value, unit)

@@ -24,7 +24,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
                                    variable)
 from reframe.core.exceptions import PerformanceError, SanityError
 
-from hpcnet import linkstats, preflight, references, sanity
+from hpcnet import linkbytes, linkstats, preflight, references, sanity
 from hpcnet.constants import (FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
                               Fabric, Feature, PartitionFeature, Scale)
 from hpcnet.model import Partition, Stack
@@ -315,11 +315,12 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         if iface is not None:
             sanity.check_link_bytes(self.link_deltas(), bytes_sent_by_host, iface)
 
-    def check_link_traffic(self, hosts, min_bytes: int) -> None:
-        '''Each node's interface carried at least ``min_bytes``.'''
+    def check_link_traffic(self, hosts, link_bound: linkbytes.LinkBound) -> None:
+        '''Each node's interface carried at least what ``link_bound`` says
+        the benchmark's algorithm must move across it.'''
         iface = self.link_iface()
         if iface is not None:
-            sanity.check_link_traffic(self.link_deltas(), hosts, min_bytes, iface)
+            sanity.check_link_traffic(self.link_deltas(), hosts, link_bound, iface)
 
     def efficiency(self, payload_MBps: float, directions: int = 1) -> float:
         '''Payload rate over the partition's wire rate (its link_rate_bps).'''
@@ -400,12 +401,12 @@ class MpiBenchmark(NetworkRun):
                 sanity.known_issue_note(evidence, self.stack))
 
     def prove(self, mpi_library: str | None, hosts: dict, bytes_sent_by_host: dict | None = None,
-              min_link_bytes: int | None = None) -> None:
+              link_bound: linkbytes.LinkBound | None = None) -> None:
         '''The one sanity step of every MPI run: the job's exit status (a
         crash after complete output fails), the MPI library really loaded,
         the hosts, the MPI's own transport report, and the link counters
-        (the exact payload per host where known, else ``min_link_bytes`` of
-        traffic per node).'''
+        (the exact payload per host where known, else the least traffic per
+        node the benchmark's algorithm must move, hpcnet.linkbytes).'''
         failure = self.failure_note()
         if failure:
             raise SanityError(f'the job failed{failure}')
@@ -420,8 +421,8 @@ class MpiBenchmark(NetworkRun):
             self.transport = message
         if bytes_sent_by_host is not None:
             self.check_link(bytes_sent_by_host)
-        elif min_link_bytes is not None:
-            self.check_link_traffic(hosts.values(), min_link_bytes)
+        elif link_bound is not None:
+            self.check_link_traffic(hosts.values(), link_bound)
         elif self.link_iface() is not None:
             raise SanityError(f'{type(self).__name__} has no link proof for '
                               f'{self.partition.iface}: it must attribute payload to hosts')

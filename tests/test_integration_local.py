@@ -151,13 +151,11 @@ def test_collectives_pairs_and_preflight(tmp_path, one_env_per_stack):
         assert perf['avg_8B'] > 0 and perf['max_1MiB'] >= perf['avg_1MiB'] > 0
         assert all(r['op'] == c['op'] for r in c['curve'])
         assert f"on fabric '{c['partition']}'" in c['transport']
+    # One node is one pair, whose outlier count could only be 0: not run, said why.
     assert len(by['hpcnet_pairs']) == len(one_env_per_stack) * 2
     for c in by['hpcnet_pairs']:
-        if c['result'] != 'pass':
-            continue
-        perf = {k.split(':')[-1]: v[0] for k, v in c['perfvalues'].items()}
-        assert perf['latency_worst_over_median'] >= 1.0 >= perf['bandwidth_worst_over_median']
-        assert len(c['pair_table']) == 1          # 2 ranks: one pair
+        assert c['result'] == 'skip', c
+        assert 'the pair matrix needs at least 2 nodes' in c['skip_reason'], c['skip_reason']
     (shm, tcp) = sorted(by['hpcnet_preflight'], key=lambda c: c['partition'])
     assert shm['result'] == 'skip' and tcp['result'] == 'pass'
 
