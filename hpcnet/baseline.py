@@ -319,7 +319,7 @@ def references(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None 
     return {**b.references, **({NOT_ASSERTED: b.not_asserted} if b.not_asserted else {})}
 
 
-def _suite_commit() -> str:
+def suite_commit() -> str:
     if PROJECT_ROOT is None:
         return f'unknown (installed hpcnet {metadata.version("hpcnet")}, not a git checkout)'
     try:
@@ -358,7 +358,7 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR, measured: Baseline
         # ReFrame are not pip installs.
         'reframe': reframe.VERSION,
         'hpcnet': metadata.version('hpcnet'),
-        'suite_commit': _suite_commit(),
+        'suite_commit': suite_commit(),
         'tolerance': (f'max({floor:g}, k(n) x robust CV of the samples, {K_SESSIONS:g} x robust CV '
                       f'of the session medians, {WORST_MARGIN:g} x largest kept deviation); '
                       f'k(n) = t(n-1, {1 - PREDICTION_ALPHA / 2:g}) x sqrt(1 + 1/n); above '

@@ -182,7 +182,7 @@ def _dates(reports: list) -> str:
 
 
 def _suite() -> str:
-    commit = baseline._suite_commit()
+    commit = baseline.suite_commit()
     return f'suite {commit[:12]}' if re.fullmatch('[0-9a-f]{40}', commit) else f'suite: {commit}'
 
 
