@@ -12,6 +12,13 @@ Throughputs are MB/s (10^6 bytes/s) of payload at the receiver; round trips
 are microseconds; efficiencies are the payload rate over the partition's
 link rate (framing and headers make 1.0 unreachable: ~0.94 for TCP over a
 1500-byte MTU on Ethernet).
+
+udp_stream, as a link is judged with iperf3 -u -b: every size runs unpaced,
+which measures the receiver's capacity (``udp_receiver_capacity_<size>``,
+Mbit/s; its loss is the receiver falling behind, not judged), and the
+performance sizes run again paced at rates the link carries
+(``udp_loss_<rate>Mbit_<size>``, % lost), where loss above
+``max_paced_loss_pct`` fails the case.
 """
 import os
 import shlex
@@ -27,7 +34,7 @@ from hpcnet import sanity, sockets, templates
 from hpcnet.constants import Scale, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output
-from hpcnet.sockets import (PERCENT, RR_PERF_SIZES, RR_TESTS, STREAM_PERF_SIZES, STREAM_TESTS,
+from hpcnet.sockets import (MBIT, PERCENT, RR_PERF_SIZES, RR_TESTS, STREAM_PERF_SIZES, STREAM_TESTS,
                             THROUGHPUT_COLUMN, UDP_STREAM, UDP_STREAM_PERF_SIZES)
 from hpcnet.sizes import message_sizes, size_label
 from hpcnet.testlib import SocketRun, build_sockets
@@ -56,14 +63,18 @@ class hpcnet_sockets(SocketRun):
     #: (docs/measurements.md, "TCP streams on the testbed").
     stream_windows = variable(int, value=5)
     stream_window_ms = variable(int, value=100)
-    #: udp_stream pacing (Mbit/s of payload); None: udp_rate_fraction of the
-    #: partition's link rate, or what loopback sustains (scale 1_node).
-    udp_rate_mbps = variable(float, type(None), value=None, loggable=True)
-    udp_rate_fraction = variable(float, value=0.9)
+    #: udp_stream paced rates (Mbit/s of payload); None: udp_rate_fractions
+    #: of the partition's link rate, or the stated loopback rates (scale
+    #: 1_node: the traffic does not cross the link).
+    udp_rates_mbps = variable(typ.List[float], type(None), value=None, loggable=True)
+    udp_rate_fractions = variable(typ.List[float], value=list(sockets.UDP_RATE_FRACTIONS))
     #: SO_RCVBUF of the UDP stream sockets (a paced sender still bursts).
     udp_rcvbuf = variable(str, value='4M')
-    #: Highest packet loss (%) accepted at any size of the UDP tests.
+    #: Highest packet loss (%) accepted at any size of udp_rr.
     max_loss_pct = variable(float, value=1.0)
+    #: Highest packet loss (%) of udp_stream at a paced rate (the link
+    #: carries it: a healthy one loses nothing).
+    max_paced_loss_pct = variable(float, value=sockets.MAX_PACED_LOSS_PCT)
     #: Check payload contents at the receiver (costs throughput on fast links).
     validate = variable(bool, value=False)
     #: Kernel limits (s): overall, and connecting / a stalled transfer.
@@ -92,20 +103,30 @@ class hpcnet_sockets(SocketRun):
     def sizes(self) -> tuple:
         return message_sizes(*self.size_range(), endpoints=True)
 
+    def paced_sizes(self) -> tuple:
+        '''udp_stream sizes also run at the paced rates.'''
+        return tuple(sorted(set(UDP_STREAM_PERF_SIZES) & set(self.sizes())))
+
     @run_after('setup')
-    def resolve_udp_rate(self):
+    def resolve_udp_rates(self):
         self.descr = f'Socket kernel {self.test} over {self.current_partition.fullname}'
-        if self.test != UDP_STREAM or self.udp_rate_mbps is not None:
+        if self.test != UDP_STREAM:
+            return
+        if self.udp_rates_mbps is not None:
+            if not self.udp_rates_mbps or min(self.udp_rates_mbps) <= 0:
+                raise ValueError(f'udp_rates_mbps {self.udp_rates_mbps}: give rates > 0 '
+                                 '(the unpaced run is always made)')
+            self.udp_rates_mbps = sorted(set(self.udp_rates_mbps))
             return
         if self.scale == Scale.ONE_NODE:
-            self.udp_rate_mbps = sockets.LOCAL_UDP_RATE_MBPS
+            self.udp_rates_mbps = list(sockets.LOCAL_UDP_RATES_MBPS)
             return
         rate_bps = self.partition.link_rate_bps
         if not rate_bps:
             self.skip_because(f'partition {self.partition.fullname} states no link rate '
                               '(link_rate_bps) to pace udp_stream at: set it in its system '
-                              'file, or -S udp_rate_mbps=...')
-        self.udp_rate_mbps = round(self.udp_rate_fraction * float(rate_bps) / 1e6, 3)
+                              'file, or -S udp_rates_mbps=...')
+        self.udp_rates_mbps = list(sockets.udp_rates_from_link(rate_bps, self.udp_rate_fractions))
 
     def kernel_args(self) -> list:
         '''The options of one run (both roles may get them all).'''
@@ -118,7 +139,11 @@ class hpcnet_sockets(SocketRun):
             args += ['--duration-ms', str(self.duration_ms)]
         args += ['--timeout', f'{self.timeout_s:g}', '--connect-timeout', f'{self.connect_timeout_s:g}']
         if self.test == UDP_STREAM:
-            args += ['--rate-mbps', f'{self.udp_rate_mbps:g}', '--rcvbuf', self.udp_rcvbuf]
+            args += ['--rate-mbps', sockets.kernel_rates_arg(self.udp_rates_mbps),
+                     '--rcvbuf', self.udp_rcvbuf]
+            paced = self.paced_sizes()
+            if paced:
+                args += ['--paced-sizes', ','.join(map(str, paced))]
         if self.validate:
             args.append('--validate')
         return args
@@ -154,22 +179,28 @@ class hpcnet_sockets(SocketRun):
             self.perf_variables['rtt_first'] = sn.make_performance_function(
                 self._header('first-rtt-us'), Unit.US)
             return
-        perf_sizes = UDP_STREAM_PERF_SIZES if self.test == UDP_STREAM else STREAM_PERF_SIZES
+        if self.test == UDP_STREAM:
+            for size in set(UDP_STREAM_PERF_SIZES) & set(sizes):
+                label = size_label(size)
+                self.perf_variables[f'udp_receiver_capacity_{label}'] = \
+                    sn.make_performance_function(self._column(size, 'recv_Mbps', rate_mbps=0), MBIT)
+                for rate in self.udp_rates_mbps or ():
+                    name = f'udp_loss_{sockets.rate_label(rate)}_{label}'
+                    self.perf_variables[name] = sn.make_performance_function(
+                        self._column(size, 'loss_pct', rate_mbps=rate), PERCENT)
+            return
         column = THROUGHPUT_COLUMN[self.test]
-        for size in set(perf_sizes) & set(sizes):
+        for size in set(STREAM_PERF_SIZES) & set(sizes):
             label = size_label(size)
             self.perf_variables[f'throughput_{label}'] = sn.make_performance_function(
                 self._column(size, column), Unit.MBPS)
-            if self.test == UDP_STREAM:
-                self.perf_variables[f'loss_{label}'] = sn.make_performance_function(
-                    self._column(size, 'loss_pct'), PERCENT)
-            elif self.partition.link_rate_bps:
+            if self.partition.link_rate_bps:
                 self.perf_variables[f'efficiency_{label}'] = sn.make_performance_function(
                     self._efficiency(size, column), Unit.RATIO)
 
     @sn.deferrable
-    def _column(self, size, column):
-        return self.kernel_output().row_for_size(size)[column]
+    def _column(self, size, column, **match):
+        return self.kernel_output().row_for_size(size, **match)[column]
 
     @sn.deferrable
     def _header(self, key):
@@ -196,7 +227,8 @@ class hpcnet_sockets(SocketRun):
         self.check_exit()
         out = self.kernel_output()
         sockets.check_output(out, self.test, self.sizes(), self.max_loss_pct,
-                             self.udp_rate_mbps, self.validate)
+                             self.udp_rates_mbps, self.validate, self.paced_sizes(),
+                             self.max_paced_loss_pct)
         self.client_host = out.header.get('client-host', '')
         self.server_host = out.header.get('server-host', '')
         if not self.client_host or not self.server_host:

@@ -9,8 +9,8 @@
  *   tcp_bidir   both ends send and receive at once on one connection
  *   tcp_rr      request/response (TCP_NODELAY): client sends size bytes,
  *               server echoes size bytes; round-trip statistics
- *   udp_stream  client sends sequence-numbered datagrams (optionally paced
- *               with --rate-mbps); server counts them; loss
+ *   udp_stream  client sends sequence-numbered datagrams, per size unpaced
+ *               and/or paced at each --rate-mbps rate; server counts them; loss
  *   udp_rr      datagram request/response with a per-transaction timeout;
  *               lost transactions are counted, never retransmitted
  *

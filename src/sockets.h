@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -43,6 +44,14 @@
 #define MAX_MSG_SIZE HC_MAX_SIZE /* 1 GiB, as the MPI kernels */
 #define UDP_MAX_PAYLOAD 65507u           /* 65535 - 20 (IPv4) - 8 (UDP) */
 #define MAX_SIZES 128
+#define MAX_RATES 8                /* --rate-mbps: rates per size at most */
+#define MAX_ROWS (MAX_SIZES * MAX_RATES)
+/* a paced sender catches up at most this far behind its schedule: a stall
+ * of the host up to 10 ms (common on a busy small host) costs no rate, and
+ * the catch-up burst, 10 ms of the rate, fits the receiver's socket buffer
+ * and a shaper's queue; beyond it the missed slots are dropped, since a
+ * longer burst's loss would be the burst's, not the rate's */
+#define PACE_MAX_BEHIND_NS 10000000ull
 /* --windows: a size measured this many times at most */
 #define MAX_WINDOWS 25
 #define MAX_ITERS 10000000L        /* --iters upper bound (80 MB of samples) */
@@ -82,13 +91,15 @@ struct opts {
     const char *rendezvous;
     double connect_timeout; /* s */
     double timeout;         /* s */
-    double rate_mbps;       /* udp_stream pacing, 0 = unpaced */
+    double rates[MAX_RATES]; /* udp_stream: Mbit/s per run, ascending, 0 (unpaced) last */
+    int nrates;
+    const char *paced_sizes_arg; /* udp_stream: sizes run at the paced rates, NULL = all */
     long udp_timeout_ms;
     int nodelay;
     int validate;
     int verbose;
     /* which test-specific options were given (validated against --test) */
-    int have_iters, have_warmup, have_rate, have_udp_timeout, have_windows;
+    int have_iters, have_warmup, have_rate, have_paced_sizes, have_udp_timeout, have_windows;
 };
 
 
@@ -154,7 +165,7 @@ struct client {
 };
 struct rowbuf {
     int n;
-    char rows[MAX_SIZES][512];
+    char rows[MAX_ROWS][512];
     char windows[MAX_SIZES][512]; /* --windows > 1: every window's rate, per size */
     double best;      /* summary: best value and its size */
     uint64_t best_size;
@@ -199,6 +210,7 @@ void usage(void);
 void parse_args(int argc, char **argv, struct opts *o);
 int cmp_u64(const void *a, const void *b);
 int make_sizes(const struct opts *o, uint64_t *v);
+int parse_size_list(const char *opt, const char *arg, uint64_t *v);
 void ctrl_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ctrl_has_line(const struct ctrl *c);
 int ctrl_getline(struct ctrl *c, char *out, size_t outlen, int timeout_ms);
@@ -239,8 +251,9 @@ void tcp_transaction(struct client *c, int fd, unsigned char *sbuf, unsigned cha
 void rr_done(struct rowbuf *rb, const struct opts *o, size_t size, double first_us, double median_us);
 void client_tcp_rr(struct client *c, size_t size, struct rowbuf *rb);
 void client_udp_socket(struct client *c, int udp_port);
-void wait_until_ns(uint64_t target);
-void client_udp_stream(struct client *c, size_t size, struct rowbuf *rb, uint64_t *send_fail_total);
+void sleep_until_ns(uint64_t target);
+void client_udp_stream(struct client *c, size_t size, double rate_mbps, struct rowbuf *rb, uint64_t *send_fail_total,
+                       uint64_t *slips_total);
 uint64_t udp_transaction(struct client *c, unsigned char *sbuf, unsigned char *rbuf, size_t size, uint64_t seq, uint64_t timeout_ns, int *corrupt);
 void client_udp_rr(struct client *c, size_t size, struct rowbuf *rb);
 int run_client(const struct opts *o, const char *rank_env);

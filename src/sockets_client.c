@@ -399,20 +399,26 @@ void client_udp_socket(struct client *c, int udp_port)
     c->udp_fd = fd;
 }
 
-void wait_until_ns(uint64_t target)
+void sleep_until_ns(uint64_t target)
 {
-    uint64_t t = now_ns();
-    if (t + 200000u < target) {
-        uint64_t d = target - t - 100000u;
-        struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
-    while (now_ns() < target)
+    struct timespec ts = {(time_t)(target / 1000000000ull), (long)(target % 1000000000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
 }
 
-void client_udp_stream(struct client *c, size_t size, struct rowbuf *rb, uint64_t *send_fail_total)
+/* One udp_stream run of one size at rate_mbps (0 = unpaced).
+ *
+ * Pacing, as iperf3 -u -b: datagram k is due at origin + k x size x 8 / rate,
+ * computed from k so that no rounding accumulates.  The sender sleeps until
+ * the next datagram is due (absolute clock_nanosleep, no spinning: on a small
+ * host the receiver needs the core) and then sends every datagram that is
+ * due, so a late wake-up becomes a short burst at the stated average rate
+ * (run_client sets the timer slack to 1 us: the default 50 us would make
+ * every wake-up up to that late).  Behind by more than PACE_MAX_BEHIND_NS (a
+ * stall of the host), the schedule restarts from now and the missed slots
+ * are dropped (a slip), so no catch-up burst is longer than that. */
+void client_udp_stream(struct client *c, size_t size, double rate_mbps, struct rowbuf *rb, uint64_t *send_fail_total,
+                       uint64_t *slips_total)
 {
     const struct opts *o = c->o;
     char line[LINE_MAX_LEN];
@@ -420,19 +426,26 @@ void client_udp_stream(struct client *c, size_t size, struct rowbuf *rb, uint64_
     client_expect(c, line, sizeof line, "ready", "ready");
     unsigned char *buf = (unsigned char *)xalloc(size, 0);
     fill_pattern(buf, size);
-    uint64_t interval = o->rate_mbps > 0 ? (uint64_t)((double)size * 8.0 / (o->rate_mbps * 1e6) * 1e9) : 0;
-    uint64_t sent = 0, failed = 0, k = 0;
-    uint64_t t0 = now_ns(), end = t0 + (uint64_t)o->duration_ms * 1000000ull;
+    double ns_per_dgram = rate_mbps > 0 ? (double)size * 8.0 * 1e3 / rate_mbps : 0.0;
+    uint64_t sent = 0, failed = 0, slips = 0, k = 0;
+    uint64_t t0 = now_ns(), end = t0 + (uint64_t)o->duration_ms * 1000000ull, origin = t0;
     for (;;) {
         uint64_t t = now_ns();
         if (t >= end)
             break;
-        if (interval) {
-            uint64_t target = t0 + k * interval;
-            if (target >= end)
+        if (ns_per_dgram > 0) {
+            uint64_t due = origin + (uint64_t)((double)k * ns_per_dgram);
+            if (due >= end)
                 break;
-            if (t < target)
-                wait_until_ns(target);
+            if (t < due) {
+                sleep_until_ns(due);
+                continue;
+            }
+            if (t - due > PACE_MAX_BEHIND_NS) {
+                origin = t;
+                k = 0;
+                slips++;
+            }
         }
         put_seq(buf, size, sent);
         ssize_t n = send(c->udp_fd, buf, size, 0);
@@ -464,12 +477,14 @@ void client_udp_stream(struct client *c, size_t size, struct rowbuf *rb, uint64_
     double rr = (recvd >= 2 && span > 0) ? (double)(recvd - 1) * (double)size / span / 1e6 : 0.0;
     double sr = mbps(sent * size, send_s);
     snprintf(rb->rows[rb->n++], sizeof rb->rows[0],
-             "%zu %.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.4f %" PRIu64 " %.3f %.3f %.3f", size, send_s, sent,
-             recvd, lost, loss, ooo, sr, rr, rr * 8.0);
-    stream_best(rb, size, rr);
+             "%zu %.10g %.6f %" PRIu64 " %" PRIu64 " %" PRIu64 " %.4f %" PRIu64 " %.3f %.3f %.3f", size, rate_mbps,
+             send_s, sent, recvd, lost, loss, ooo, sr, rr, rr * 8.0);
+    if (rate_mbps == 0 || o->rates[o->nrates - 1] > 0)
+        stream_best(rb, size, rr); /* the summary line: the receiver's capacity where measured */
     if (o->validate)
         rb->validated++;
     *send_fail_total += failed;
+    *slips_total += slips;
     free(buf);
 }
 
@@ -587,19 +602,53 @@ static const char *const columns[T_COUNT] = {
     ("size_bytes duration_s c2s_bytes s2c_bytes c2s_send_MBps c2s_recv_MBps s2c_send_MBps s2c_recv_MBps "
      "total_recv_MBps total_recv_Mbps"),
     "size_bytes iterations first_us min_us median_us mean_us max_us stddev_us p99_us trans_per_s",
-    "size_bytes duration_s sent_pkts recv_pkts lost_pkts loss_pct out_of_order send_MBps recv_MBps recv_Mbps",
+    "size_bytes rate_mbps duration_s sent_pkts recv_pkts lost_pkts loss_pct out_of_order send_MBps recv_MBps recv_Mbps",
     "size_bytes iterations lost loss_pct first_us min_us median_us mean_us max_us stddev_us p99_us trans_per_s",
 };
 
+/* whether udp_stream runs size at rate: unpaced at every size, paced at
+ * the --paced-sizes (all without the option) */
+static int udp_runs_at(const struct opts *o, uint64_t size, double rate, const uint64_t *paced, int npaced)
+{
+    if (rate == 0 || !o->paced_sizes_arg)
+        return 1;
+    for (int j = 0; j < npaced; j++)
+        if (paced[j] == size)
+            return 1;
+    return 0;
+}
+
 int run_client(const struct opts *o, const char *rank_env)
 {
-    uint64_t sizes[MAX_SIZES + 2];
-    int nsizes = make_sizes(o, sizes);
+    uint64_t sizes[MAX_SIZES + 2], paced[MAX_SIZES];
+    int nsizes = make_sizes(o, sizes), npaced = 0, runs = nsizes;
+    if (o->paced_sizes_arg) {
+        npaced = parse_size_list("--paced-sizes", o->paced_sizes_arg, paced);
+        for (int j = 0; j < npaced; j++) {
+            int found = 0;
+            for (int k = 0; k < nsizes; k++)
+                found |= sizes[k] == paced[j];
+            if (!found)
+                usage_error("--paced-sizes: %" PRIu64 " is not one of the sizes run", paced[j]);
+        }
+    }
+    if (o->test == T_UDP_STREAM) {
+        runs = 0;
+        for (int k = 0; k < nsizes; k++) {
+            int at = 0;
+            for (int r = 0; r < o->nrates; r++)
+                at += udp_runs_at(o, sizes[k], o->rates[r], paced, npaced);
+            if (!at)
+                usage_error("size %" PRIu64 " is not in --paced-sizes and --rate-mbps has no 0: it would not run",
+                            sizes[k]);
+            runs += at;
+        }
+    }
     if (!is_rr(o->test) || !o->iters) {
         /* rough lower bound of the run time; refuse what cannot fit */
-        double est = nsizes * o->windows * (o->duration_ms * 1e-3 + (o->test == T_UDP_STREAM ? 0.07 : 0.002));
+        double est = runs * o->windows * (o->duration_ms * 1e-3 + (o->test == T_UDP_STREAM ? 0.07 : 0.002));
         if (est > o->timeout)
-            usage_error("%d sizes x %ld window(s) x %ld ms need about %.0f s, more than --timeout %g s", nsizes,
+            usage_error("%d runs x %ld window(s) x %ld ms need about %.0f s, more than --timeout %g s", runs,
                         o->windows, o->duration_ms, est, o->timeout);
     }
     set_deadline(o->timeout);
@@ -631,7 +680,9 @@ int run_client(const struct opts *o, const char *rank_env)
         client_udp_socket(c, (int)udp_port);
     }
 
-    uint64_t send_fail = 0;
+    uint64_t send_fail = 0, slips = 0;
+    if (o->rates[0] > 0) /* paced: see client_udp_stream */
+        prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     for (int k = 0; k < nsizes; k++) {
         size_t size = (size_t)sizes[k];
         switch (o->test) {
@@ -643,7 +694,9 @@ int run_client(const struct opts *o, const char *rank_env)
             client_tcp_rr(c, size, rb);
             break;
         case T_UDP_STREAM:
-            client_udp_stream(c, size, rb, &send_fail);
+            for (int r = 0; r < o->nrates; r++)
+                if (udp_runs_at(o, size, o->rates[r], paced, npaced))
+                    client_udp_stream(c, size, o->rates[r], rb, &send_fail, &slips);
             break;
         case T_UDP_RR:
             client_udp_rr(c, size, rb);
@@ -699,8 +752,25 @@ int run_client(const struct opts *o, const char *rank_env)
         else
             printf("iters: adaptive\n");
     }
-    if (o->test == T_UDP_STREAM)
-        printf("rate-mbps: %g\n", o->rate_mbps);
+    if (o->test == T_UDP_STREAM) {
+        printf("rate-mbps: ");
+        for (int r = 0; r < o->nrates; r++)
+            printf("%s%.10g", r ? "," : "", o->rates[r]);
+        printf("\n");
+        if (o->paced_sizes_arg) {
+            printf("paced-sizes: ");
+            for (int j = 0, first = 1; j < nsizes; j++)
+                for (int i = 0; i < npaced; i++)
+                    if (paced[i] == sizes[j]) {
+                        printf("%s%" PRIu64, first ? "" : ",", sizes[j]);
+                        first = 0;
+                        break;
+                    }
+            printf("\n");
+        } else if (o->rates[0] > 0) {
+            printf("paced-sizes: all\n");
+        }
+    }
     if (o->test == T_UDP_RR)
         printf("udp-timeout-ms: %ld\n", o->udp_timeout_ms);
     printf("validate: %s\n", o->validate ? "on" : "off");
@@ -721,6 +791,10 @@ int run_client(const struct opts *o, const char *rank_env)
         printf("# note: rcvbuf is below 2 x MSS (MSS %d bytes): the receive window cannot hold two "
                "segments; expect stalls\n",
                c->mss);
+    if (slips)
+        printf("# note: the paced sender fell more than %llu ms behind its schedule %" PRIu64
+               " times and dropped the missed slots (the rate reached is send_MBps)\n",
+               PACE_MAX_BEHIND_NS / 1000000ull, slips);
     if (send_fail)
         printf("# note: %" PRIu64 " datagram sends failed (ENOBUFS/EAGAIN) and were not counted as sent\n",
                send_fail);

@@ -18,6 +18,56 @@ double opt_double(const char *opt, const char *s, double lo, double hi, int allo
     return v;
 }
 
+/* --rate-mbps list: sorted ascending with 0 (unpaced) last, duplicates
+ * dropped.  The unpaced run goes last at a size because it may leave a
+ * backlog at the receiver: what arrives after its report then falls into the
+ * next size's run, where datagrams of another size are not counted. */
+static void parse_rates(const char *arg, struct opts *o)
+{
+    double v[MAX_RATES];
+    int n = 0, unpaced = 0;
+    const char *p = arg;
+    if (!*p)
+        usage_error("--rate-mbps: empty list");
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char tok[64];
+        if (len == 0 || len >= sizeof tok)
+            usage_error("--rate-mbps: bad element in '%s'", arg);
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        double r = opt_double("--rate-mbps", tok, 0.0, 1e7, 1);
+        if (r == 0.0) {
+            unpaced = 1;
+        } else {
+            int dup = 0;
+            for (int k = 0; k < n; k++)
+                dup |= v[k] == r;
+            if (!dup) {
+                if (n == MAX_RATES)
+                    usage_error("--rate-mbps: more than %d rates", MAX_RATES);
+                v[n++] = r;
+            }
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    for (int k = 1; k < n; k++) /* insertion sort: a handful of rates */
+        for (int j = k; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    if (unpaced && n == MAX_RATES)
+        usage_error("--rate-mbps: more than %d rates", MAX_RATES);
+    if (unpaced)
+        v[n++] = 0.0;
+    memcpy(o->rates, v, (size_t)n * sizeof v[0]);
+    o->nrates = n;
+}
+
 void usage(void)
 {
     printf(
@@ -59,8 +109,11 @@ void usage(void)
         "  --rcvbuf S           SO_RCVBUF on both ends (default: system, autotuned)\n"
         "  --recv-size S        stream receive size per recv() (default max(size,128K))\n"
         "  --nodelay            streams: set TCP_NODELAY (rr tests always do)\n"
-        "  --rate-mbps R        udp_stream: pace the sender at R Mbit/s of payload\n"
-        "                       (default 0 = as fast as possible)\n"
+        "  --rate-mbps R,...    udp_stream: pace the sender at R Mbit/s of payload;\n"
+        "                       each size runs once per rate, 0 = as fast as\n"
+        "                       possible (the receiver's capacity; default 0)\n"
+        "  --paced-sizes A,...  udp_stream: the sizes run at the non-zero rates\n"
+        "                       (default all); other sizes run unpaced only\n"
         "  --udp-timeout-ms MS  udp_rr: a transaction without reply after MS ms is\n"
         "                       lost (default 100)\n"
         "  --validate           check payload contents (receiver side)\n"
@@ -71,7 +124,7 @@ void usage(void)
 
 enum {
     O_ROLE = 1000, O_TEST, O_SIZES, O_MIN, O_MAX, O_DUR, O_WINDOWS, O_ITERS, O_WARMUP, O_SNDBUF, O_RCVBUF, O_RSZ, O_PORT,
-    O_BIND, O_SADDR, O_RV, O_CTO, O_TO, O_RATE, O_UTO, O_NODELAY, O_VALIDATE, O_VERBOSE, O_HELP, O_VERSION
+    O_BIND, O_SADDR, O_RV, O_CTO, O_TO, O_RATE, O_PACED, O_UTO, O_NODELAY, O_VALIDATE, O_VERBOSE, O_HELP, O_VERSION
 };
 
 void parse_args(int argc, char **argv, struct opts *o)
@@ -96,6 +149,7 @@ void parse_args(int argc, char **argv, struct opts *o)
         {"connect-timeout", required_argument, NULL, O_CTO},
         {"timeout", required_argument, NULL, O_TO},
         {"rate-mbps", required_argument, NULL, O_RATE},
+        {"paced-sizes", required_argument, NULL, O_PACED},
         {"udp-timeout-ms", required_argument, NULL, O_UTO},
         {"nodelay", no_argument, NULL, O_NODELAY},
         {"validate", no_argument, NULL, O_VALIDATE},
@@ -116,6 +170,7 @@ void parse_args(int argc, char **argv, struct opts *o)
     o->connect_timeout = 30.0;
     o->timeout = 120.0;
     o->udp_timeout_ms = 100;
+    o->nrates = 1; /* rates[0] = 0: unpaced */
 
     opterr = 0;
     int c;
@@ -202,8 +257,14 @@ void parse_args(int argc, char **argv, struct opts *o)
             o->timeout = opt_double("--timeout", optarg, 0.0, 86400.0, 0);
             break;
         case O_RATE:
-            o->rate_mbps = opt_double("--rate-mbps", optarg, 0.0, 1e7, 1);
+            parse_rates(optarg, o);
             o->have_rate = 1;
+            break;
+        case O_PACED:
+            if (!*optarg)
+                usage_error("--paced-sizes: empty list");
+            o->paced_sizes_arg = optarg;
+            o->have_paced_sizes = 1;
             break;
         case O_UTO:
             o->udp_timeout_ms = hc_parse_long("--udp-timeout-ms", optarg, 1, 60000L);
@@ -246,6 +307,10 @@ void parse_args(int argc, char **argv, struct opts *o)
         usage_error("--windows applies to tcp_stream and tcp_bidir only");
     if (o->have_rate && o->test != T_UDP_STREAM)
         usage_error("--rate-mbps applies to udp_stream only");
+    if (o->have_paced_sizes && o->test != T_UDP_STREAM)
+        usage_error("--paced-sizes applies to udp_stream only");
+    if (o->have_paced_sizes && !(o->rates[0] > 0))
+        usage_error("--paced-sizes needs a non-zero rate in --rate-mbps");
     if (o->have_udp_timeout && o->test != T_UDP_RR)
         usage_error("--udp-timeout-ms applies to udp_rr only");
 }
@@ -256,30 +321,38 @@ int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* a comma-separated list of at most MAX_SIZES sizes, as given */
+int parse_size_list(const char *opt, const char *arg, uint64_t *v)
+{
+    int n = 0;
+    const char *p = arg;
+    if (!*p)
+        usage_error("%s: empty list", opt);
+    for (;;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char tok[64];
+        if (len == 0 || len >= sizeof tok)
+            usage_error("%s: bad element in '%s'", opt, arg);
+        memcpy(tok, p, len);
+        tok[len] = '\0';
+        if (n == MAX_SIZES)
+            usage_error("%s: more than %d sizes", opt, MAX_SIZES);
+        v[n++] = hc_parse_size(opt, tok, 1, MAX_MSG_SIZE);
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return n;
+}
+
 /* sorted, duplicate-free size list; validated against the test's limits */
 int make_sizes(const struct opts *o, uint64_t *v)
 {
     int n = 0;
     uint64_t limit = is_udp(o->test) ? UDP_MAX_PAYLOAD : MAX_MSG_SIZE;
     if (o->sizes_arg) {
-        const char *p = o->sizes_arg;
-        if (!*p)
-            usage_error("--sizes: empty list");
-        for (;;) {
-            const char *e = strchr(p, ',');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
-            char tok[64];
-            if (len == 0 || len >= sizeof tok)
-                usage_error("--sizes: bad element in '%s'", o->sizes_arg);
-            memcpy(tok, p, len);
-            tok[len] = '\0';
-            if (n == MAX_SIZES)
-                usage_error("--sizes: more than %d sizes", MAX_SIZES);
-            v[n++] = hc_parse_size("--sizes", tok, 1, MAX_MSG_SIZE);
-            if (!e)
-                break;
-            p = e + 1;
-        }
+        n = parse_size_list("--sizes", o->sizes_arg, v);
     } else {
         uint64_t lo, hi;
         if (is_rr(o->test)) {

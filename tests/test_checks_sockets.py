@@ -1,6 +1,7 @@
 """checks/sockets.py for real: the socket kernel under ReFrame on local:tcp
 (both roles on this host, loopback), and on the Slurm testbed next to iperf3
-on the same shaped 1 Gbit/s link, in one ReFrame session.
+on the same shaped 1 Gbit/s link, in one ReFrame session; and the rules its
+udp_stream output is judged by (hpcnet.sockets), on made-up outputs.
 
 Run: /tmp/rfvenv/bin/python -m pytest tests/test_checks_sockets.py -s
 (-s shows our and iperf3's throughput).
@@ -9,11 +10,12 @@ import shutil
 
 import pytest
 from conftest import perf, run_reframe, running_testbed
+from reframe.core.exceptions import SanityError
 
+from hpcnet import sockets
 from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, WORK_DIR
-
-pytestmark = pytest.mark.integration
+from hpcnet.parsers.kernel import parse_kernel_output
 
 SOCKETS = CHECKS_DIR / 'sockets.py'
 IPERF3 = CHECKS_DIR / 'iperf3.py'
@@ -24,7 +26,10 @@ PERF_VARIABLES = {
     'tcp_stream': {'throughput_64KiB', 'throughput_1MiB'},
     'tcp_bidir': {'throughput_64KiB', 'throughput_1MiB'},
     'tcp_rr': RR_PERF,
-    'udp_stream': {'throughput_1KiB', 'throughput_32KiB', 'loss_1KiB', 'loss_32KiB'},
+    # unpaced: the receiver's capacity; paced at loopback's stated 100 and 500 Mbit/s: loss
+    'udp_stream': {'udp_receiver_capacity_1KiB', 'udp_receiver_capacity_32KiB',
+                   'udp_loss_100Mbit_1KiB', 'udp_loss_500Mbit_1KiB',
+                   'udp_loss_100Mbit_32KiB', 'udp_loss_500Mbit_32KiB'},
     'udp_rr': RR_PERF,
 }
 #: Sizes the kernel runs with the check's defaults.
@@ -42,6 +47,7 @@ def _test_param(case):
     return case['name'].split('%test=')[1].split()[0]
 
 
+@pytest.mark.integration
 def test_all_socket_tests_pass_on_loopback(tmp_path):
     proc, cases = run_reframe(tmp_path, '-c', str(SOCKETS), '-n', '^hpcnet_sockets%',
                               '-S', 'duration_ms=40', '-S', 'stream_window_ms=10',
@@ -55,22 +61,100 @@ def test_all_socket_tests_pass_on_loopback(tmp_path):
         values = perf(case)
         assert set(values) == PERF_VARIABLES[name], name
         for var, value in values.items():
-            if var.startswith('loss_'):
-                assert 0 <= value < 1, (name, var, value)
+            if var.startswith('udp_loss_'):
+                assert 0 <= value <= sockets.MAX_PACED_LOSS_PCT, (name, var, value)
             else:
                 assert value > 0, (name, var, value)
         # The whole table is in the report, and both ends ran here.
-        assert [int(r['size_bytes']) for r in case['curve']] == SIZES[name]
+        assert sorted({int(r['size_bytes']) for r in case['curve']}) == SIZES[name]
         assert case['client_host'] == case['server_host']
         (link,) = case['link_counters']
         assert link['iface'] == 'lo' and link['tx_bytes'] > 0
         assert case['mpi_library'] == 'none'
-    # Paced at the check's loopback rate, 2000 Mbit/s = 250 MB/s (the sender's
-    # rate: the receiver's, over first to last datagram, can be above it when
-    # the sender catches up after a delay).
-    assert runs['udp_stream']['udp_rate_mbps'] == 2000
-    for row in runs['udp_stream']['curve']:
-        assert row['send_MBps'] < 250 * 1.05, row
+    # udp_stream: every size unpaced, 1 KiB and 32 KiB also at the stated
+    # loopback rates, where the sender keeps its rate.
+    udp = runs['udp_stream']
+    assert udp['udp_rates_mbps'] == [100, 500]
+    assert sorted((int(r['size_bytes']), r['rate_mbps']) for r in udp['curve']) == sorted(
+        [(s, 0) for s in SIZES['udp_stream']] + [(s, r) for s in (1024, 32768) for r in (100, 500)])
+    for row in udp['curve']:
+        if row['rate_mbps']:
+            # never above the schedule: one datagram per size x 8 / rate in 40 ms
+            slots = 0.040 * row['rate_mbps'] * 1e6 / (row['size_bytes'] * 8)
+            assert row['sent_pkts'] <= slots + 1, row
+            assert row['send_MBps'] * 8 >= sockets.MIN_RATE_REACHED * row['rate_mbps'], row
+
+
+# ---------------------------------------------------------------------------
+# udp_stream's verdict on made-up outputs: loss judged at the paced rates only
+
+UDP_COLUMNS = ('size_bytes rate_mbps duration_s sent_pkts recv_pkts lost_pkts loss_pct out_of_order '
+               'send_MBps recv_MBps recv_Mbps')
+
+
+def _udp_output(runs, rates=(100, 500)):
+    '''Kernel output of udp_stream runs [(size, rate, sent, received, send Mbit/s)]
+    paced at ``rates``.'''
+    rates = sorted(rates) + [0]
+    lines = ['hpcnet-kernel: sockets 1', 'mpi-library: none', 'ranks: 2', 'host: 0 a', 'host: 1 a',
+             'test: udp_stream', 'transport: udp', 'client-host: a', 'server-host: a',
+             'rate-mbps: ' + ','.join(f'{r:g}' for r in rates), 'paced-sizes: 1024',
+             f'columns: {UDP_COLUMNS}']
+    for size, rate, sent, recvd, mbit in runs:
+        lost = sent - recvd
+        lines.append(f'row: {size} {rate:g} 0.3 {sent} {recvd} {lost} {100 * lost / sent:.4f} 0 '
+                     f'{mbit / 8:.3f} {mbit / 8:.3f} {mbit:.3f}')
+    return parse_kernel_output('\n'.join(lines + ['done: ok']) + '\n', expect_kernel='sockets')
+
+
+def _judge(runs, rates=(100.0, 500.0), sizes=(64, 1024), paced=(1024,)):
+    sockets.check_output(_udp_output(runs), 'udp_stream', sizes, 1.0, rates, False, paced)
+
+
+GOOD = [(64, 0, 1000, 1000, 300.0), (1024, 100, 3662, 3662, 100.0), (1024, 500, 18311, 18311, 500.0),
+        (1024, 0, 200000, 150000, 4000.0)]
+
+
+def test_unpaced_loss_is_the_receivers_capacity_not_judged():
+    _judge(GOOD)      # 25 % lost unpaced at 1 KiB: the receiver's capacity, no verdict
+
+
+@pytest.mark.parametrize('change,message', [
+    ((1024, 500, 18311, 18200, 500.0),
+     r'udp_stream lost 0\.6062 % at 1024 B paced at 500 Mbit/s \(sent 500\.0\), a rate the link '
+     r'carries \(more than max_paced_loss_pct 0\.1 %\)'),
+    ((1024, 100, 1500, 1500, 40.0),
+     r'udp_stream at 1024 B sent 40\.0 Mbit/s, less than 0\.5 of its paced rate 100 Mbit/s: '
+     r'the host could not keep the schedule'),
+])
+def test_paced_loss_and_rate_are_judged(change, message):
+    runs = [change if run[:2] == change[:2] else run for run in GOOD]
+    with pytest.raises(SanityError, match=message):
+        _judge(runs)
+
+
+def test_paced_loss_within_the_bound_passes():
+    # 0.06 %: under 0.1 %; and a stalled host's shortfall of the rate still
+    # judges a rate the link carries
+    runs = [(1024, 500, 18311, 18300, 500.0) if run[:2] == (1024, 500) else
+            (1024, 100, 2900, 2900, 80.0) if run[:2] == (1024, 100) else run for run in GOOD]
+    _judge(runs)
+
+
+@pytest.mark.parametrize('runs,rates,message', [
+    (GOOD[:2] + GOOD[3:], (100.0, 500.0), r'missing \[\(1024, 500\.0\)\]'),
+    (GOOD, (100.0, 200.0), r"kernel paced at rate-mbps: '100,500,0', asked for 100,200,0"),
+])
+def test_runs_not_asked_for_fail(runs, rates, message):
+    with pytest.raises(SanityError, match=message):
+        _judge(runs, rates=rates)
+
+
+def test_rates_from_the_link_and_their_names():
+    assert sockets.udp_rates_from_link(10**9, sockets.UDP_RATE_FRACTIONS) == (250.0, 500.0)
+    assert sockets.udp_rates_from_link(10**6, (0.25, 0.5)) == (1.0,)
+    assert sockets.kernel_rates_arg([500.0, 100.0]) == '100,500,0'
+    assert sockets.rate_label(500.0) == '500Mbit' and sockets.rate_label(2.5) == '2p5Mbit'
 
 
 # ---------------------------------------------------------------------------
@@ -86,6 +170,7 @@ def tb():
         yield t
 
 
+@pytest.mark.integration
 @pytest.mark.testbed
 @pytest.mark.skipif(TB_SKIP is not None, reason=TB_SKIP or '')
 def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
@@ -139,6 +224,7 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
         assert links[sender]['tx_bytes'] >= payload > 100 * 2**20
 
 
+@pytest.mark.integration
 @pytest.mark.testbed
 @pytest.mark.skipif(TB_SKIP is not None, reason=TB_SKIP or '')
 def test_testbed_leaves_nothing_behind(tb):

@@ -227,8 +227,11 @@ def test_each_test_type(binary, tmp_path, test):
                                                          rel=1e-3, abs=0.01)
             assert r['total_recv_Mbps'] == pytest.approx(8 * r['total_recv_MBps'], rel=1e-3, abs=0.01)
     elif test == 'udp_stream':
-        assert header['rate-mbps'] == '20'
+        assert header['rate-mbps'] == '20' and header['paced-sizes'] == 'all'
+        assert columns == ['size_bytes', 'rate_mbps', 'duration_s', 'sent_pkts', 'recv_pkts', 'lost_pkts',
+                           'loss_pct', 'out_of_order', 'send_MBps', 'recv_MBps', 'recv_Mbps']
         for r in rows:
+            assert r['rate_mbps'] == 20
             assert r['sent_pkts'] > 0
             assert r['recv_pkts'] == r['sent_pkts'], f'loss on loopback at 20 Mbit/s: {r}'
             assert r['lost_pkts'] == 0 and r['loss_pct'] == 0 and r['out_of_order'] == 0
@@ -247,6 +250,44 @@ def test_each_test_type(binary, tmp_path, test):
         if test == 'udp_rr':
             assert all(r['lost'] == 0 and r['loss_pct'] == 0 for r in rows)
     assert text.rstrip().splitlines()[-1] == 'done: ok'
+
+
+def test_udp_stream_paced_rates_and_unpaced_capacity(binary, tmp_path):
+    '''--rate-mbps with several rates: every size runs unpaced (0), the
+    --paced-sizes also at each paced rate, ascending, the unpaced run last;
+    one row per run, told apart by rate_mbps.  Paced runs send at their rate
+    and, at rates far below what loopback takes in, lose nothing.'''
+    text = run_pair(binary, tmp_path, ['--test', 'udp_stream', '--sizes', '64,1K,8K',
+                                       '--rate-mbps', '50,0,10,50', '--paced-sizes', '8K,1K',
+                                       '--duration-ms', '100', '--rcvbuf', '4M'])
+    header, columns, rows = parse(text)
+    assert header['rate-mbps'] == '10,50,0' and header['paced-sizes'] == '1024,8192'
+    assert [(int(r['size_bytes']), r['rate_mbps']) for r in rows] == [
+        (64, 0), (1024, 10), (1024, 50), (1024, 0), (8192, 10), (8192, 50), (8192, 0)]
+    for r in rows:
+        if r['rate_mbps']:
+            assert r['send_MBps'] * 8 == pytest.approx(r['rate_mbps'], rel=0.1), r
+            assert r['lost_pkts'] == 0, r
+        assert r['recv_Mbps'] > 0
+    from hpcnet.parsers.errors import RowNotFound
+    from hpcnet.parsers.kernel import parse_kernel_output
+    out = parse_kernel_output(text, expect_kernel='sockets')
+    assert out.sizes == (64, 1024, 8192)
+    assert out.row_for_size(1024, rate_mbps=10)['sent_pkts'] == rows[1]['sent_pkts']
+    assert out.row_for_size(64, rate_mbps=0)['rate_mbps'] == 0
+    with pytest.raises(RowNotFound, match=r'has 3 rows for size 1024; .*rate_mbps= \(values 10\.0, '
+                                          r'50\.0, 0\.0\)'):
+        out.row_for_size(1024)
+
+
+def test_udp_stream_pacing_keeps_its_rate(binary, tmp_path):
+    '''The schedule is computed from the datagram count, so no rounding
+    accumulates: 1 B at 0.1 Mbit/s (one datagram every 80 us) and 32 KiB at
+    30 Mbit/s both send at the stated rate.'''
+    for size, rate in ((1, 0.1), (32768, 30)):
+        _, _, (row,) = parse(run_pair(binary, tmp_path, ['--test', 'udp_stream', '--sizes', str(size),
+                                                         '--rate-mbps', str(rate), '--duration-ms', '200']))
+        assert row['send_MBps'] * 8 == pytest.approx(rate, rel=0.05), row
 
 
 @pytest.mark.parametrize('test,args,sizes', [
@@ -367,6 +408,16 @@ def test_server_ignores_strangers(binary, tmp_path):
     ['--role', 'client', '--iters', '10'],                # rr only
     ['--role', 'client', '--test', 'tcp_rr', '--iters', '0'],
     ['--role', 'client', '--rate-mbps', '10'],            # udp_stream only
+    ['--role', 'client', '--test', 'udp_stream', '--rate-mbps', '10,'],
+    ['--role', 'client', '--test', 'udp_stream', '--rate-mbps', '-1'],
+    ['--role', 'client', '--test', 'udp_stream', '--rate-mbps', '1,2,3,4,5,6,7,8,0'],   # at most 8
+    ['--role', 'client', '--test', 'udp_stream', '--paced-sizes', '1K'],              # no paced rate
+    ['--role', 'client', '--test', 'udp_stream', '--rate-mbps', '0', '--paced-sizes', '1K'],
+    ['--role', 'client', '--test', 'udp_stream', '--rate-mbps', '10,0', '--sizes', '64,1K',
+     '--paced-sizes', '2K'],                                                           # not a size run
+    ['--role', 'client', '--test', 'udp_stream', '--rate-mbps', '10', '--sizes', '64,1K',
+     '--paced-sizes', '1K'],                                                           # 64 would not run
+    ['--role', 'client', '--paced-sizes', '1K'],          # udp_stream only
     ['--role', 'client', '--test', 'udp_rr', '--udp-timeout-ms', 'x'],
     ['--role', 'client', '--sndbuf', '-1'],
     ['--role', 'client', '--timeout', '0'],
@@ -593,6 +644,11 @@ int nanosleep(const struct timespec *r, struct timespec *rem) {
     if (hit()) { if (rem) *rem = *r; errno = EINTR; return -1; }
     return real(r, rem);
 }
+int clock_nanosleep(clockid_t c, int fl, const struct timespec *r, struct timespec *rem) {
+    REAL(int, "clock_nanosleep", clockid_t, int, const struct timespec *, struct timespec *);
+    if (hit()) return EINTR;    /* the error number, not -1 and errno */
+    return real(c, fl, r, rem);
+}
 """
 
 
@@ -638,3 +694,16 @@ def test_server_rejects_other_protocol_version(binary, tmp_path):
 def test_max_size_below_default_range(binary, tmp_path):
     _, _, rows = parse(run_pair(binary, tmp_path, ['--test', 'tcp_rr', '--max-size', '16', '--iters', '5']))
     assert [int(r['size_bytes']) for r in rows] == [16]
+
+
+@pytest.mark.parametrize('line,message', [
+    ('rate-mbps: 100,x,0', r'rate-mbps: expected rates \(Mbit/s\) separated by commas'),
+    ('paced-sizes: 1K', r"paced-sizes: expected 'all' or sizes separated by commas"),
+])
+def test_generic_parser_refuses_malformed_udp_headers(line, message):
+    from hpcnet.parsers.errors import BenchmarkOutputError
+    from hpcnet.parsers.kernel import parse_kernel_output
+    text = '\n'.join(['hpcnet-kernel: sockets 1', 'mpi-library: none', line,
+                      'columns: size_bytes rate_mbps', 'row: 1 0', 'done: ok']) + '\n'
+    with pytest.raises(BenchmarkOutputError, match=message):
+        parse_kernel_output(text, expect_kernel='sockets')

@@ -76,7 +76,8 @@ KNOWN_KEYS = frozenset({
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
     'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
-    'duration-ms', 'windows', 'nodelay', 'recv-size', 'rate-mbps', 'udp-timeout-ms', 'first-rtt-us',
+    'duration-ms', 'windows', 'nodelay', 'recv-size', 'rate-mbps', 'paced-sizes', 'udp-timeout-ms',
+    'first-rtt-us',
 })
 
 #: Header keys whose value must be a finite number.
@@ -120,8 +121,9 @@ class KernelOutput(ParsedTable):
     #: Ignored (noise) lines as (line number, text).
     noise: Tuple[Tuple[int, str], ...] = field(default=(), repr=False)
 
-    #: collectives: one row per operation and size.
-    KEY_COLUMNS = ('op',)
+    #: collectives: one row per operation and size; sockets udp_stream: one
+    #: per paced rate and size.
+    KEY_COLUMNS = ('op', 'rate_mbps')
 
     def describe(self) -> str:
         return f'{self.kernel} output'
@@ -282,6 +284,10 @@ def parse_kernel_output(text: str, source: str = '<output>',
                 raise fail(lineno, line, "validation: expected 'passed <number of checks>'")
             elif key == 'bytes-sent' and not re.match(r'\d+(?: \d+)*$', value):
                 raise fail(lineno, line, 'bytes-sent: expected one byte count per rank')
+            elif key == 'rate-mbps' and not all(_number(r) is not None for r in value.split(',')):
+                raise fail(lineno, line, 'rate-mbps: expected rates (Mbit/s) separated by commas')
+            elif key == 'paced-sizes' and value != 'all' and not re.match(r'\d+(?:,\d+)*$', value):
+                raise fail(lineno, line, "paced-sizes: expected 'all' or sizes separated by commas")
             header[key] = value
 
     if kernel is None:
