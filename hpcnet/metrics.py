@@ -26,9 +26,12 @@ _MSG_RATE_SIZES = (8,) + P2P_BANDWIDTH_SIZES
 _COLLECTIVE_NAMES = (0,) + COLLECTIVE_SIZES
 
 
+def _labels(sizes) -> str:
+    return '(' + '|'.join(size_label(s) for s in sorted(set(sizes))) + ')'
+
+
 def _sizes(quantities: str, sizes) -> str:
-    labels = '|'.join(size_label(s) for s in sorted(set(sizes)))
-    return f'({quantities})_({labels})'
+    return f'({quantities})_{_labels(sizes)}'
 
 
 #: {test class: [regex that a performance variable name fullmatches]}.
@@ -41,7 +44,9 @@ METRICS: dict = {
     'hpcnet_iperf3': ['throughput', 'efficiency'],
     'hpcnet_sockets': [_sizes('rtt_median|rtt_p99', _RR_PERF_SIZES), 'rtt_first',
                        _sizes('throughput|efficiency', _STREAM_PERF_SIZES),
-                       _sizes('throughput|loss', _UDP_STREAM_PERF_SIZES)],
+                       _sizes('udp_receiver_capacity', _UDP_STREAM_PERF_SIZES),
+                       # udp_loss_<rate>Mbit_<size> (hpcnet.sockets.rate_label: 12p5Mbit).
+                       r'udp_loss_\d+(p\d+)?Mbit_' + _labels(_UDP_STREAM_PERF_SIZES)],
     'hpcnet_imb': [_sizes('latency', P2P_LATENCY_SIZES), _sizes('bandwidth', P2P_BANDWIDTH_SIZES),
                    _sizes('msgrate', _MSG_RATE_SIZES), _sizes('avg|max', _COLLECTIVE_NAMES)],
     'hpcnet_imb_nbc': [_sizes('overall|pure|overlap', _COLLECTIVE_NAMES)],
