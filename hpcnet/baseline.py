@@ -175,22 +175,34 @@ def outliers(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None
     """Indices of the samples outside median +/- OUTLIER_Z x sigma, outside
     the floor and, with several sessions, farther than WORST_MARGIN x the
     largest drift of a session median (a value no farther out than a whole
-    session moved is drift the tolerance must cover, not a bad repeat); none
-    with fewer than 3 samples."""
+    session moved is drift the tolerance must cover, not a bad repeat) and
+    far from its own session's other samples, where it has any; none with
+    fewer than 3 samples."""
     if len(values) < 3:
         return []
     x = np.asarray(values, dtype=float)
     median = float(np.median(x))
     limit = max(OUTLIER_Z * _sigma(x), floor * abs(median))
+    by_session: dict = {}
     if sessions is not None and len(set(sessions)) > 1:
-        by_session: dict = {}
         for v, s in zip(values, sessions):
             by_session.setdefault(s, []).append(v)
         # A session of one sample shows no drift, only itself: one bad
         # repeat that is a session of its own must stay an outlier.
         drift = [abs(float(np.median(v)) - median) for v in by_session.values() if len(v) > 1]
         limit = max(limit, WORST_MARGIN * max(drift, default=0.0))
-    return [int(i) for i in np.flatnonzero(np.abs(x - median) > limit)]
+
+    def near_its_session(i: int) -> bool:
+        # Far from the whole but close to its own session's other samples:
+        # the session drifted, the sample is not bad.
+        own = by_session.get(sessions[i]) if by_session else None
+        if not own or len(own) < 2:
+            return False
+        centre = float(np.median(own))
+        return abs(x[i] - centre) <= max(OUTLIER_Z * _sigma(own), floor * abs(centre))
+
+    return [int(i) for i in np.flatnonzero(np.abs(x - median) > limit)
+            if not near_its_session(int(i))]
 
 
 def estimate(values: list, sessions: list | None = None, floor: float = TOLERANCE_FLOOR,
@@ -300,7 +312,9 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                              for v, s, r in est.left_out]
                 if not est.asserted:
                     pattern = '/'.join(_literal(k) for k in (*keys, var))
-                    not_asserted.setdefault(cls, {})[pattern] = (
+                    # The index of the patterns' paths: the test may have no
+                    # entry of its own that says it.
+                    not_asserted.setdefault(cls, {'$index': list(index)})[pattern] = (
                         f'{SPREAD_REASON}: needs +/-{est.tolerance:.0%} ({est.reason}), above the '
                         f'{TOLERANCE_CAP:.0%} cap: recorded and compared, not asserted')
                     continue
@@ -368,7 +382,7 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR, measured: Baseline
                                                      for keys in cases_]}
                     for cls, (index, cases_) in sorted(b.measured.items())},
         'left_out': b.left_out,
-        'not_asserted': sum(len(v) for v in b.not_asserted.values()),
+        'not_asserted': sum(len(v) - ('$index' in v) for v in b.not_asserted.values()),
     }
     if len(set(sessions)) < 2:
         out['note'] = ('one session: the drift between sessions is not measured (the per-run '

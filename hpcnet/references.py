@@ -138,6 +138,8 @@ def _check_levels(path, key, node, depth, perfvars, unbounded=(), keys=()):
 #: the test's own entry) with the metrics a site deliberately does not judge:
 #: ``{test class: {regex over '<index values>/<perf variable>': reason}}``.
 NOT_ASSERTED = '$not_asserted'
+#: The key of a test's index levels (ReFrame's).
+INDEX = '$index'
 #: Top-level section (ReFrame ignores it) with why an entry may have a null
 #: threshold: ``{test class: {regex over '<file keys>/<perf variable>': reason}}``,
 #: the file keys as written (e.g. 'testbed:eth/.*/pingpong/latency_8B').
@@ -165,6 +167,12 @@ def _check_reasons(path, section, node, perfvars_by_test) -> None:
             _fail(path, f'{section}.{test}', "expected a mapping of pattern: reason, e.g. "
                   "'testbed:eth/.*/latency_.*': 'latency is the host's, not the link's'")
         for pattern, reason in patterns.items():
+            if pattern == INDEX:
+                # The index the patterns' paths use, where the test has no
+                # entry of its own to say it (every metric not asserted).
+                if not isinstance(reason, list) or not all(isinstance(a, str) for a in reason):
+                    _fail(path, f'{section}.{test}.{INDEX}', 'expected a list of test attributes')
+                continue
             try:
                 re.compile(str(pattern))
             except re.error as err:
@@ -298,14 +306,14 @@ def for_test(system: str, test_class: str, reference_index, refdir: Path | None 
     if not path.exists():
         return TestReferences(path, {}, strict=False, index=tuple(reference_index))
     data = load(path)
-    index = (data.get(test_class) or {}).get('$index')
+    exempt = (data.get(NOT_ASSERTED) or {}).get(test_class, {})
+    index = (data.get(test_class) or {}).get(INDEX) or exempt.get(INDEX)
     valid = [list(reference_index), per_environment(reference_index)]
     if index is not None and list(index) not in valid:
         raise ReferenceFileError(f'{path}: {test_class}.$index is {index} but the check is '
                                  f'indexed by {valid[0]} (valid: that list'
                                  + (f' or {valid[1]})' if valid[1] != valid[0] else ')'))
-    patterns = tuple((str(k), v) for k, v in
-                     (data.get(NOT_ASSERTED) or {}).get(test_class, {}).items())
+    patterns = tuple((str(k), v) for k, v in exempt.items() if k != INDEX)
     # Absolute: ReFrame joins it to its reference prefix, which then has no
     # effect (4.10.4's config schema lacks general/reference_prefix).
     return TestReferences(path, {'$ref': str(path.resolve())}, strict=True,
