@@ -11,10 +11,10 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import linkbytes, sanity
+from hpcnet.checklib import linkbytes, sanity
 from hpcnet.constants import COLLECTIVE_SIZES, Collective, Feature, Scale, Unit
 from hpcnet.sizes import message_sizes, size_label
-from hpcnet.testlib import KernelRun
+from hpcnet.checklib.testlib import KernelRun
 
 
 def first_valid_size(op: str, ranks: int) -> int:
@@ -83,7 +83,7 @@ class hpcnet_collectives(KernelRun):
                               f'{out.header.get("validation", "(no result)")}')
         # The library picks the algorithm, not the bytes: each node's link
         # must carry at least what any algorithm of this op moves for the
-        # sizes and calls that ran (hpcnet.linkbytes).
+        # sizes and calls that ran (hpcnet.checklib.linkbytes).
         bound = linkbytes.kernel_collective(
             self.op, rows, len(out.hosts), out.hosts, warmup=int(out.header.get('warmup', 0)),
             validated=out.header.get('validate') == 'on', root=int(out.header.get('root', 0)))

@@ -2,7 +2,7 @@
 benchmark per test, with the IMB that comes with the environment's MPI.
 
 The whole IMB table goes into the report (``curve``); performance variables at
-the sizes of hpcnet.benchlib. The binary is the environment's
+the sizes of hpcnet.checklib.benchlib. The binary is the environment's
 (``extras['tools']``): environments without it are not selected (``+imb``,
 ``+imb-nbc``) and a test that gets one anyway is skipped, naming what is
 missing. Knobs (``-S``): ``msglog_max`` (IMB -msglog 0:N; default 22 = 4 MiB
@@ -15,14 +15,14 @@ import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.exceptions import SanityError
 
-from hpcnet import linkbytes, sanity
-from hpcnet.sanity import sanity_from_output_errors
-from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
-                             IMB_P2P_MSGLOG_MAX, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
-                             IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
-                             IMB_WINDOWED_VOLUME_MB, LATENCY_SIZES,
-                             MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
-                             ToolBenchmark, check_imb_timeout, imb_sizes)
+from hpcnet.checklib import linkbytes, sanity
+from hpcnet.checklib.sanity import sanity_from_output_errors
+from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
+                                      IMB_P2P_MSGLOG_MAX, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
+                                      IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
+                                      IMB_WINDOWED_VOLUME_MB, LATENCY_SIZES,
+                                      MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
+                                      ToolBenchmark, check_imb_timeout, imb_sizes)
 from hpcnet.constants import Feature, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.imb import imb_command, parse_imb
@@ -185,7 +185,7 @@ class ImbBase(ToolBenchmark):
                 for n in LINK_PAYLOAD[self.benchmark]])
         else:
             # Collectives: the least any algorithm moves, over the
-            # #repetitions IMB printed for each size (hpcnet.linkbytes.imb).
+            # #repetitions IMB printed for each size (hpcnet.checklib.linkbytes.imb).
             self.prove_run(link_bound=lambda hosts: linkbytes.imb(self.benchmark, table.rows,
                                                                   hosts))
         self.curve = [dict(row) for row in table.rows]

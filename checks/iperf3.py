@@ -15,10 +15,11 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity, templates
+from hpcnet import templates
+from hpcnet.checklib import sanity
 from hpcnet.constants import Scale, Unit
 from hpcnet.parsers import parsed_once
-from hpcnet.testlib import SocketRun
+from hpcnet.checklib.testlib import SocketRun
 
 
 @rfm.simple_test

@@ -6,7 +6,7 @@ The programs are found by hpcnet.stacks (``extras['tools']``: the MPI
 prefix's bin and libexec/osu-micro-benchmarks/mpi/{pt2pt,collective});
 environments without OMB are not selected (``+osu``), and a test whose program
 is missing is skipped, naming it. The whole table goes into the report
-(``curve``); performance variables at the sizes of hpcnet.benchlib.
+(``curve``); performance variables at the sizes of hpcnet.checklib.benchlib.
 
 Options: ``-m <max>`` (4 MiB point-to-point, 1 MiB collectives: OMB's own
 maxima). Only the maximum is passed: OMB ignores a minimum of 0 (its
@@ -21,12 +21,12 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import linkbytes, sanity
-from hpcnet.sanity import sanity_from_output_errors
-from hpcnet.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, LATENCY_SIZES,
-                             MSG_RATE_SIZES, MSG_RATE_UNIT, OSU_COLLECTIVE_MAX_SIZE,
-                             OSU_MIN_REQUIRED_SIZE, OSU_PT2PT_MAX_SIZE, OsuProgram,
-                             ToolBenchmark)
+from hpcnet.checklib import linkbytes, sanity
+from hpcnet.checklib.sanity import sanity_from_output_errors
+from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, LATENCY_SIZES,
+                                      MSG_RATE_SIZES, MSG_RATE_UNIT, OSU_COLLECTIVE_MAX_SIZE,
+                                      OSU_MIN_REQUIRED_SIZE, OSU_PT2PT_MAX_SIZE, OsuProgram,
+                                      ToolBenchmark)
 from hpcnet.constants import Feature, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.osu import parse_osu
@@ -113,7 +113,7 @@ class hpcnet_osu(ToolBenchmark):
     def assert_valid(self):
         out = self.osu_output()
         # Per size, the messages OMB's loops send (its defaults or -i/-x;
-        # the Iterations column where -f prints it): hpcnet.linkbytes.osu.
+        # the Iterations column where -f prints it): hpcnet.checklib.linkbytes.osu.
         self.prove_run(link_bound=lambda hosts: linkbytes.osu(
             self.benchmark, out.rows, hosts, iterations=self.iterations, warmup=self.warmup,
             datatype=out.datatype))

@@ -11,11 +11,11 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity
+from hpcnet.checklib import sanity
 from hpcnet.constants import (P2P_BANDWIDTH_SIZES, P2P_DIRECTIONS, P2P_LATENCY_SIZES, P2PMode,
                               Scale, Unit)
 from hpcnet.sizes import message_sizes, size_label
-from hpcnet.testlib import KernelRun
+from hpcnet.checklib.testlib import KernelRun
 
 
 @rfm.simple_test

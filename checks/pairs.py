@@ -15,10 +15,10 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity
-from hpcnet.analysis import outlier_nodes, worst_median
+from hpcnet.checklib import sanity
+from hpcnet.checklib.analysis import outlier_nodes, worst_median
 from hpcnet.constants import Feature, Scale, Unit
-from hpcnet.testlib import KernelRun
+from hpcnet.checklib.testlib import KernelRun
 
 #: Nodes that make a pair, and nodes that let a slow pair be put on one node
 #: (a majority of its pairs to compare against).

@@ -8,11 +8,11 @@ import reframe as rfm
 from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 
-from hpcnet import preflight
+from hpcnet.checklib import preflight
 from hpcnet.constants import Fabric, Scale, Unit
 from hpcnet.model import Partition
 from hpcnet.stacks import BUILTIN_ENV
-from hpcnet.testlib import JudgedByReferences, SkipsWithReason
+from hpcnet.checklib.testlib import JudgedByReferences, SkipsWithReason
 
 
 @rfm.simple_test
@@ -26,7 +26,7 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithR
 
     @run_after('init')
     def select_partitions_by_scale(self):
-        # As hpcnet.testlib.NetworkRun: one node only where the partition is one node.
+        # As hpcnet.checklib.testlib.NetworkRun: one node only where the partition is one node.
         self.valid_systems = ['-multinode' if self.scale == Scale.ONE_NODE else '+multinode']
 
     @run_after('setup')

@@ -30,14 +30,15 @@ import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity, sockets, templates
+from hpcnet import templates
+from hpcnet.checklib import sanity, sockets
 from hpcnet.constants import Scale, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output
-from hpcnet.sockets import (MBIT, PERCENT, RR_PERF_SIZES, RR_TESTS, STREAM_PERF_SIZES, STREAM_TESTS,
-                            THROUGHPUT_COLUMN, UDP_STREAM, UDP_STREAM_PERF_SIZES)
+from hpcnet.checklib.sockets import (MBIT, PERCENT, RR_PERF_SIZES, RR_TESTS, STREAM_PERF_SIZES, STREAM_TESTS,
+                                     THROUGHPUT_COLUMN, UDP_STREAM, UDP_STREAM_PERF_SIZES)
 from hpcnet.sizes import message_sizes, size_label
-from hpcnet.testlib import SocketRun, build_sockets
+from hpcnet.checklib.testlib import SocketRun, build_sockets
 
 
 @rfm.simple_test

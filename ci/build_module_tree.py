@@ -1,5 +1,5 @@
 """Make an Lmod module tree of this machine's compilers and MPIs with
-EasyBuild (hpcnet.moduletree.build_tree: easybuild/site-modules/ for Debian's
+EasyBuild (hpcnet.stacks.moduletree.build_tree: easybuild/site-modules/ for Debian's
 Open MPI and MPICH and their gompi/gmpich toolchains, plus one module per
 PyPI MPI prefix of `hpcnet install-stacks`), then list the environments
 hpcnet makes of it.
@@ -17,7 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from hpcnet import moduletree, modules, stacks
+from hpcnet import stacks
+from hpcnet.stacks import modules, moduletree
 
 
 def main() -> int:

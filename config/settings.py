@@ -11,7 +11,8 @@ import os
 import socket
 import sys
 
-from hpcnet import modules, stacks
+from hpcnet import stacks
+from hpcnet.stacks import modules
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR
 from hpcnet.model import load_system_files, system_directories, unmatched_host
 
@@ -50,7 +51,7 @@ for _system in _systems:
     for _part in _system['partitions']:
         _part.setdefault('environs', _environ_names)
 _environments = stacks.reframe_environments(_found, [s['name'] for s in _systems])
-# Environments that load modules need ReFrame's Lmod backend (hpcnet.modules).
+# Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.modules).
 modules.configure_reframe(_systems, _environments)
 
 _GENERAL = {

@@ -27,13 +27,13 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from hpcnet import baseline, compare, model, modules, references, runner, sources, spacklock
-from hpcnet import stacks
-from hpcnet import report as hpcnet_report
-from hpcnet.constants import (PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature,
-                              InstallationError, installation_problem, work_dir_problem)
-from hpcnet import exitcodes
+from hpcnet import exitcodes, model, runner, stacks
+from hpcnet.acceptance import baseline, compare, references
+from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
 from hpcnet.exitcodes import Exit
+from hpcnet.paths import InstallationError, installation_problem, work_dir_problem
+from hpcnet.stacks import modules, sources, spacklock
 
 _say = runner.say
 SelectionError = runner.SelectionError
@@ -167,7 +167,7 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_crosscheck(args) -> int:
-    from hpcnet import crosscheck
+    from hpcnet.acceptance import crosscheck
     if args.report:
         report = Path(args.report)
     else:
@@ -210,7 +210,7 @@ def cmd_fabrics(args) -> int:
 
 
 def cmd_paper(args) -> int:
-    from hpcnet import paper
+    from hpcnet.acceptance import paper
     report = Path(args.report) if args.report else reports_dir() / 'testbed-latest.json'
     try:
         print(paper.tables(references.load_report(report)))
@@ -360,7 +360,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_accept(args) -> int:
-    from hpcnet import accept
+    from hpcnet.acceptance import accept
     if args.max_repeats < args.repeats:
         raise SelectionError(f'--max-repeats {args.max_repeats} is below --repeats {args.repeats}')
     return accept.accept(args.reframe_args,

@@ -16,13 +16,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from hpcnet import model, references, stacks
-from hpcnet import report as hpcnet_report
+from hpcnet import model, stacks
+from hpcnet.acceptance import references
+from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
-                              OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR,
-                              reframe_executable)
+                              OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
-from hpcnet.sanity import KNOWN_ISSUE_MARKER
+from hpcnet.paths import reframe_executable
 
 
 def say(msg):
@@ -84,7 +85,7 @@ def failed_by_known_issue(tc: dict) -> bool:
 
 def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env) -> list:
     '''Run again, up to KNOWN_ISSUE_RETRIES times, each failed case whose
-    failure carries a named known issue (hpcnet.stacks.KNOWN_ISSUES); every
+    failure carries a named known issue (the known issues of hpcnet.mpi); every
     other failure stands.  Returns the retried cases' final results.'''
     retried = []
     for key, first in sorted(cases.items()):

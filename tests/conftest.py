@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import moduletree, modules, stacks
+from hpcnet import stacks
+from hpcnet.stacks import modules, moduletree
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR
 

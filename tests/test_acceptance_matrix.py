@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import conftest
-from hpcnet import runner, sanity
+from hpcnet import runner
+from hpcnet.checklib import sanity
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
@@ -161,7 +162,7 @@ def test_a_login_host_that_matches_no_site_is_an_error(tmp_path):
 
 
 def test_baseline_scenarios(tmp_path):
-    from hpcnet import baseline
+    from hpcnet.acceptance import baseline
     sessions = ['s1', 's2', 's3', 's4', 's5']
     got = baseline.estimate([117.0, 116.0, 118.0, 117.0, 20.0], sessions)
     assert got.asserted and got.median == 117.0 and got.tolerance < 0.1, got

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from reframe.utility.sanity import reference_bounds
 
-from hpcnet import baseline, references
+from hpcnet.acceptance import baseline, references
 
 REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 INDEX = ['$partition', 'mpi_family', 'mode']

@@ -1,6 +1,6 @@
-"""The IMB and OSU checks (checks/imb.py, checks/osu.py) and hpcnet.benchlib.
+"""The IMB and OSU checks (checks/imb.py, checks/osu.py) and hpcnet.checklib.benchlib.
 
-- Pure functions of hpcnet.benchlib, on real outputs (fast, no ReFrame run).
+- Pure functions of hpcnet.checklib.benchlib, on real outputs (fast, no ReFrame run).
 - IMB: a real ReFrame run on `local` (shm and tcp) with the Intel MPI
   environment that ships IMB, asserted on the JSON report; and one run that
   must fail because IMB's own time budget ran out.
@@ -30,8 +30,9 @@ import pytest
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
-from hpcnet import benchlib, mpi, sanity, stacks
-from hpcnet.benchlib import ImbBenchmark, OsuProgram
+from hpcnet import mpi, stacks
+from hpcnet.checklib import benchlib, sanity
+from hpcnet.checklib.benchlib import ImbBenchmark, OsuProgram
 from hpcnet.constants import CHECKS_DIR
 from hpcnet.mpi import MpiFamily
 from hpcnet.model import Stack
@@ -42,7 +43,7 @@ from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.parsers.osu import parse_osu
 from hpcnet.parsers.table import SIZE_COLUMN, ParsedTable
 from hpcnet.sizes import message_sizes, size_label
-from hpcnet.testlib import MpiBenchmark
+from hpcnet.checklib.testlib import MpiBenchmark
 
 REFRAME = Path(sys.executable).with_name('reframe')
 IMB_CHECKS = CHECKS_DIR / 'imb.py'
@@ -90,7 +91,7 @@ def by_benchmark(cases) -> dict:
 
 
 # --------------------------------------------------------------------------
-# hpcnet.benchlib on real outputs
+# hpcnet.checklib.benchlib on real outputs
 # --------------------------------------------------------------------------
 
 def test_imb_sizes_match_real_tables():

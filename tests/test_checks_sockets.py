@@ -1,7 +1,7 @@
 """checks/sockets.py for real: the socket kernel under ReFrame on local:tcp
 (both roles on this host, loopback), and on the Slurm testbed next to iperf3
 on the same shaped 1 Gbit/s link, in one ReFrame session; and the rules its
-udp_stream output is judged by (hpcnet.sockets), on made-up outputs.
+udp_stream output is judged by (hpcnet.checklib.sockets), on made-up outputs.
 
 Run: /tmp/rfvenv/bin/python -m pytest tests/test_checks_sockets.py -s
 (-s shows our and iperf3's throughput).
@@ -12,7 +12,7 @@ import pytest
 from conftest import perf, run_reframe, running_testbed
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sockets
+from hpcnet.checklib import sockets
 from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, WORK_DIR
 from hpcnet.parsers.kernel import parse_kernel_output

@@ -121,7 +121,7 @@ def test_fault_matrix(tmp_path, own_history, one_env_per_stack):
 def test_how_a_job_ended_is_named():
     '''A job the scheduler ended abnormally (its node or slurmd died) may have
     exit code 0 and no output at all: the reason names its end state and nodes.'''
-    from hpcnet import sanity
+    from hpcnet.checklib import sanity
     assert sanity.exit_status(139) == '; the job exited with code 139 (SIGSEGV)'
     assert sanity.exit_status(0) == '' and sanity.job_end('COMPLETED', ['cn1']) == ''
     assert sanity.job_end('NODE_FAIL', ['cn1', 'cn2']) == '; the job ended as NODE_FAIL on cn1, cn2'

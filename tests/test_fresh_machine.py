@@ -14,7 +14,8 @@ import subprocess
 import pytest
 from conftest import REFRAME, run_reframe
 
-from hpcnet import sources, stacks
+from hpcnet import stacks
+from hpcnet.stacks import sources
 from hpcnet.constants import PROJECT_ROOT, STATE_DIR_ENV, Fabric, P2PMode
 
 pytestmark = pytest.mark.integration

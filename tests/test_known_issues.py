@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import mpi, sanity
+from hpcnet import mpi
+from hpcnet.checklib import sanity
 from hpcnet.constants import SRC_DIR
 from hpcnet.mpi import MpiFamily
 from hpcnet.model import Stack
-from hpcnet.testlib import MpiBenchmark, NetworkRun
+from hpcnet.checklib.testlib import MpiBenchmark, NetworkRun
 
 DATA = Path(__file__).parent / 'data'
 SAMPLES = DATA / 'samples'

@@ -1,5 +1,5 @@
-"""The link proofs' arithmetic (hpcnet.linkbytes) and their verdict
-(hpcnet.sanity.check_link_traffic): per node, the least traffic the sizes
+"""The link proofs' arithmetic (hpcnet.checklib.linkbytes) and their verdict
+(hpcnet.checklib.sanity.check_link_traffic): per node, the least traffic the sizes
 and calls a run made must put on its interface, by collective operation,
 OSU program and IMB benchmark; a proof that fails names the node, the
 counter seen, the bound and what it was derived from."""
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from reframe.core.exceptions import SanityError
 
-from hpcnet import linkbytes, sanity
+from hpcnet.checklib import linkbytes, sanity
 from hpcnet.constants import Collective
-from hpcnet.linkbytes import ANY_ROOT, LinkBound, Traffic
-from hpcnet.linkstats import LinkDelta
+from hpcnet.checklib.linkbytes import ANY_ROOT, LinkBound, Traffic
+from hpcnet.checklib.linkstats import LinkDelta
 from hpcnet.parsers.imb import parse_imb
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.parsers.osu import parse_osu
@@ -25,7 +25,7 @@ def hosts_of(ranks, per_node=1):
 
 
 # --------------------------------------------------------------------------
-# One call of each collective: the table of hpcnet.linkbytes
+# One call of each collective: the table of hpcnet.checklib.linkbytes
 # --------------------------------------------------------------------------
 
 @pytest.mark.parametrize('op, expected', [

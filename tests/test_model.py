@@ -99,7 +99,7 @@ def test_a_bad_site_file_names_itself(tmp_path):
 
 
 def test_pair_matrix_names_the_slow_node_only():
-    from hpcnet import analysis as pairs
+    from hpcnet.checklib import analysis as pairs
     hosts = {0: 'cn1', 1: 'cn2', 2: 'cn3', 3: 'cn4'}
     slow = 'cn3'
     rows = [{'rank_a': a, 'rank_b': b,

@@ -1,4 +1,4 @@
-"""Modules as a stack source (hpcnet.modules): parsing Lmod's recorded output
+"""Modules as a stack source (hpcnet.stacks.modules): parsing Lmod's recorded output
 (tests/data/modules, see its README), naming, binding benchmark modules, the
 ReFrame settings; with Lmod, a hand-written module tree over fake MPIs; and an
 EasyBuild-made tree of this machine's MPIs that runs the p2p check through
@@ -12,7 +12,8 @@ import pytest
 from conftest import env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import moduletree, modules, stacks
+from hpcnet import stacks
+from hpcnet.stacks import modules, moduletree
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
 

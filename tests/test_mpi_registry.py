@@ -6,7 +6,6 @@ given a profile in a temporary copy of config/fabrics.yaml; nothing else is
 touched, and discovery, the probe, the library check, module and Spack
 names, the transport report and its known issue all pick it up.
 """
-import ast
 import re
 import subprocess
 import sys
@@ -17,7 +16,9 @@ import yaml
 from reframe.core.exceptions import SanityError
 from test_stacks import CC, FAKE_MPI_API, FAKE_MPI_LIBRARY
 
-from hpcnet import modules, mpi, sanity, sources, stacks
+from hpcnet import mpi, stacks
+from hpcnet.checklib import sanity
+from hpcnet.stacks import modules, sources
 from hpcnet.constants import FABRICS_FILE, Fabric
 from hpcnet.model import Partition, Stack
 
@@ -158,40 +159,11 @@ def test_an_entry_that_contradicts_the_registry_is_refused(fakempi):
 # Imports go one way
 # --------------------------------------------------------------------------
 
-HPCNET = Path(mpi.__file__).resolve().parent.parent
+# The import graph (no circle, the registry a leaf) is tests/test_layers.py's.
 
 
-def _imports(path: Path) -> set:
-    '''hpcnet modules ``path`` imports, at top level or inside functions.'''
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith('hpcnet'):
-            names = [node.module] if node.module != 'hpcnet' else \
-                [f'hpcnet.{alias.name}' for alias in node.names]
-            found |= {n.split('.')[1] for n in names if '.' in n}
-        elif isinstance(node, ast.Import):
-            found |= {a.name.split('.')[1] for a in node.names if a.name.startswith('hpcnet.')}
-    return found
-
-
-def test_no_import_circle_through_discovery_or_the_registry():
-    graph = {p.stem: _imports(p) for p in HPCNET.glob('*.py')}
-    graph['mpi'] = set().union(*(_imports(p) for p in (HPCNET / 'mpi').glob('*.py'))) - {'mpi'}
-    assert graph['mpi'] == set(), 'hpcnet.mpi is a leaf: it imports nothing of hpcnet'
-
-    def reaches(start, goal, seen):
-        for nxt in graph.get(start, ()):
-            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
-                return True
-        return False
-
-    for module in ('mpi', 'candidate', 'sources', 'probe', 'modules', 'spacklock', 'model',
-                   'stacks', 'moduletree', 'sanity'):
-        assert not reaches(module, module, {module}), f'hpcnet.{module} is in an import circle'
-    assert 'stacks' not in graph['modules'] | graph['spacklock'] | graph['sanity']
-
-
-@pytest.mark.parametrize('module', ['mpi', 'candidate', 'sources', 'probe', 'modules',
-                                    'spacklock', 'model', 'stacks', 'moduletree', 'sanity'])
+@pytest.mark.parametrize('module', ['mpi', 'stacks.candidate', 'stacks.sources', 'stacks.probe',
+                                    'stacks.modules', 'stacks.spacklock', 'model', 'stacks',
+                                    'stacks.moduletree', 'checklib.sanity'])
 def test_each_module_imports_alone(module):
     subprocess.run([sys.executable, '-c', f'import hpcnet.{module}'], check=True)

@@ -22,7 +22,8 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from hpcnet.constants import HOME_ENV, PROJECT_ROOT, STATE_DIR_ENV, WORK_DIR_ENV
+from hpcnet.constants import STATE_DIR_ENV
+from hpcnet.paths import HOME_ENV, PROJECT_ROOT, WORK_DIR_ENV
 
 tomllib = pytest.importorskip('tomllib', reason='tomllib (Python 3.11+) reads pyproject.toml')
 
@@ -327,7 +328,7 @@ def test_in_the_checkout_data_and_work_are_the_checkout():
     HPCNET_HOME says.'''
     env = {k: v for k, v in os.environ.items() if k != WORK_DIR_ENV}
     env[HOME_ENV] = '/nonexistent'
-    out = subprocess.run([sys.executable, '-c', 'from hpcnet import constants as c; '
+    out = subprocess.run([sys.executable, '-c', 'from hpcnet import paths as c; '
                           'print(c.PROJECT_ROOT, c.DATA_DIR, c.WORK_DIR, c.installation_problem())'],
                          env=env, cwd='/', text=True, stdout=subprocess.PIPE, check=True).stdout
     assert out.split() == [str(PROJECT_ROOT)] * 3 + ['None']

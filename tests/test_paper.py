@@ -1,7 +1,7 @@
 """hpcnet paper: the Rocks cluster paper's tables beside a testbed session."""
 import pytest
 
-from hpcnet import paper
+from hpcnet.acceptance import paper
 
 
 def _report(one_way_us):

@@ -3,7 +3,7 @@ import subprocess
 
 import pytest
 
-from hpcnet import preflight
+from hpcnet.checklib import preflight
 
 GID_V2 = '0000:0000:0000:0000:0000:ffff:0a4d:000b'
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import baseline, references
+from hpcnet.acceptance import baseline, references
 from hpcnet.constants import REFERENCE_DIR
 
 DATA = Path(__file__).parent / 'data' / 'references'
@@ -117,7 +117,8 @@ def test_typo_in_a_test_name_is_refused(tmp_path, text, match):
 def test_known_metrics_cover_every_check_and_the_recorded_report():
     import ast
     import json
-    from hpcnet import benchlib, metrics, sockets
+    from hpcnet.acceptance import metrics
+    from hpcnet.checklib import benchlib, sockets
     known = references.known_metrics()
     checks = Path(__file__).parent.parent / 'checks'
     classes = set()
@@ -138,7 +139,7 @@ def test_known_metrics_cover_every_check_and_the_recorded_report():
     # Since the recording, the pairs check counts outliers per quantity.
     names -= {('hpcnet_pairs', 'outlier_node_count')}
     # Since the recording, UDP streams are paced: loss per paced rate, and the
-    # unpaced figure is the receiver's capacity (hpcnet.sockets).
+    # unpaced figure is the receiver's capacity (hpcnet.checklib.sockets).
     names -= {('hpcnet_sockets', f'{q}_{s}') for q in ('loss', 'throughput') for s in ('1KiB', '32KiB')}
     assert metrics.is_known('hpcnet_sockets', 'udp_loss_100Mbit_1KiB')
     assert metrics.is_known('hpcnet_sockets', 'udp_receiver_capacity_32KiB')

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import cli, compare, report, runner
+from hpcnet import cli, runner
+from hpcnet.acceptance import compare, report
 
 RECORDED = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 #: The first screen a person sees, and where its screenshot is kept to look at.

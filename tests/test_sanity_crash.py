@@ -6,7 +6,8 @@ Open MPI 5.0.11 crashing in MPI_Init on the testbed (open-mpi/ompi#12495).
 """
 from pathlib import Path
 
-from hpcnet import mpi, sanity
+from hpcnet import mpi
+from hpcnet.checklib import sanity
 from hpcnet.mpi import MpiFamily
 from hpcnet.model import Stack
 

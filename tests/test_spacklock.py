@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import spacklock
+from hpcnet.stacks import spacklock
 
 DATA = Path(__file__).parent / 'data' / 'spack'
 V6 = DATA / 'spack-1.1-install-12specs.spack.lock'

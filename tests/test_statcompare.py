@@ -1,4 +1,4 @@
-"""hpcnet.statcompare: exact and approximate Mann-Whitney p-values, the
+"""hpcnet.acceptance.statcompare: exact and approximate Mann-Whitney p-values, the
 before/after verdict and its reasons, and rejection of bad input."""
 import itertools
 import math
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from hpcnet.statcompare import (Comparison, Verdict, compare_samples, higher_is_better,
-                                mann_whitney_p)
+from hpcnet.acceptance.statcompare import (Comparison, Verdict, compare_samples, higher_is_better,
+                                           mann_whitney_p)
 
 
 def _noisy(center: float, relative_sd: float, n: int, seed: int) -> list:

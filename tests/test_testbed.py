@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import paper
+from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.constants import SRC_DIR
 from hpcnet.parsers.kernel import parse_kernel_output

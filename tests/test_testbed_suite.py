@@ -17,7 +17,7 @@ import conftest
 import pytest
 from conftest import env_regex, perf, run_reframe, running_testbed, unexplained_failures
 
-from hpcnet import paper
+from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, WORK_DIR, P2PMode
 

@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcnet import cli, compare
+from hpcnet import cli
+from hpcnet.acceptance import compare
 from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR
 
 METRICS = ('latency_0B', 'latency_8B', 'bandwidth_64KiB', 'bandwidth_1MiB', 'bandwidth_4MiB')

@@ -25,7 +25,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from hpcnet import cli, compare, statcompare
+from hpcnet import cli
+from hpcnet.acceptance import compare, statcompare
 from hpcnet import testbed as tbm
 from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR
 

@@ -38,7 +38,7 @@ KERNEL_ERROR_PREFIX = 'error: '
 @dataclass(frozen=True)
 class FailureEvidence:
     '''What a failed job showed, as the known-issue signatures read it
-    (built by hpcnet.sanity.failure_evidence).'''
+    (built by hpcnet.checklib.sanity.failure_evidence).'''
     #: Every line the job printed, stdout's before stderr's: our kernels
     #: print ``done: ok`` on stdout before they enter MPI_Finalize.
     lines: tuple
@@ -60,7 +60,7 @@ class KnownIssue:
     family: str
     #: An exact version ('4.0.2') or a release series ('5.0' holds 5.0.11).
     version_series: str
-    #: The MPI's transport layer ('ucx', 'ofi'; hpcnet.candidate.MpiCandidate),
+    #: The MPI's transport layer ('ucx', 'ofi'; hpcnet.stacks.candidate.MpiCandidate),
     #: None for the MPI's own.
     layer: str | None
     #: The part of the run it strikes in (:class:`Phase`).

@@ -9,7 +9,7 @@ reports and known issues all read it from here.  :func:`register` adds one,
 
 This package is a leaf: it imports nothing of hpcnet outside itself, so that
 discovery (hpcnet.stacks, .sources, .modules, .spacklock), the model and the
-judging code (hpcnet.sanity) can all import it without a circle.
+judging code (hpcnet.checklib.sanity) can all import it without a circle.
 """
 from __future__ import annotations
 

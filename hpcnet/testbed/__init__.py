@@ -31,7 +31,8 @@ CLI: ``hpcnet testbed up|down|exec|status|shape`` or
 """
 from hpcnet.testbed.cluster import Testbed
 from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, burst_bytes, rate_bps
-from hpcnet.testbed.processes import leftovers, unavailable_reason
+from hpcnet.testbed.leftovers import leftovers
+from hpcnet.testbed.processes import unavailable_reason
 
 __all__ = ['DEFAULTS', 'StepError', 'Testbed', 'TestbedError', 'leftovers', 'rate_bps', 'burst_bytes',
            'unavailable_reason']

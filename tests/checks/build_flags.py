@@ -5,7 +5,7 @@ import os
 import reframe as rfm
 
 from hpcnet.stacks import BUILTIN_ENV
-from hpcnet.testlib import MakeBuild
+from hpcnet.checklib.testlib import MakeBuild
 
 
 @rfm.simple_test

@@ -6,9 +6,9 @@ import shlex
 import reframe as rfm
 import reframe.utility.sanity as sn
 
-from hpcnet import sanity
+from hpcnet.checklib import sanity
 from hpcnet.constants import P2PMode
-from hpcnet.testlib import MpiBenchmark, build_kernels
+from hpcnet.checklib.testlib import MpiBenchmark, build_kernels
 
 
 @rfm.simple_test

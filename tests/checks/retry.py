@@ -5,7 +5,7 @@ import os
 
 import reframe as rfm
 
-from hpcnet.testlib import MpiBenchmark
+from hpcnet.checklib.testlib import MpiBenchmark
 
 #: The watchdog's whole line (hpcnet.mpi.FINALIZE_WATCHDOG_LINE).
 FINALIZE_HANG = ('MPI_Finalize did not return within 20 s (the results above are complete: '

@@ -8,7 +8,7 @@ from spack_repo.builtin.build_systems.python import PythonPackage
 from spack.package import *
 
 #: The suite's read-only data: installed as <prefix>/share/hpcnet/<dir>, found
-#: through HPCNET_HOME (hpcnet/constants.py).
+#: through HPCNET_HOME (hpcnet/paths.py).
 DATA_DIRS = ("checks", "config", "reference", "src")
 
 

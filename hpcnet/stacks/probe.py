@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from hpcnet import mpi
-from hpcnet.candidate import MpiCandidate, run_command
+from hpcnet.stacks.candidate import MpiCandidate, run_command
 from hpcnet.constants import Fabric
 from hpcnet.model import ConfigError, Partition, Stack
 
@@ -71,7 +71,7 @@ class ProbeResult:
 
 def probe(candidate: MpiCandidate, compiler, workdir: Path) -> ProbeResult:
     '''Compile (warnings are errors) and run the probe program, with the C
-    compiler ``compiler`` (hpcnet.stacks.Compiler) behind the wrapper, or
+    compiler ``compiler`` (hpcnet.stacks.discover.Compiler) behind the wrapper, or
     the wrapper's own (None).'''
     src = workdir / 'probe.c'
     src.write_text(probe_source())
@@ -122,7 +122,7 @@ def probe(candidate: MpiCandidate, compiler, workdir: Path) -> ProbeResult:
 
 #: Fabrics a stack is probed on, on the host that runs ReFrame: those one host
 #: can carry (shared memory; TCP over loopback).  RDMA fabrics are judged where
-#: the ranks run, by the job's own preflight (hpcnet.preflight).
+#: the ranks run, by the job's own preflight (hpcnet.checklib.preflight).
 HOST_PROBED_FABRICS = (Fabric.SHM, Fabric.TCP)
 
 #: What provides a shared library an MPI loads for a fabric (Debian names;

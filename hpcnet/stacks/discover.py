@@ -4,10 +4,10 @@ turn every working pair into a ReFrame environment.
 The model has three layers, so that new sources (a Spack environment, Lmod or
 EasyBuild modules) only add candidates and never touch the checks:
 
-1. *Sources* (hpcnet.sources, hpcnet.modules) yield
-   :class:`hpcnet.candidate.MpiCandidate` objects: "there is an MPI compiler
+1. *Sources* (hpcnet.stacks.sources, hpcnet.stacks.modules) yield
+   :class:`hpcnet.stacks.candidate.MpiCandidate` objects: "there is an MPI compiler
    wrapper here, with this environment".  See :data:`SOURCES`.
-2. :func:`hpcnet.probe.probe` compiles and runs a small program with each
+2. :func:`hpcnet.stacks.probe.probe` compiles and runs a small program with each
    candidate and each compiler, and reads the MPI family and version from both
    the header macros (compile time) and ``MPI_Get_library_version`` (run
    time): a wrapper whose headers and library disagree, or that names another
@@ -38,19 +38,13 @@ from pathlib import Path
 from typing import Iterable
 
 from hpcnet import mpi
-from hpcnet.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,  # noqa: F401
-                              find_tools, run_command, state_dir, wrapper_compiler)
 from hpcnet.constants import CompilerFamily, Feature
 from hpcnet.model import Stack
-from hpcnet.modules import module_candidates
-from hpcnet.probe import (HOST_PROBED_FABRICS, PROBE_PROGRAM, ProbeResult,  # noqa: F401
-                          missing_piece, probe, probe_fabrics, probe_source)
-from hpcnet.sources import (SPACK_ENV_VAR, SPACK_FORMAT, debian_candidates,  # noqa: F401
-                            extra_prefix_candidates, prefix_candidate, pypi_candidates,
-                            pypi_root, spack_candidates, spack_lock_candidates)
-
-# The names imported above and not used here are hpcnet.stacks' public face:
-# callers (config/settings.py, the tests) find discovery's parts here.
+from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
+from hpcnet.stacks.modules import module_candidates
+from hpcnet.stacks.probe import HOST_PROBED_FABRICS, PROBE_PROGRAM, probe, probe_fabrics, probe_source
+from hpcnet.stacks.sources import (debian_candidates, extra_prefix_candidates, pypi_candidates,
+                                   spack_candidates, spack_lock_candidates)
 
 #: Programs an MPI prefix may ship that checks can use, by feature.
 TOOL_FEATURES = {

@@ -17,8 +17,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from hpcnet import compare, references, runner
-from hpcnet import report as hpcnet_report
+from hpcnet import runner
+from hpcnet.acceptance import compare, references
+from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
 

@@ -38,7 +38,7 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
    that would accept nearly anything: it goes to the file's `$not_asserted`
    section with its spread as the reason, so it is recorded and compared
    (hpcnet compare) but never fails a run.  CAP (0.4) stays clear of the
-   validation's lower bound of -0.5 (hpcnet.references.MIN_LOWER).
+   validation's lower bound of -0.5 (hpcnet.acceptance.references.MIN_LOWER).
 
 A zero median (counts such as errors) has absolute thresholds in ReFrame:
 +/- max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
@@ -65,8 +65,8 @@ import reframe
 from scipy import stats
 
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
-from hpcnet.references import (NOT_ASSERTED, PROVENANCE, per_environment, reference_dir,
-                               reference_file)
+from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, per_environment, reference_dir,
+                                          reference_file)
 
 #: A tolerance is never tighter than this (fraction of the median).
 TOLERANCE_FLOOR = 0.03

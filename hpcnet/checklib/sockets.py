@@ -10,7 +10,7 @@ import math
 
 from reframe.core.exceptions import SanityError
 
-from hpcnet import sanity
+from hpcnet.checklib import sanity
 from hpcnet.constants import Unit
 
 #: The tests of the kernel (src/sockets.c --test).

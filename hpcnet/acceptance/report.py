@@ -28,10 +28,10 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
-from hpcnet import baseline, compare, paper  # noqa: E402
+from hpcnet.acceptance import baseline, compare, paper  # noqa: E402
 from hpcnet.exitcodes import WORDS, Exit  # noqa: E402
-from hpcnet.references import NOT_JUDGED  # noqa: E402
-from hpcnet.statcompare import Verdict  # noqa: E402
+from hpcnet.acceptance.references import NOT_JUDGED  # noqa: E402
+from hpcnet.acceptance.statcompare import Verdict  # noqa: E402
 
 #: Cell colours of the verdict matrix.
 _COLOURS = {'pass': '#c8e6c9', 'fail': '#ffcdd2', 'skip': '#eeeeee', 'not judged': '#fff9c4',

@@ -2,7 +2,7 @@
 
 Each takes what it needs (the stack, the output, the counters) and returns or
 raises a SanityError with a message a site engineer can act on; the ReFrame
-base classes in :mod:`hpcnet.testlib` run them, in one step, for every check.
+base classes in :mod:`hpcnet.checklib.testlib` run them, in one step, for every check.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def check_link_bytes(deltas, bytes_sent_by_host: dict, iface: str) -> None:
                               f'another path than {iface}')
 
 
-#: How a failure names each bound of :class:`hpcnet.linkbytes.Traffic`.
+#: How a failure names each bound of :class:`hpcnet.checklib.linkbytes.Traffic`.
 _TRAFFIC_WORDS = {'tx_bytes': ('sent', 'bytes'), 'rx_bytes': ('received', 'bytes'),
                   'carried_bytes': ('carried (sent + received)', 'bytes'),
                   'tx_packets': ('sent', 'packets'), 'rx_packets': ('received', 'packets')}
@@ -76,7 +76,7 @@ _TRAFFIC_WORDS = {'tx_bytes': ('sent', 'bytes'), 'rx_bytes': ('received', 'bytes
 
 def check_link_traffic(deltas, hosts, bound, iface: str) -> None:
     '''Every host's interface carried at least the traffic ``bound`` (a
-    :class:`hpcnet.linkbytes.LinkBound`) sets for it: the proof for runs
+    :class:`hpcnet.checklib.linkbytes.LinkBound`) sets for it: the proof for runs
     whose payload per node the MPI library or the benchmark's defaults
     decide (collectives, OSU, IMB), where the exact bytes are not printed.'''
     by_host = {d.host: d for d in deltas}
@@ -108,7 +108,7 @@ def bytes_sent_by_host(out) -> dict:
     return totals
 
 
-#: Marker on a failure a stack's known defect explains (hpcnet.stacks.KNOWN_ISSUES);
+#: Marker on a failure a stack's known defect explains (the known issues of hpcnet.mpi);
 #: hpcnet run retries the failures that carry it.
 KNOWN_ISSUE_MARKER = '[known issue: '
 

@@ -2,7 +2,7 @@
 the PyPI stacks of `hpcnet install-stacks`, installation prefixes
 (HPCNET_MPI_PREFIXES), a Spack environment and its spack.lock.  Each source
 is a function of the state directory returning a list of
-:class:`hpcnet.candidate.MpiCandidate`; hpcnet.stacks.SOURCES lists them.
+:class:`hpcnet.stacks.candidate.MpiCandidate`; hpcnet.stacks.discover.SOURCES lists them.
 """
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import os
 import shutil
 from pathlib import Path
 
-from hpcnet import mpi, spacklock
-from hpcnet.candidate import MpiCandidate, StackError, run_command
+from hpcnet import mpi
+from hpcnet.stacks import spacklock
+from hpcnet.stacks.candidate import MpiCandidate, StackError, run_command
 
 
 def _shim_dir(state: Path, label: str, links: dict) -> str:
@@ -175,7 +176,7 @@ SPACK_INSTALL_TREE_ENV_VAR = 'HPCNET_SPACK_INSTALL_TREE'
 
 def spack_lock_candidates(state: Path) -> list:
     '''MPIs of the Spack environment whose spack.lock HPCNET_SPACK_LOCK names,
-    read without Spack (hpcnet.spacklock), prefixes from the lock's externals
+    read without Spack (hpcnet.stacks.spacklock), prefixes from the lock's externals
     or the install tree HPCNET_SPACK_INSTALL_TREE; each build its own
     candidate, with the OSU/IMB builds bound to it by hash.'''
     lock = os.environ.get(SPACK_LOCK_ENV_VAR)

@@ -2,7 +2,7 @@
 
 Those programs come with the environment (its stack's ``tools``, found by
 :mod:`hpcnet.stacks`), not from ``src/``: they print no ``mpi-library:`` line
-and no host list, so the proofs :class:`hpcnet.testlib.MpiBenchmark` owes
+and no host list, so the proofs :class:`hpcnet.checklib.testlib.MpiBenchmark` owes
 are measured around them:
 
 - the program must belong to the environment's MPI: its path is under the
@@ -31,9 +31,9 @@ from hpcnet.model import Stack
 from hpcnet.parsers.imb import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
 from hpcnet.sizes import message_sizes
-from hpcnet.testlib import MpiBenchmark, build_mpiprobe
+from hpcnet.checklib.testlib import MpiBenchmark, build_mpiprobe
 
-#: The probe src/mpiprobe.c builds (hpcnet.testlib.build_mpiprobe).
+#: The probe src/mpiprobe.c builds (hpcnet.checklib.testlib.build_mpiprobe).
 PROBE_LIBRARY = 'libhpcnet_mpiprobe.so'
 
 # --------------------------------------------------------------------------
@@ -112,10 +112,10 @@ def _check_names():
     for suite, names in ((ImbSuite.MPI1, ImbBenchmark.MPI1), (ImbSuite.NBC, ImbBenchmark.NBC)):
         unknown = [n for n in names if n not in IMB_SUITES[suite]]
         if unknown:
-            raise ValueError(f'hpcnet.benchlib: {unknown} are not {suite} benchmarks')
+            raise ValueError(f'hpcnet.checklib.benchlib: {unknown} are not {suite} benchmarks')
     unknown = [n for n in OsuProgram.ALL if n not in OSU_BENCHMARKS]
     if unknown:
-        raise ValueError(f'hpcnet.benchlib: {unknown} are not OSU benchmarks')
+        raise ValueError(f'hpcnet.checklib.benchlib: {unknown} are not OSU benchmarks')
 
 
 _check_names()
@@ -177,11 +177,11 @@ OSU_MIN_REQUIRED_SIZE = 8
 # --------------------------------------------------------------------------
 
 #: Lines in a benchmark's stdout that are not the benchmark's own and may land
-#: anywhere, tables included: the suite's link counters (hpcnet.linkstats,
+#: anywhere, tables included: the suite's link counters (hpcnet.checklib.linkstats,
 #: printed before and after the run) and the transport reports the fabric
 #: table switches on.  Anything else stays, for the strict parsers to judge.
 FOREIGN_LINES = (
-    re.compile(r'^hpcnet-link: '),                         # hpcnet.linkstats
+    re.compile(r'^hpcnet-link: '),                         # hpcnet.checklib.linkstats
     re.compile(r'^\[\d+\.\d+\]\s+\[[^\]\s]+:\d+:\d+\]'),  # UCX log (UCX_LOG_LEVEL)
     re.compile(r'^\[[^\]\s]+:\d+\] '),                      # Open MPI opal_output [host:pid]
     re.compile(r'^libfabric:\d+:'),                         # libfabric FI_LOG_LEVEL
@@ -335,7 +335,7 @@ class ToolBenchmark(MpiBenchmark):
         hosts measured inside the ranks; the link counters are held against
         ``bytes_per_rank`` (payload each rank sent) where the benchmark's
         table gives it, else against ``link_bound(hosts)`` (a
-        :class:`hpcnet.linkbytes.LinkBound` from the ranks' hosts).'''
+        :class:`hpcnet.checklib.linkbytes.LinkBound` from the ranks' hosts).'''
         check_tool_prefix(self.tool, self.tool_path, self.stack)
         library, hosts = measured_library(self.job_output(), self.num_tasks)
         by_host = None

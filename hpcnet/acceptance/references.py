@@ -27,7 +27,7 @@ Besides the schema, a reference must be able to fail a broken system:
   ReFrame reads only 3- or 4-element tuples, so the reason cannot sit in the
   tuple itself;
 - test classes and performance variables are ones a check defines
-  (hpcnet.metrics), so a typo fails instead of silently never applying.
+  (hpcnet.acceptance.metrics), so a typo fails instead of silently never applying.
 """
 from __future__ import annotations
 
@@ -144,9 +144,9 @@ INDEX = '$index'
 #: threshold: ``{test class: {regex over '<file keys>/<perf variable>': reason}}``,
 #: the file keys as written (e.g. 'testbed:eth/.*/pingpong/latency_8B').
 UNBOUNDED = '$unbounded'
-#: Top-level section with what produced the references (hpcnet.baseline).
+#: Top-level section with what produced the references (hpcnet.acceptance.baseline).
 PROVENANCE = '$provenance'
-#: The default of load()/validate(): check names against hpcnet.metrics.
+#: The default of load()/validate(): check names against hpcnet.acceptance.metrics.
 KNOWN = object()
 #: How a case on a system without a reference file is marked.
 NOT_JUDGED = 'not judged'
@@ -183,8 +183,8 @@ def _check_reasons(path, section, node, perfvars_by_test) -> None:
 
 def known_metrics() -> dict:
     """{test class: [regex of its performance variable names]}, from the
-    checks' naming rules (hpcnet.metrics), without loading the checks."""
-    from hpcnet.metrics import METRICS
+    checks' naming rules (hpcnet.acceptance.metrics), without loading the checks."""
+    from hpcnet.acceptance.metrics import METRICS
     return {test: list(patterns) for test, patterns in METRICS.items()}
 
 

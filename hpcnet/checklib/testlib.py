@@ -24,7 +24,8 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
                                    variable)
 from reframe.core.exceptions import PerformanceError, SanityError
 
-from hpcnet import linkbytes, linkstats, preflight, references, sanity
+from hpcnet.acceptance import references
+from hpcnet.checklib import linkbytes, linkstats, preflight, sanity
 from hpcnet.constants import (FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
                               Fabric, Feature, PartitionFeature, Scale)
 from hpcnet.model import Partition, Stack
@@ -406,7 +407,7 @@ class MpiBenchmark(NetworkRun):
         crash after complete output fails), the MPI library really loaded,
         the hosts, the MPI's own transport report, and the link counters
         (the exact payload per host where known, else the least traffic per
-        node the benchmark's algorithm must move, hpcnet.linkbytes).'''
+        node the benchmark's algorithm must move, hpcnet.checklib.linkbytes).'''
         failure = self.failure_note()
         if failure:
             raise SanityError(f'the job failed{failure}')

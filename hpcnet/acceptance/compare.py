@@ -6,7 +6,7 @@ Each side is one or more stored sessions, selected as ReFrame selects them
 latest session `hpcnet baseline` stored for the system the other side ran
 on), or a JSON run report file. Per test x partition x environment x metric,
 the samples of each side (every passed repeat) are compared by
-hpcnet.statcompare; beside every regression stands what changed between the
+hpcnet.acceptance.statcompare; beside every regression stands what changed between the
 sides (MPI library, transport proved, nodes, link rate, link errors).
 
 A comparison cannot be fooled: the sides may not share a session; a time
@@ -26,9 +26,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet import statcompare
-from hpcnet.baseline import BASELINE_TAG, measured_cases, perf_samples
-from hpcnet.constants import CONFIG_DIR, Unit, reframe_executable
+from hpcnet.acceptance import statcompare
+from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases, perf_samples
+from hpcnet.constants import CONFIG_DIR, Unit
+from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
 #: Practical threshold: a shift smaller than this is not a change a site acts on.

@@ -2,7 +2,7 @@
 with what sources and the probe share: the state directory, the error users
 are told about, running a command, the benchmark programs of a prefix.
 
-Below the sources (hpcnet.sources, hpcnet.modules), the probe (hpcnet.probe)
+Below the sources (hpcnet.stacks.sources, hpcnet.stacks.modules), the probe (hpcnet.stacks.probe)
 and discovery (hpcnet.stacks): it imports none of them.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ loading the checks (ReFrame's loader takes seconds): a typo such as
 ``hpcnet_p2pp`` or ``bandwith_4MiB`` then fails with the valid names instead
 of leaving a reference that never applies.  Names are built as the checks
 build them: ``<quantity>_<size_label(size)>`` over the size lists in
-hpcnet.constants, hpcnet.benchlib and hpcnet.sockets (tests/test_references.py
+hpcnet.constants, hpcnet.checklib.benchlib and hpcnet.checklib.sockets (tests/test_references.py
 holds the table to the checks' classes and to the recorded report).
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ import re
 from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES
 from hpcnet.sizes import size_label
 
-# As hpcnet.sockets and hpcnet.benchlib define them; not imported from there
+# As hpcnet.checklib.sockets and hpcnet.checklib.benchlib define them; not imported from there
 # because both import ReFrame and the check framework, which this table (read
-# by hpcnet.references, itself imported by the framework) must not.
+# by hpcnet.acceptance.references, itself imported by the framework) must not.
 _STREAM_PERF_SIZES = (64 * 1024, 1024 * 1024)
 _RR_PERF_SIZES = (32, 1024)
 _UDP_STREAM_PERF_SIZES = (1024, 32 * 1024)
@@ -45,7 +45,7 @@ METRICS: dict = {
     'hpcnet_sockets': [_sizes('rtt_median|rtt_p99', _RR_PERF_SIZES), 'rtt_first',
                        _sizes('throughput|efficiency', _STREAM_PERF_SIZES),
                        _sizes('udp_receiver_capacity', _UDP_STREAM_PERF_SIZES),
-                       # udp_loss_<rate>Mbit_<size> (hpcnet.sockets.rate_label: 12p5Mbit).
+                       # udp_loss_<rate>Mbit_<size> (hpcnet.checklib.sockets.rate_label: 12p5Mbit).
                        r'udp_loss_\d+(p\d+)?Mbit_' + _labels(_UDP_STREAM_PERF_SIZES)],
     'hpcnet_imb': [_sizes('latency', P2P_LATENCY_SIZES), _sizes('bandwidth', P2P_BANDWIDTH_SIZES),
                    _sizes('msgrate', _MSG_RATE_SIZES), _sizes('avg|max', _COLLECTIVE_NAMES)],

@@ -6,7 +6,7 @@ Spack's (``openmpi/5.0.5-gcc-12.2.0-abcdefg``).  This source lists what Lmod
 offers (``module -t avail``, as ReFrame's ``find_modules`` and the EESSI
 test suite do), picks the MPI and toolchain modules by name (each MPI
 family's ``module_packages`` and toolchains in the registry, hpcnet.mpi),
-loads each and makes an :class:`hpcnet.candidate.MpiCandidate` of the
+loads each and makes an :class:`hpcnet.stacks.candidate.MpiCandidate` of the
 environment the module gives: the
 ``mpicc`` first on its ``PATH`` and the variables it sets.  The candidate
 names the module (with the directory it was found in), so the ReFrame
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import mpi
-from hpcnet.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
-                              wrapper_compiler)
+from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
+                                     wrapper_compiler)
 
 #: More directories of modules to search, after MODULEPATH (colon separated).
 MODULEPATH_ENV = 'HPCNET_MODULEPATH'
@@ -439,7 +439,7 @@ def _candidate(item: _Chosen, base: dict, skipped: list):
 
 
 def module_candidates(state: Path) -> list:
-    '''The source for hpcnet.stacks.SOURCES: one candidate per MPI or
+    '''The source for hpcnet.stacks.discover.SOURCES: one candidate per MPI or
     toolchain module (none without Lmod).  Modules keep nothing in the state
     directory.'''
     return survey().candidates
