@@ -214,8 +214,8 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
     counts = ', '.join(f'{len(v)} {k}' for k, v in sorted(by_result.items()))
     last = f'{WORDS[code]}: {counts}'
     if code == Exit.OK and not_judged:
-        last += ('; performance was recorded, not judged (no reference file: make one with '
-                 '`hpcnet baseline`)')
+        last += ('; performance was recorded, not judged (NOT JUDGED above says why; '
+                 '`hpcnet baseline` makes references)')
     if judged_elsewhere and code == Exit.OK:
         last += f'; performance is judged by {judged_elsewhere}'
     lines.append(last)

@@ -164,7 +164,10 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     assert (refdir / 'local.yaml.baseline').exists()
     # The next run is judged against the baseline.
     res = hpcnet('run', '--report-name', 'after-baseline', *select, '--reruns', '2', env=env)
-    assert 'NOT JUDGED' not in res.stdout, res.stdout[-3000:]
+    # Judged against the baseline, or not judged because the baseline found
+    # every metric too variable to bound: never for want of a file.
+    assert 'does not exist' not in res.stdout, res.stdout[-3000:]
+    assert 'NOT JUDGED' not in res.stdout or 'above the 40% cap' in res.stdout, res.stdout[-3000:]
     reports = Path(os.environ['HPCNET_REPORTS_DIR'])
     assert (reports / 'after-baseline-latest.html').exists()
     res = hpcnet('compare', str(reports / 'baseline-latest.json'),
