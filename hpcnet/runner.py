@@ -21,6 +21,7 @@ from hpcnet.acceptance import references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
+                              REFERENCE_DIR, REFERENCE_DIR_ENV,
                               OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
@@ -236,6 +237,11 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     say('discovering the compiler x MPI environments')
     found = stacks.discover()
     check_selection(reframe_args, [e.name for e in found.environments])
+    # A broken reference file stops the session before anything runs (else
+    # every case of its system fails on it, one by one).
+    refdir = Path((env or os.environ).get(REFERENCE_DIR_ENV) or REFERENCE_DIR)
+    if refdir.is_dir():
+        references.validate_directory(refdir)
     for what, why in found.rejected:
         say(f'left out: {what}: {why}')
     if not found.environments:

@@ -191,3 +191,11 @@ def test_a_typo_in_a_test_name_is_refused(tmp_path):
     res = _hpcnet('refs', 'validate', str(path))
     _row('reference file: a typo in a test name', res, Exit.USAGE)
     assert 'hpcnet_p2pp' in res.stderr
+
+
+def test_a_broken_reference_file_stops_the_run_before_it_starts(tmp_path):
+    (tmp_path / 'local.yaml').write_text('hpcnet_p2p:\n  local:shm:\n    bandwith_4MiB: [1, -0.1, 0.1, MB/s]\n')
+    res = _hpcnet('run', '--system', 'local:shm', '-n', 'hpcnet_p2p',
+                  env={'HPCNET_REFERENCE_DIR': str(tmp_path)})
+    _row('a broken reference file where the run reads', res, Exit.USAGE)
+    assert 'bandwith_4MiB' in res.stderr and 'running:' not in res.stdout
