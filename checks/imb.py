@@ -25,7 +25,8 @@ from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IM
                                       ToolBenchmark, check_imb_timeout, imb_sizes)
 from hpcnet.constants import Feature, Unit
 from hpcnet.parsers import parsed_once
-from hpcnet.parsers.imb import imb_command, parse_imb
+from hpcnet.parsers.imb import parse_imb
+from hpcnet.parsers.imb_command import imb_command
 from hpcnet.parsers.table import SIZE_COLUMN
 from hpcnet.sizes import size_label
 

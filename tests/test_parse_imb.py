@@ -13,7 +13,8 @@ import pytest
 
 from hpcnet.parsers.errors import BenchmarkOutputError
 from hpcnet.parsers.imb import (IMB_COLUMNS, IMB_MPI1_BENCHMARKS, IMB_NBC_BENCHMARKS,
-                                ImbOutput, imb_command, parse_imb)
+                                ImbOutput, parse_imb)
+from hpcnet.parsers.imb_command import imb_command
 
 SAMPLES = Path(__file__).resolve().parent / 'data' / 'samples'
 DATA = Path(__file__).resolve().parent / 'data' / 'imb'

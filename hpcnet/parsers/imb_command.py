@@ -1,0 +1,150 @@
+"""The IMB command line: which benchmarks of which suite, with which options
+(checked against what IMB accepts, since IMB runs its whole default list when
+given a name it does not know)."""
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Sequence, Union
+
+from .imb import IMB_ITER_POLICIES, IMB_SUITES
+
+__all__ = ['imb_command']
+
+
+def _canonical(names: Sequence[str], suite: str) -> Optional[List[str]]:
+    known = {b.lower(): b for b in IMB_SUITES[suite]}
+    out = [known.get(n.lower()) for n in names]
+    return None if any(o is None for o in out) else out  # type: ignore[return-value]
+
+
+def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
+                iter_policy: Optional[str] = None, *, suite: Optional[str] = None,
+                executable: Optional[str] = None, npmin: Optional[int] = None,
+                iterations=None, time_limit: Optional[float] = None,
+                mem_gb: Optional[float] = None, multi: Optional[int] = None,
+                sync: Optional[bool] = None, window_size: Optional[int] = None,
+                extra: Sequence[str] = ()) -> List[str]:
+    """The argument list running ``benchmarks`` with IMB, e.g.
+    ``['IMB-MPI1', 'PingPong', 'Allreduce', '-msglog', '0:10']``.
+
+    Names are checked (case-insensitively; emitted in IMB's spelling) against
+    :data:`IMB_SUITES`: an unknown one is an error listing the valid names. This matters:
+    given an unknown name, IMB-MPI1 prints "Invalid benchmark name" and runs its whole
+    default list. ``suite`` (``'IMB-MPI1'``, ``'IMB-NBC'``, ``'IMB-RMA'``, ``'IMB-P2P'``)
+    defaults to the first suite knowing every name; ``executable`` replaces argv[0] (a path
+    to the binary), default the suite name.
+
+    Options: ``msglog`` (``-msglog``: an int ``max`` or ``(min, max)`` / ``'min:max'``,
+    0 <= min < max <= 30), ``iter_policy`` (one of :data:`IMB_ITER_POLICIES`), ``npmin``,
+    ``iterations`` (``-iter``: an int or up to 3 ints), ``time_limit`` (``-time`` seconds
+    per size), ``mem_gb`` (``-mem``), ``multi`` (0 or 1), ``sync`` (``-sync on/off``),
+    ``window_size`` (``-window_size``: messages in flight per repetition of Uniband and
+    Biband; IMB 2021's default is 256, not the 64 of IMB 2019 and OSU), ``extra``
+    (appended verbatim). IMB-P2P only takes ``msglog`` and ``iterations``.
+    """
+    names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    if not names:
+        raise ValueError('imb_command: no benchmark given (IMB would run its whole default '
+                         'list); name them, e.g. ["PingPong"]')
+    for n in names:
+        if not isinstance(n, str) or not n.strip() or n.strip() != n:
+            raise ValueError(f'imb_command: invalid benchmark name {n!r}')
+    if suite is not None:
+        if suite not in IMB_SUITES:
+            raise ValueError(f'imb_command: unknown IMB suite {suite!r}; valid suites: '
+                             f'{", ".join(IMB_SUITES)}')
+        canonical = _canonical(names, suite)
+        if canonical is None:
+            bad = [n for n in names if _canonical([n], suite) is None]
+            elsewhere = [s for s in IMB_SUITES if s != suite and _canonical(bad, s)]
+            hint = f' ({", ".join(bad)} belong(s) to {elsewhere[0]})' if elsewhere else ''
+            raise ValueError(f'imb_command: unknown {suite} benchmark name(s) '
+                             f'{", ".join(repr(b) for b in bad)}{hint}; valid {suite} names: '
+                             f'{", ".join(IMB_SUITES[suite])}')
+    else:
+        for candidate in IMB_SUITES:
+            canonical = _canonical(names, candidate)
+            if canonical is not None:
+                suite = candidate
+                break
+        else:
+            bad = [n for n in names if not any(_canonical([n], s) for s in IMB_SUITES)]
+            if not bad:
+                raise ValueError(f'imb_command: {", ".join(names)} are not all in one IMB '
+                                 f'suite; run them separately or pass suite=')
+            valid = '; '.join(f'{s}: {", ".join(b)}' for s, b in IMB_SUITES.items()
+                              if s in ('IMB-MPI1', 'IMB-NBC'))
+            raise ValueError(f'imb_command: unknown IMB benchmark name(s) '
+                             f'{", ".join(repr(b) for b in bad)}; valid names: {valid} '
+                             f'(also IMB-RMA and IMB-P2P: see IMB_SUITES)')
+    assert suite is not None and canonical is not None
+
+    args: List[str] = [executable or suite, *canonical]
+    p2p = suite == 'IMB-P2P'
+    if msglog is not None:
+        args += ['-msglog', _msglog(msglog)]
+    if iterations is not None:
+        values = [iterations] if isinstance(iterations, int) else list(iterations)
+        if not 1 <= len(values) <= 3 or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+            raise ValueError(f'imb_command: iterations must be a positive int or 1 to 3 '
+                             f'positive ints, not {iterations!r}')
+        if p2p and len(values) > 2:
+            raise ValueError('imb_command: IMB-P2P takes "-iter max[,numerator]" (2 values)')
+        args += ['-iter', ','.join(str(v) for v in values)]
+    others = {'iter_policy': iter_policy, 'npmin': npmin, 'time_limit': time_limit,
+              'mem_gb': mem_gb, 'multi': multi, 'sync': sync, 'window_size': window_size}
+    if p2p:
+        given = [k for k, v in others.items() if v is not None]
+        if given:
+            raise ValueError(f'imb_command: IMB-P2P does not take {", ".join(given)} (only '
+                             'msglog and iterations)')
+    if iter_policy is not None:
+        if iter_policy not in IMB_ITER_POLICIES:
+            raise ValueError(f'imb_command: unknown iter_policy {iter_policy!r}; valid: '
+                             f'{", ".join(IMB_ITER_POLICIES)}')
+        args += ['-iter_policy', iter_policy]
+    for flag, count in (('-npmin', npmin), ('-window_size', window_size)):
+        if count is not None:
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ValueError(f'imb_command: {flag[1:]} must be an int >= 1, not {count!r}')
+            args += [flag, str(count)]
+    for flag, value in (('-time', time_limit), ('-mem', mem_gb)):
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f'imb_command: {flag} must be a positive number, not {value!r}')
+            args += [flag, repr(float(value)) if isinstance(value, float) else str(value)]
+    if multi is not None:
+        if multi not in (0, 1) or isinstance(multi, bool):
+            raise ValueError(f'imb_command: multi must be 0 or 1, not {multi!r}')
+        args += ['-multi', str(multi)]
+    if sync is not None:
+        args += ['-sync', 'on' if sync else 'off']
+    args += [str(e) for e in extra]
+    return args
+
+
+def _msglog(msglog) -> str:
+    if isinstance(msglog, str):
+        parts = msglog.split(':')
+        try:
+            values = [int(p) for p in parts]
+        except ValueError:
+            raise ValueError(f'imb_command: msglog {msglog!r} is not "max" or "min:max"') from None
+    elif isinstance(msglog, int) and not isinstance(msglog, bool):
+        values = [msglog]
+    else:
+        values = list(msglog)
+    if len(values) == 1:
+        (hi,) = values
+        if not (isinstance(hi, int) and 0 <= hi <= 30):
+            raise ValueError(f'imb_command: msglog max must be an int in 0..30 (2^max bytes), '
+                             f'not {msglog!r}')
+        return str(hi)
+    if len(values) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
+                                   for v in values):
+        raise ValueError(f'imb_command: msglog must be max or (min, max), not {msglog!r}')
+    lo, hi = values
+    if not 0 <= lo < hi <= 30:
+        raise ValueError(f'imb_command: msglog needs 0 <= min < max <= 30 (IMB: "min < max", '
+                         f'"max must be less than 31"), not {lo}:{hi}')
+    return f'{lo}:{hi}'
