@@ -14,9 +14,6 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / 'hpcnet'
 MAX_LINES = 600
-#: Files over MAX_LINES still to be split, at their present length: they may
-#: shrink, not grow (issue 22).  Remove an entry when its file is split.
-NOT_YET_SPLIT = {'hpcnet.testbed.cluster': 860}
 
 
 def _module_name(path: Path) -> str:
@@ -142,5 +139,4 @@ def test_constants_imports_no_layer():
 def test_no_long_file():
     long = {name: n for name, path in MODULES.items()
             if (n := len(path.read_text().splitlines())) > MAX_LINES}
-    assert {name: n for name, n in long.items() if n > NOT_YET_SPLIT.get(name, MAX_LINES)} == {}
-    assert set(NOT_YET_SPLIT) <= set(long), 'split: remove it from NOT_YET_SPLIT'
+    assert long == {}
