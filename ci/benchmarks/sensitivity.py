@@ -44,6 +44,9 @@ def main(argv=None) -> int:
                          'of the link shows less in it than in streaming (bw)')
     ap.add_argument('--envs', default='^gcc12-(openmpi4|mpich5|impi2021)$',
                     help='environments (-p regex of ReFrame)')
+    ap.add_argument('--node', default=None,
+                    help="cut only this node's link (e.g. cn2, one end of the pair); "
+                         'default: every link')
     args = ap.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix='hpcnet-sensitivity-'))
@@ -59,7 +62,7 @@ def main(argv=None) -> int:
               '-p', args.envs]
 
     def session(name: str, rate: str, repeats: int) -> compare.Side:
-        tb.shape(rate)
+        tb.shape(rate, node=args.node)
         cli.run_suite(name, [*select, '--reruns', str(repeats - 1)],
                       prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))
         kept = scratch / f'{name}.json'
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
             print(f'trial {trial + 1}/{args.trials} done, {time.monotonic() - start:.0f} s',
                   flush=True)
     finally:
-        tb.shape('1gbit')
+        tb.shape('1gbit', node=args.node)
         tb.down()
 
     print(f'\np2p {args.mode}: baseline {args.baseline_repeats} samples, each session {args.repeats} samples, '
