@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import html
-import io
 import re
 import statistics
 from collections import defaultdict
@@ -26,9 +25,9 @@ import matplotlib
 
 matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
 from hpcnet.acceptance import baseline, compare, paper  # noqa: E402
+from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
 from hpcnet.exitcodes import WORDS, Exit  # noqa: E402
 from hpcnet.acceptance.references import NOT_JUDGED  # noqa: E402
 from hpcnet.acceptance.statcompare import Verdict  # noqa: E402
@@ -95,62 +94,6 @@ def _esc(text) -> str:
 def _short(text, limit: int = 320) -> str:
     text = ' '.join(str(text or '').split())
     return text if len(text) <= limit else text[:limit] + ' …'
-
-
-def _size_label(x: float, _pos=None) -> str:
-    for unit, div in (('M', 1 << 20), ('K', 1 << 10)):
-        if x >= div:
-            return f'{x / div:g}{unit}'
-    return f'{x:g}'
-
-
-def _log_axes(ax, y_log: bool = True) -> None:
-    """Message sizes (and values) on log axes with plain tick labels ("64K",
-    "100") and no minor ticks: matplotlib's default labels are mathtext,
-    slow to lay out, and minor ticks triple the artists to draw."""
-    ax.set_xscale('log', base=2)
-    ax.xaxis.set_major_locator(LogLocator(base=4, numticks=12))
-    ax.xaxis.set_major_formatter(FuncFormatter(_size_label))
-    ax.xaxis.set_minor_locator(NullLocator())
-    if y_log:
-        ax.set_yscale('log')
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f'{y:g}'))
-        ax.yaxis.set_minor_locator(NullLocator())
-
-
-def _figure(rows: int = 1, height: float = 3.4, **kwargs):
-    """(figure, axes) of the width two plots side by side fill, with fixed
-    margins that fit the labels: a tight bounding box would lay out every
-    figure twice."""
-    fig, axes = plt.subplots(rows, 1, figsize=(6.4, height), **kwargs)
-    fig.subplots_adjust(left=0.12, right=0.98, bottom=0.15 * 3.4 / height, top=0.91)
-    return fig, axes
-
-
-def _img(fig, tight: bool = False) -> str:
-    """The figure as an <img> of SVG in a data URI: vector, so sharp at any
-    zoom, and a few KB once coordinates keep one decimal (a tenth of a
-    point, finer than a screen shows) and text stays text in one font."""
-    buf = io.StringIO()
-    with plt.rc_context({'svg.fonttype': 'none', 'font.sans-serif': ['DejaVu Sans']}):
-        fig.savefig(buf, format='svg', **({'bbox_inches': 'tight'} if tight else {}))
-    plt.close(fig)
-    svg = re.sub(r'<metadata>.*?</metadata>', '', buf.getvalue()[buf.getvalue().index('<svg'):],
-                 flags=re.S)
-    svg = re.sub(r' (d|x|y|transform)="[^"]*"',
-                 lambda m: re.sub(r'(\.\d)\d+', r'\1', m.group(0)), svg)
-    # Pairs after a move or line are lines: the "L" of a path without curves goes.
-    svg = re.sub(r' d="[^"CQ]*"', lambda m: re.sub(r'\s+L\s+', ' ', m.group(0)), svg)
-    svg = re.sub(r' transform="rotate\(-?0 [^"]*\)"', '', svg)
-    # Ids nothing refers to (matplotlib's own references are m/p + 10 hex).
-    svg = re.sub(r' id="(?![mp][0-9a-f]{10}")[^"]*"', '', svg)
-    svg = re.sub(r"font-family: [^;\"]*", 'font-family: DejaVu Sans, sans-serif', svg)
-    svg = re.sub(r'>\s+<', '><', re.sub(r'\s*\n\s*', ' ', svg))
-    # A data URI needs only %, # and & escaped; single quotes for the SVG's
-    # own attributes leave the HTML attribute's double quotes alone.
-    uri = (svg.replace('%', '%25').replace('#', '%23').replace('&', '%26')
-           .replace("'", '%27').replace('"', "'"))
-    return f'<img alt="plot" src="data:image/svg+xml,{uri}">'
 
 
 def _plots(imgs: list) -> str:
@@ -319,12 +262,17 @@ def matrix_section(cases: list, retried: set) -> str:
 
 # --- Below the first screen: the evidence -------------------------------
 
+BANDS_UP_TO = 6     #: most series a curve plot shades the spread of
+
+
 def _curve_plot(title: str, series: dict, x_key: str, y_key: str, ylabel: str,
                 band: tuple | None = None) -> str:
     """One line per series (label -> list of curves of repeated runs): the
     median over the runs, and the band between min and max of the runs or
-    of the per-size ``band`` columns (e.g. min_us..p99_us)."""
-    fig, ax = _figure()
+    of the per-size ``band`` columns (e.g. min_us..p99_us).  Bands only up to
+    BANDS_UP_TO series: more overlap into one shade that shows nothing."""
+    fig, ax = figure()
+    bands = len(series) <= BANDS_UP_TO
     for label, curves in sorted(series.items()):
         by_size = defaultdict(list)
         low, high = defaultdict(list), defaultdict(list)
@@ -344,17 +292,18 @@ def _curve_plot(title: str, series: dict, x_key: str, y_key: str, ylabel: str,
         lo = [min(low[s]) if band else min(by_size[s]) for s in sizes]
         hi = [max(high[s]) if band else max(by_size[s]) for s in sizes]
         (line,) = ax.plot(sizes, med, label=label)
-        ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
+        if bands:
+            ax.fill_between(sizes, lo, hi, color=line.get_color(), alpha=0.15, lw=0)
     if not ax.lines:
         plt.close(fig)
         return ''
-    _log_axes(ax)
+    log_axes(ax)
     ax.set_xlabel('message size (bytes)')
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    return _img(fig)
+    return img(fig)
 
 
 def p2p_curves(cases: list) -> str:
@@ -408,7 +357,7 @@ def pair_heatmaps(cases: list) -> str:
         ax.set_title(f'pair bandwidth {tc["system"]}:{tc["partition"]} {tc["environ"]}', fontsize=8)
         outliers = tc.get('outliers') or {}
         named = ', '.join(f'{k}: {", ".join(v)}' for k, v in outliers.items() if v) or 'none'
-        out.append(f'<figure>{_img(fig, tight=True)}<figcaption>outlier nodes: {_esc(named)}'
+        out.append(f'<figure>{img(fig, tight=True)}<figcaption>outlier nodes: {_esc(named)}'
                    '</figcaption></figure>')
     return '\n'.join(out)
 
@@ -420,7 +369,7 @@ def link_throughput(reports: list) -> str:
             by_size = paper.link_throughputs(report)
         except paper.PaperError:
             continue
-        fig, ax = _figure()
+        fig, ax = figure()
         for proto in ('TCP', 'UDP', 'MPI'):
             pts = sorted((s, v[proto]) for s, v in by_size.items() if v.get(proto))
             if pts:
@@ -428,13 +377,13 @@ def link_throughput(reports: list) -> str:
         if not ax.lines:
             plt.close(fig)
             continue
-        _log_axes(ax, y_log=False)
+        log_axes(ax, y_log=False)
         ax.set_xlabel('message size (bytes)')
         ax.set_ylabel('Mbit/s')
         ax.set_title('TCP, UDP and MPI throughput of the same link', fontsize=10)
         ax.legend()
         ax.grid(True, alpha=0.3)
-        out.append(_img(fig))
+        out.append(img(fig))
     return _plots(out)
 
 
@@ -501,19 +450,19 @@ def comparison(rows: list, before_side, after_side) -> str:
         sizes = sorted(s for s in set(a) & set(b) if a[s] > 0 and b[s] > 0)
         if not sizes:
             continue
-        fig, (top, bottom) = _figure(2, 4.2, sharex=True, gridspec_kw={'height_ratios': [3, 1]})
+        fig, (top, bottom) = figure(2, 4.2, sharex=True, gridspec_kw={'height_ratios': [3, 1]})
         top.plot(sizes, [b[s] for s in sizes], marker='.', label='before')
         top.plot(sizes, [a[s] for s in sizes], marker='.', label='after')
-        _log_axes(top)
+        log_axes(top)
         top.set_ylabel(y)
         top.legend(fontsize=7)
         top.set_title(f'{key[0]} @{key[1]}:{key[2]} +{key[3]}', fontsize=8)
         bottom.plot(sizes, [a[s] / b[s] for s in sizes], marker='.', color='k')
         bottom.axhline(1.0, color='grey', lw=0.8)
         bottom.set_ylabel('after/before')
-        _log_axes(bottom, y_log=False)
+        log_axes(bottom, y_log=False)
         bottom.set_xlabel('message size (bytes)')
-        plots.append(_img(fig))
+        plots.append(img(fig))
     return f'<pre>{_esc(compare.table(rows))}</pre>' + _plots(plots)
 
 
