@@ -188,3 +188,32 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     # itself, refused, naming the session.
     res = hpcnet('compare', 'baseline', str(reports / 'baseline-latest.json'))
     assert res.returncode == 2 and 'share session(s)' in res.stdout, res.stdout
+
+
+def test_accept_repeats_until_decided_or_budget(one_env_per_stack, tmp_path):
+    '''hpcnet accept: K repeats compared with the system's baseline; what is
+    still undecided is run again, only those cases, up to --max-repeats;
+    the verdict table, the report with its before/after section, and an
+    exit code of the contract (never 0 while a metric is undecided).'''
+    refdir = tmp_path / 'refs'
+    refdir.mkdir()
+    env = {'HPCNET_REFERENCE_DIR': str(refdir)}
+    select = ['--system', 'local:shm', '-n', 'hpcnet_p2p.*scale=1_node.*mode=pingpong',
+              '-p', f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=2']
+    assert hpcnet('baseline', '--repeats', '3', *select, env=env).returncode == 0
+    res = hpcnet('accept', '--repeats', '3', '--max-repeats', '5', *select, env=env)
+    out = res.stdout
+    assert res.returncode in (0, 1, 3), out[-3000:]
+    assert 'hpcnet: baseline: baseline (sessions ' in out, out[-3000:]
+    verdict_line = [l for l in out.splitlines() if l.startswith('hpcnet: ') and 'exit code' in l][-1]
+    words = {0: 'PASSED', 1: 'FAILED', 3: 'NOT DECIDED'}[res.returncode]
+    assert verdict_line.startswith(f'hpcnet: {words}: exit code {res.returncode}'), verdict_line
+    summary = [l for l in out.splitlines() if ' regressed, ' in l][-1]
+    undecided = int(summary.split(' not decided')[0].rsplit(', ', 1)[-1])
+    # Never a pass with a metric undecided; more repeats were run where one was.
+    assert (res.returncode == 3) == (undecided > 0 and 'FAILED' not in verdict_line), summary
+    if 'more repeats of the cases that hold them' in out:
+        assert ' -n /' in out           # only the undecided cases, by hash
+    assert 'after:  accept: ' in out and 'repeats in ' in out
+    page = Path(os.environ['HPCNET_REPORTS_DIR']) / 'accept-latest.html'
+    assert page.exists() and 'Before and after' in page.read_text()
