@@ -102,14 +102,8 @@ def cmd_stacks(args) -> int:
     return 0
 
 
-def _repeats_args(repeats: int) -> list:
-    '''K samples of every metric: ReFrame's --reruns K-1 (each rerun is a
-    whole pass over the selection, so a case's samples are spread in time).'''
-    return ['--reruns', str(repeats - 1)] if repeats > 1 else []
-
-
 def cmd_run(args) -> int:
-    return run_suite(args.report_name, [*args.reframe_args, *_repeats_args(args.repeats)])
+    return run_suite(args.report_name, [*args.reframe_args, *runner.repeats_args(args.repeats)])
 
 
 def cmd_testbed(args) -> int:

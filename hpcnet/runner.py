@@ -71,6 +71,12 @@ def reframe_cmd(name: str, reframe_args: list) -> tuple:
     return cmd, report
 
 
+def repeats_args(repeats: int) -> list:
+    '''K samples of every metric: ReFrame's --reruns K-1 (each rerun is a
+    whole pass over the selection, so a case's samples are spread in time).'''
+    return ['--reruns', str(repeats - 1)] if repeats > 1 else []
+
+
 def final_cases(report: Path) -> dict:
     '''(name, system, partition, environ) -> last result of each case.'''
     final = {}

@@ -55,8 +55,7 @@ def _round(reframe_args: list, repeats: int) -> tuple:
     baseline's samples is the verdict, and one verdict is not given twice
     by two rules.'''
     with tempfile.TemporaryDirectory(prefix='hpcnet-accept-refs-') as no_references:
-        code = runner.run_suite(NAME, [*reframe_args, *(['--reruns', str(repeats - 1)]
-                                                        if repeats > 1 else [])],
+        code = runner.run_suite(NAME, [*reframe_args, *runner.repeats_args(repeats)],
                                 env={**os.environ, REFERENCE_DIR_ENV: no_references},
                                 judged_elsewhere='the comparison with the baseline below')
     latest = runner.reports_dir() / f'{NAME}-latest.json'
