@@ -304,21 +304,11 @@ def _pairs(specs: list) -> dict:
 
 def compare_sides(before_spec: str, after_spec: str, *, alpha: float, threshold: float,
                   system: str | None = None, include_baselines: bool = False,
-                  pairs: list | None = None, after_side=None) -> tuple:
-    """(before, after, outcome) of two side specs; ``after_side`` when the
-    caller already holds the after side (hpcnet accept)."""
+                  pairs: list | None = None) -> tuple:
+    """(before, after, outcome) of two side specs."""
     try:
-        if after_side is None:
-            before, after = compare.load_sides(before_spec, after_spec, system=system,
-                                               include_baselines=include_baselines)
-        else:
-            after = after_side
-            before = compare.load_side(before_spec, system=system or compare._one_system(after),
-                                       include_baselines=include_baselines)
-            shared = sorted(set(before.sessions) & set(after.sessions))
-            if shared:
-                raise compare.CompareError(f'{before_spec} shares session(s) {", ".join(shared)} '
-                                           'with the runs it is compared with')
+        before, after = compare.load_sides(before_spec, after_spec, system=system,
+                                           include_baselines=include_baselines)
         outcome = compare.compare(before, after, alpha=alpha, threshold=threshold,
                                   pairs=_pairs(pairs))
     except compare.CompareError as err:
