@@ -145,6 +145,8 @@ class ImbBase(ToolBenchmark):
         for size in perf_sizes:
             if size in sizes:
                 self.add_perf(f'{name}_{size_label(size)}', self._value(size, column), unit)
+                if unit == Unit.MBPS and self.benchmark in ImbBenchmark.ONE_WAY:
+                    self.calibrated_metrics.append(f'{name}_{size_label(size)}')
 
     @sn.deferrable
     def _value(self, size, column):

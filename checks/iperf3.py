@@ -2,8 +2,6 @@
 on the first node, bound to its address on the partition's interface, client
 on the second; receiver-side throughput.  The yardstick for
 ``hpcnet_sockets %scale=2_nodes %test=tcp_stream``."""
-import json
-import math
 import os
 import re
 import shlex
@@ -16,7 +14,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet import templates
-from hpcnet.checklib import sanity
+from hpcnet.checklib import calibration, sanity
 from hpcnet.constants import Scale, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.checklib.testlib import SocketRun
@@ -64,47 +62,32 @@ class hpcnet_iperf3(SocketRun):
         self.executable_opts = ['-c', shlex.quote(script)]
 
     @parsed_once
-    def client_result(self) -> dict:
-        '''The client's JSON; iperf3's own error fails here.'''
+    def received_MBps(self) -> float:
+        '''The receiver's throughput; iperf3's own error fails here.'''
         path = os.path.join(self.stagedir, self.client_json)
         try:
-            with open(path, errors='replace') as fp:
-                result = json.load(fp)
-        except OSError:
+            return calibration.iperf3_received_MBps(calibration.read_iperf3(path), path)
+        except calibration.CalibrationError as err:
             said = sanity.error_lines(self.job_stderr())
-            raise SanityError(f'iperf3 client wrote no {self.client_json}'
-                              + (f': {said}' if said else '')) from None
-        except ValueError as err:
-            raise SanityError(f'{path}: not JSON ({err})') from None
-        if not isinstance(result, dict):
-            raise SanityError(f'{path}: not an iperf3 JSON result')
-        if result.get('error'):
-            raise SanityError(f'iperf3: {result["error"]}')
-        return result
-
-    def received(self) -> dict:
-        try:
-            received = self.client_result()['end']['sum_received']
-        except (KeyError, TypeError):
-            raise SanityError(f'{self.client_json}: no end.sum_received') from None
-        bps = received.get('bits_per_second')
-        if not isinstance(bps, (int, float)) or not math.isfinite(bps) or bps <= 0:
-            raise SanityError(f'{self.client_json}: receiver throughput is {bps!r}')
-        return received
-
-    @performance_function(Unit.MBPS)
-    def throughput(self):
-        return self.received()['bits_per_second'] / 8e6
+            raise SanityError(f'{err}' + (f': {said}' if said else '')) from None
 
     @run_after('setup')
-    def set_efficiency(self):
+    def set_perf_variables(self):
+        self.perf_variables['throughput'] = sn.make_performance_function(
+            self._throughput(), Unit.MBPS)
         if self.partition.link_rate_bps:
             self.perf_variables['efficiency'] = sn.make_performance_function(
                 self._efficiency(), Unit.RATIO)
+        # Its own before/after calibration says whether the host emulated the wire.
+        self.calibrated_metrics = ['throughput']
+
+    @sn.deferrable
+    def _throughput(self):
+        return self.received_MBps()
 
     @sn.deferrable
     def _efficiency(self):
-        return self.efficiency(self.received()['bits_per_second'] / 8e6)
+        return self.efficiency(self.received_MBps())
 
     @sanity_function
     def assert_valid(self):
@@ -116,8 +99,9 @@ class hpcnet_iperf3(SocketRun):
         (server_host, server_addr), (client_host, _) = tasks[0], tasks[1]
         if server_host == client_host:
             raise SanityError(f'iperf3 server and client ran on the same host {server_host}')
-        result = self.client_result()
-        received = self.received()
+        self.received_MBps()
+        result = calibration.read_iperf3(os.path.join(self.stagedir, self.client_json))
+        received = result['end']['sum_received']
         connected = result.get('start', {}).get('connecting_to', {}).get('host')
         if connected != server_addr:
             raise SanityError(f'iperf3 client connected to {connected!r}, the server listened '

@@ -89,6 +89,8 @@ class hpcnet_p2p(KernelRun):
             if self.partition.link_rate_bps:
                 self.perf_variables[f'efficiency_{label}'] = \
                     sn.make_performance_function(self._efficiency(size), Unit.RATIO)
+            if self.mode in P2PMode.ONE_WAY:
+                self.calibrated_metrics.append(f'bandwidth_{label}')
 
     @sn.deferrable
     def _stat(self, size, column):

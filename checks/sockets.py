@@ -195,6 +195,8 @@ class hpcnet_sockets(SocketRun):
             label = size_label(size)
             self.perf_variables[f'throughput_{label}'] = sn.make_performance_function(
                 self._column(size, column), Unit.MBPS)
+            if self.test == sockets.TCP_STREAM:
+                self.calibrated_metrics.append(f'throughput_{label}')
             if self.partition.link_rate_bps:
                 self.perf_variables[f'efficiency_{label}'] = sn.make_performance_function(
                     self._efficiency(size, column), Unit.RATIO)

@@ -67,6 +67,9 @@ class P2PMode:
     ALL = (PINGPONG, PINGPING, BW, BIBW)
     #: Modes whose figure of merit is latency; the others are bandwidth.
     LATENCY = (PINGPONG, PINGPING)
+    #: Modes with one direction of the link busy at a time, as iperf3's one
+    #: flow: their bandwidth can be judged over iperf3's on the same link.
+    ONE_WAY = (PINGPONG, BW)
 
 
 #: Message sizes (bytes) that get their own performance variables; the whole
@@ -112,6 +115,13 @@ class Unit:
     OVERLAP_PCT = '% overlap'    # IMB-NBC computation overlap: higher is better
     MSG_RATE = 'msg/s'
 
+
+#: Suffix of a metric judged over iperf3 on the same link, where a partition's
+#: nodes share the host's cores (hpcnet.checklib.calibration): bandwidth_4MiB_over_iperf3.
+CALIBRATED_SUFFIX = '_over_iperf3'
+#: How such a case's not-judged reason starts when the host could not emulate
+#: the wire: the run is then not decided (exit 3), not passed.
+HOST_OVERLOADED = 'testbed host overloaded'
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
 #: a session (docs/known-issues.md).

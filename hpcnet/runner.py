@@ -20,7 +20,7 @@ from hpcnet import model, stacks
 from hpcnet.acceptance import references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
-from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
+from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
                               OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
@@ -217,12 +217,19 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
             not_judged[judgement] += 1
     for why, count in sorted(not_judged.items()):
         lines.append(f'NOT JUDGED ({count}): {why[len(references.NOT_JUDGED) + 2:]}')
+    overloaded = sum(n for why, n in not_judged.items() if HOST_OVERLOADED in why)
+    if overloaded:
+        codes.append(Exit.UNDECIDED)
     code = worst(*codes)
     counts = ', '.join(f'{len(v)} {k}' for k, v in sorted(by_result.items()))
     last = f'{WORDS[code]}: {counts}'
-    if code == Exit.OK and not_judged:
-        last += ('; performance was recorded, not judged (NOT JUDGED above says why; '
-                 '`hpcnet baseline` makes references)')
+    if overloaded:
+        last += (f'; {overloaded} case(s) not judged: {HOST_OVERLOADED} (run again on a quieter '
+                 'host)')
+    elif code == Exit.OK and not_judged:
+        no_file = any(why.endswith('does not exist') for why in not_judged)
+        last += ('; performance was recorded, not judged (NOT JUDGED above says why'
+                 + ('; `hpcnet baseline` makes references)' if no_file else ')'))
     if judged_elsewhere and code == Exit.OK:
         last += f'; performance is judged by {judged_elsewhere}'
     lines.append(last)

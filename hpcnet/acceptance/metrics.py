@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES
+from hpcnet.constants import CALIBRATED_SUFFIX, COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES
 from hpcnet.sizes import size_label
 
 # As hpcnet.checklib.sockets and hpcnet.checklib.benchlib define them; not imported from there
@@ -37,17 +37,20 @@ def _sizes(quantities: str, sizes) -> str:
 #: {test class: [regex that a performance variable name fullmatches]}.
 METRICS: dict = {
     'hpcnet_p2p': [_sizes('latency', P2P_LATENCY_SIZES),
-                   _sizes('bandwidth|efficiency', P2P_BANDWIDTH_SIZES)],
+                   _sizes('bandwidth|efficiency', P2P_BANDWIDTH_SIZES),
+                   _sizes('bandwidth', P2P_BANDWIDTH_SIZES) + CALIBRATED_SUFFIX],
     'hpcnet_collectives': [_sizes('avg|max', _COLLECTIVE_NAMES)],
     'hpcnet_pairs': ['(latency|bandwidth)_(median_pair|worst_pair|worst_over_median|outlier_nodes)'],
     'hpcnet_preflight': ['link_errors', 'link_drops', 'mtu'],
-    'hpcnet_iperf3': ['throughput', 'efficiency'],
+    'hpcnet_iperf3': ['throughput', 'efficiency', 'throughput' + CALIBRATED_SUFFIX],
     'hpcnet_sockets': [_sizes('rtt_median|rtt_p99', _RR_PERF_SIZES), 'rtt_first',
                        _sizes('throughput|efficiency', _STREAM_PERF_SIZES),
+                       _sizes('throughput', _STREAM_PERF_SIZES) + CALIBRATED_SUFFIX,
                        _sizes('udp_receiver_capacity', _UDP_STREAM_PERF_SIZES),
                        # udp_loss_<rate>Mbit_<size> (hpcnet.checklib.sockets.rate_label: 12p5Mbit).
                        r'udp_loss_\d+(p\d+)?Mbit_' + _labels(_UDP_STREAM_PERF_SIZES)],
     'hpcnet_imb': [_sizes('latency', P2P_LATENCY_SIZES), _sizes('bandwidth', P2P_BANDWIDTH_SIZES),
+                   _sizes('bandwidth', P2P_BANDWIDTH_SIZES) + CALIBRATED_SUFFIX,
                    _sizes('msgrate', _MSG_RATE_SIZES), _sizes('avg|max', _COLLECTIVE_NAMES)],
     'hpcnet_imb_nbc': [_sizes('overall|pure|overlap', _COLLECTIVE_NAMES)],
     'hpcnet_osu': [_sizes('latency', P2P_LATENCY_SIZES), _sizes('bandwidth', P2P_BANDWIDTH_SIZES),

@@ -72,6 +72,8 @@ class ImbBenchmark:
     P2P = (PINGPONG, PINGPING, SENDRECV, EXCHANGE)
     #: A window of messages per repetition: Mbytes/sec and Msg/sec.
     WINDOWED = (UNIBAND, BIBAND)
+    #: One direction of the link busy at a time, as iperf3's one flow.
+    ONE_WAY = (PINGPONG, UNIBAND)
     #: Blocking collectives: t_min/t_max/t_avg[usec].
     COLLECTIVES = (BCAST, ALLREDUCE, REDUCE, REDUCE_SCATTER, ALLGATHER, GATHER, ALLTOALL,
                    BARRIER)

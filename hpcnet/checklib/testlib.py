@@ -25,9 +25,9 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
 from reframe.core.exceptions import PerformanceError, SanityError
 
 from hpcnet.acceptance import references
-from hpcnet.checklib import linkbytes, linkstats, preflight, sanity
-from hpcnet.constants import (FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
-                              Fabric, Feature, PartitionFeature, Scale)
+from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
+from hpcnet.constants import (CALIBRATED_SUFFIX, FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
+                              Fabric, Feature, PartitionFeature, Scale, Unit)
 from hpcnet.model import Partition, Stack
 from hpcnet.mpi import start_env
 from hpcnet.stacks import BUILTIN_ENV
@@ -156,6 +156,7 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
         # output to compute from: nothing to evaluate.
         if self.is_dry_run():
             return
+        withheld = self.withheld_judgement()
         path = self.index_path()
         for name, expr in list(self.perf_variables.items()):
             try:
@@ -163,12 +164,14 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
             except Exception as err:
                 raise PerformanceError(f'performance variable {name} has no value: {err}') \
                     from None
-            reason = self.references.not_asserted_reason(f'{path}/{name}')
+            reason = withheld or self.references.not_asserted_reason(f'{path}/{name}')
             if reason is not None:
                 # Kept in the report (hpcnet compare reads it), not held to a bound.
                 self.not_asserted[name] = {'value': value, 'unit': expr.unit, 'reason': reason}
                 del self.perf_variables[name]
-        if self.references.strict and self.not_asserted:
+        if withheld:
+            self.judgement = f'{references.NOT_JUDGED}: {withheld}'
+        elif self.references.strict and self.not_asserted:
             reasons = '; '.join(sorted({v['reason'] for v in self.not_asserted.values()}))
             if not self.perf_variables:
                 self.judgement = (f'{references.NOT_JUDGED}: no metric of this case is asserted in '
@@ -176,6 +179,12 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
             else:
                 self.judgement += (f' ({len(self.not_asserted)} metrics recorded, not asserted: '
                                    f'{reasons})')
+
+    def withheld_judgement(self) -> str | None:
+        '''Why none of this case's values can be judged this time (they are
+        recorded, not asserted), or None; a check whose measurement shows it
+        measured something other than the declared system raises here.'''
+        return None
 
 
 class build_mpiprobe(MakeBuild):
@@ -208,6 +217,12 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
     link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: The partition's wire rate (bit/s; None where unknown), for provenance.
     link_rate_bps = variable(int, type(None), value=None, loggable=True)
+    #: Performance variables (MB/s) judged against iperf3 on the same link
+    #: where the partition's nodes share the host's cores
+    #: (hpcnet.checklib.calibration): each gets a ``<name>_over_iperf3``.
+    calibrated_metrics = variable(typ.List[str], value=[])
+    #: iperf3 before and after the run, the shapers and the CPU pressure seen.
+    link_calibration = variable(typ.Dict[str, object], value={}, loggable=True)
 
     @run_after('init')
     def select_partitions_by_scale(self):
@@ -232,6 +247,48 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         self.num_tasks_per_node = self.num_tasks // self.num_nodes
 
 
+    def calibrates_link(self) -> bool:
+        '''Whether this case is judged against iperf3 on its own link: two
+        nodes of an emulated cluster, and metrics to calibrate.'''
+        return bool(self.calibrated_metrics and self.partition.nodes_share_cores
+                     and self.num_nodes == 2 and self.partition.iface
+                     and self.partition.link_rate_bps)
+
+    @run_after('setup', always_last=True)
+    def add_calibrated_metrics(self):
+        if not self.calibrates_link():
+            return
+        for name in self.calibrated_metrics:
+            if name in self.perf_variables:
+                self.perf_variables[name + CALIBRATED_SUFFIX] = sn.make_performance_function(
+                    self._over_iperf3(self.perf_variables[name]), Unit.RATIO)
+
+    @sn.deferrable
+    def _over_iperf3(self, value):
+        return value / self.calibration().mean_MBps
+
+    @parsed_once
+    def calibration(self) -> calibration.Calibration:
+        try:
+            found = calibration.read(self.stagedir)
+        except calibration.CalibrationError as err:
+            raise PerformanceError(f'link calibration: {err}') from None
+        self.link_calibration = {'iperf3_before_MBps': found.before_MBps,
+                                 'iperf3_after_MBps': found.after_MBps,
+                                 'shaped_bps': found.shaped_bps,
+                                 'cpu_pressure': found.cpu_pressure}
+        return found
+
+    def withheld_judgement(self) -> str | None:
+        if not self.calibrates_link():
+            return None
+        found = self.calibration()
+        throttled = found.throttled(self.partition.iface, self.partition.link_rate_bps)
+        if throttled:
+            raise PerformanceError(f'the link is slower than declared: {"; ".join(throttled)} '
+                                   f'(iperf3 on it: {found.mean_MBps:.1f} MB/s)')
+        return found.overloaded(self.partition.link_rate_bps, self.partition.mtu)
+
     def link_iface(self):
         '''The interface whose counters prove the traffic, or None.'''
         if not self.check_link_counters or self.partition.fabric == Fabric.SHM:
@@ -252,14 +309,25 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         iface = self.link_iface()
         if iface is None:
             return
-        self.prerun_cmds.append(linkstats.per_node(
-            linkstats.snapshot_command('before', iface), launcher, self.num_nodes))
+        before, after = [], []
+        if self.calibrates_link():
+            # Outside the counters' window: the link proof counts the benchmark's bytes.
+            log = shlex.quote(os.path.join(self.stagedir, calibration.LOG_FILE))
+            shaper = shlex.quote(os.path.join(self.stagedir, calibration.SHAPER_FILE))
+            before = [f'{calibration.shaper_command(iface, launcher, self.num_nodes)} > {shaper} 2>&1',
+                      f'{calibration.iperf3_command("before", self.stagedir, iface, launcher)} '
+                      f'> {log} 2>&1']
+            after = [f'{calibration.iperf3_command("after", self.stagedir, iface, launcher)} '
+                     f'>> {log} 2>&1']
+            self.keep_files += calibration.FILES
+        self.prerun_cmds += before + [linkstats.per_node(
+            linkstats.snapshot_command('before', iface), launcher, self.num_nodes)]
         # The job's exit status stays the benchmark's, not the last
         # snapshot's: saved first, restored last.
         self.postrun_cmds = ['hpcnet_status=$?',
                              linkstats.per_node(linkstats.snapshot_command('after', iface),
                                                 launcher, self.num_nodes),
-                             *self.postrun_cmds, 'exit $hpcnet_status']
+                             *after, *self.postrun_cmds, 'exit $hpcnet_status']
 
     @run_before('sanity')
     def fail_without_rdma_devices(self):
