@@ -22,7 +22,7 @@ from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IM
                                       IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
                                       IMB_WINDOWED_VOLUME_MB, LATENCY_SIZES,
                                       MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
-                                      ToolBenchmark, check_imb_timeout, imb_sizes)
+                                      ToolBenchmark, check_imb_timeout, imb_budget_note, imb_sizes)
 from hpcnet.constants import Feature, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.imb import parse_imb
@@ -166,7 +166,13 @@ class ImbBase(ToolBenchmark):
                 raise SanityError(f'IMB rejected the benchmark name(s) '
                                   f'{", ".join(out.invalid_names)} (and then ran its default list)')
             table = out.table(self.benchmark, processes=self.num_tasks)
-            sanity.check_sizes(table.sizes, self.expected_sizes())
+            try:
+                sanity.check_sizes(table.sizes, self.expected_sizes())
+            except SanityError as err:
+                # IMB also ends a table silently when the budget runs out.
+                raise SanityError(f'{err}: IMB ended the {self.benchmark} table early; '
+                                  + imb_budget_note(self.time_per_size, self.num_samples())) \
+                    from None
             values = [c for c in table.columns if c not in COUNT_COLUMNS]
             table.require_finite_positive(
                 values, zero_ok_at_size0=[c for c in values if c not in POSITIVE_AT_SIZE0],

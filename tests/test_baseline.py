@@ -280,11 +280,10 @@ def test_the_shipped_testbed_file_keeps_everything_outside_a_selection():
     new = baseline.document([_session('tb', [[{
         'name': 'hpcnet_iperf3 /abcd', 'system': 'testbed', 'partition': 'eth', 'environ': 'builtin',
         'result': 'pass', 'reference_index': ['$partition'],
-        'perfvalues': {'testbed:eth:throughput': [117.0, 0, None, None, 'MB/s', 'pass']}}]] * 3)])
+        'perfvalues': {'testbed:eth:throughput_over_iperf3': [1.01, 0, None, None, 'ratio',
+                                                              'pass']}}]] * 3)])
     merged = baseline.merge(testbed, new)
-    assert merged['hpcnet_iperf3']['testbed:eth']['throughput'][0] == 117.0
-    assert merged['hpcnet_iperf3']['testbed:eth']['efficiency'] == \
-        testbed['hpcnet_iperf3']['testbed:eth']['efficiency']
+    assert merged['hpcnet_iperf3']['testbed:eth']['throughput_over_iperf3'][0] == 1.01
     for test in ('hpcnet_p2p', 'hpcnet_sockets', 'hpcnet_pairs', 'hpcnet_imb', 'hpcnet_preflight'):
         assert merged[test] == testbed[test]
     assert merged[references.NOT_ASSERTED] == testbed[references.NOT_ASSERTED]

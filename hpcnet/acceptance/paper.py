@@ -42,9 +42,10 @@ def mbit_s(size: int, one_way_us: float) -> float:
     return size * 8 / one_way_us
 
 
-def our_curves(report: dict) -> dict:
+def our_curves(report: dict, statistic: str = 'median_us') -> dict:
     '''(benchmark, environment) -> {size: one-way us} of our passed p2p runs
-    across two nodes (PingPong: mode pingpong, PingPing: mode pingping).'''
+    across two nodes (PingPong: mode pingpong, PingPing: mode pingping), as
+    ``statistic`` of each size's samples (a column of the kernel's table).'''
     modes = {'pingpong': 'PingPong', 'pingping': 'PingPing'}
     curves = {}
     for run in report.get('runs', []):
@@ -52,7 +53,7 @@ def our_curves(report: dict) -> dict:
             if (tc.get('name', '').startswith('hpcnet_p2p ') and tc.get('scale') == '2_nodes'
                     and tc.get('mode') in modes and tc.get('result') in ('pass', 'xfail')):
                 curves[(modes[tc['mode']], tc['environ'])] = {
-                    int(r['size_bytes']): r['median_us'] for r in tc.get('curve', [])}
+                    int(r['size_bytes']): r[statistic] for r in tc.get('curve', [])}
     return curves
 
 

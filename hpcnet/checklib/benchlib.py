@@ -264,11 +264,16 @@ def check_imb_timeout(text: str, benchmark: str, time_per_size: float, num_sizes
     inside the table: name that, not the damaged row it leaves.'''
     m = _IMB_TIMEOUT.search(text)
     if m:
-        raise SanityError(
-            f'IMB stopped {benchmark} at {m.group("size")} B: its time budget (-time '
-            f'{time_per_size:g} s per size x {num_sizes} sizes = {time_per_size * num_sizes:g} s) '
-            'ran out; the path is slower than the budget allows (raise time_per_size, or lower '
-            'msglog_max or repetitions)')
+        raise SanityError(f'IMB stopped {benchmark} at {m.group("size")} B: '
+                          + imb_budget_note(time_per_size, num_sizes))
+
+
+def imb_budget_note(time_per_size: float, num_sizes: int) -> str:
+    '''Why IMB may end a table early (with its time-out line, or silently
+    after the sizes that fitted).'''
+    return (f'its time budget (-time {time_per_size:g} s per size x {num_sizes} sizes = '
+            f'{time_per_size * num_sizes:g} s) ran out; the path is slower than the budget allows '
+            '(raise time_per_size, or lower msglog_max or repetitions)')
 
 
 def imb_sizes(benchmark: str, msglog_min: int, msglog_max: int) -> tuple:
