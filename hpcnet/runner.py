@@ -269,6 +269,11 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     if listing:
         return rc   # a listing runs nothing and writes no report
     if not report.exists():
+        if rc == Exit.USAGE:
+            # argparse's exit code: ReFrame rejected an option (its message is above).
+            say(f'reframe rejected its command line (exit code {rc}, its message above); '
+                'nothing ran')
+            return Exit.USAGE
         say(f'no report was written ({report}); reframe exit code {rc}')
         return Exit.FAILED
     cases = final_cases(report)

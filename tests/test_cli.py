@@ -217,3 +217,13 @@ def test_accept_repeats_until_decided_or_budget(one_env_per_stack, tmp_path):
     assert 'after:  accept: ' in out and 'repeats in ' in out
     page = Path(os.environ['HPCNET_REPORTS_DIR']) / 'accept-latest.html'
     assert page.exists() and 'Before and after' in page.read_text()
+
+
+def test_an_option_reframe_rejects_is_a_usage_error(tmp_path):
+    # Passed through to ReFrame, which rejects it before anything runs.
+    res = hpcnet('run', '--system', 'local', '--no-such-reframe-option',
+                 env={'HPCNET_REPORTS_DIR': str(tmp_path)})
+    assert res.returncode == 2, res.stdout
+    assert 'unrecognized arguments: --no-such-reframe-option' in res.stdout
+    assert 'reframe rejected its command line (exit code 2, its message above); nothing ran' \
+        in res.stdout
