@@ -265,7 +265,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
 
     @sn.deferrable
     def _over_iperf3(self, value):
-        return value / self.calibration().mean_MBps
+        return value / self.calibration().link_MBps
 
     @parsed_once
     def calibration(self) -> calibration.Calibration:
@@ -286,7 +286,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         throttled = found.throttled(self.partition.iface, self.partition.link_rate_bps)
         if throttled:
             raise PerformanceError(f'the link is slower than declared: {"; ".join(throttled)} '
-                                   f'(iperf3 on it: {found.mean_MBps:.1f} MB/s)')
+                                   f'(iperf3 on it: {found.link_MBps:.1f} MB/s)')
         return found.overloaded(self.partition.link_rate_bps, self.partition.mtu)
 
     def link_iface(self):
