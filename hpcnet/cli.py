@@ -12,7 +12,8 @@
     hpcnet compare BEFORE AFTER  did anything get worse: rank test + practical threshold
     hpcnet accept [--repeats K]  K repeats compared with the baseline, more until decided
     hpcnet report [SESSIONS]     one self-contained HTML page (also written by every run)
-    hpcnet testbed ...           the Slurm virtual cluster (see ci/testbed/README.md)
+    hpcnet testbed ...           the Slurm virtual cluster, and run|baseline|accept on it
+                                 (see docs/testbed.md)
 """
 from __future__ import annotations
 
@@ -106,16 +107,26 @@ def cmd_run(args) -> int:
     return run_suite(args.report_name, [*args.reframe_args, *runner.repeats_args(args.repeats)])
 
 
+#: hpcnet commands `hpcnet testbed` runs on a testbed it brings up and down.
+TESTBED_COMMANDS = ('run', 'baseline', 'accept')
+
+
 def cmd_testbed(args) -> int:
     from hpcnet import testbed
     from hpcnet.testbed.cli import add_up_options, main as testbed_main, up_from_options
-    if args.testbed_args[:1] != ['run']:
+    command = args.testbed_args[0] if args.testbed_args else None
+    if command not in TESTBED_COMMANDS:
         return testbed_main(args.testbed_args)
-    p = argparse.ArgumentParser(prog='hpcnet testbed run',
-                                description='testbed up, the suite on it, testbed down')
+    p = argparse.ArgumentParser(prog=f'hpcnet testbed {command}',
+                                description=f'testbed up, hpcnet {command} on it, testbed down')
     add_up_options(p)
-    # Everything else goes to reframe (e.g. -n NAME, -p ENV).
-    opts, reframe_args = p.parse_known_args(args.testbed_args[1:])
+    # Everything else goes to the command, and what it does not know to
+    # reframe (e.g. -n NAME, -p ENV).
+    opts, rest = p.parse_known_args(args.testbed_args[1:])
+    inner = None
+    if command != 'run':
+        inner, extra = build_parser().parse_known_args([command, *rest])
+        inner.reframe_args = ['--system', 'testbed', *extra]
     tb = testbed.Testbed()
     tb.log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
@@ -128,8 +139,10 @@ def cmd_testbed(args) -> int:
     try:
         if no_roce:
             _say(no_roce)
-        return run_suite('testbed', ['--system', 'testbed', *reframe_args],
-                         prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))
+        with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
+            if inner is not None:
+                return inner.func(inner)
+            return run_suite('testbed', ['--system', 'testbed', *rest])
     finally:
         tb.down()
         _say('testbed down')
@@ -412,7 +425,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(Exit.USAGE, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
 
 
-def main(argv=None) -> int:
+def build_parser() -> _Parser:
     parser = _Parser(prog='hpcnet', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--version', action='version',
@@ -518,10 +531,15 @@ def main(argv=None) -> int:
     v.add_argument('file', nargs='?', help='another fabric table to check')
     p.set_defaults(func=cmd_fabrics)
 
-    p = sub.add_parser('testbed', help='the Slurm virtual cluster: up|down|exec|status|shape|run',
-                       add_help=False)
+    p = sub.add_parser('testbed', help='the Slurm virtual cluster: up|down|exec|status|shape, '
+                                       'and run|baseline|accept on it', add_help=False)
     p.add_argument('testbed_args', nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_testbed)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
 
     # Options hpcnet does not know go to reframe (hpcnet run -n hpcnet_p2p ...).
     args, extra = parser.parse_known_args(argv)

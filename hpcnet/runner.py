@@ -4,6 +4,7 @@ issues, the kept report, and the closing summary with its exit code
 (hpcnet.exitcodes)."""
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -14,7 +15,9 @@ import socket
 import subprocess
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from hpcnet import model, stacks
 from hpcnet.acceptance import references
@@ -236,6 +239,30 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
     return lines, code
 
 
+@dataclass(frozen=True)
+class Launch:
+    '''Where ReFrame runs: under ``prefix`` (inside a testbed's head node),
+    with an environment made from the caller's by ``environment``.'''
+    prefix: tuple = ()
+    environment: Callable[[dict], dict] | None = None
+
+
+_launch = Launch()
+
+
+@contextlib.contextmanager
+def launched_through(prefix: list, environment: Callable[[dict], dict]):
+    '''Every run_suite() inside runs ReFrame under ``prefix`` with
+    ``environment(its environment)``: `hpcnet testbed baseline|accept` run
+    the commands of the same names on the testbed this way.'''
+    global _launch
+    saved, _launch = _launch, Launch(tuple(prefix), environment)
+    try:
+        yield
+    finally:
+        _launch = saved
+
+
 def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None = None,
               judged_elsewhere: str = '') -> int:
     '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
@@ -246,6 +273,9 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     is listed as such.  ``judged_elsewhere`` names what judges performance
     when the runs are not held to references (a baseline's, an acceptance's
     runs).'''
+    if _launch.environment is not None and not prefix:
+        prefix = list(_launch.prefix)
+        env = _launch.environment(dict(env if env is not None else os.environ))
     cmd, report = reframe_cmd(name, reframe_args)
     say('discovering the compiler x MPI environments')
     found = stacks.discover()

@@ -6,10 +6,12 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import special
 from reframe.utility.sanity import reference_bounds
 
-from hpcnet.acceptance import baseline, references
+from hpcnet.acceptance import baseline, references, spread
 
 REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 INDEX = ['$partition', 'mpi_family', 'mode']
@@ -47,9 +49,16 @@ def test_one_bad_repeat_is_left_out_and_named(var, unit, values, median):
     # A tight reference around the good repeats (it was [117, -0.9949, 0.9949]
     # and [5, -1.0, 10.8] with the bad repeat in).
     assert value == median and u == unit
-    assert -0.2 < lower < 0 < upper < 0.2 and lower == -upper
+    # Only the worse side is bounded: the lower of a rate, the upper of a time.
+    if unit == 'MB/s':
+        assert -0.2 < lower < 0 and upper is None
+    else:
+        assert lower is None and 0 < upper < 0.2
+    assert doc[references.UNBOUNDED]['hpcnet_p2p'] == {
+        'local:tcp/gcc12-openmpi4/bw/.*': baseline.ONE_SIDED_REASON}
     lo, hi = reference_bounds(value, lower, upper)
     assert all(lo <= v <= hi for v in values[:4]) and not lo <= values[4] <= hi
+    references.validate(json.loads(json.dumps(doc)), 'baseline.yaml')
     (out,) = doc[references.PROVENANCE]['left_out']
     assert out == {'metric': f'hpcnet_p2p local:tcp/gcc12-openmpi4/bw/{var}', 'value': values[4],
                    'session': 's1', 'run': 4}
@@ -57,39 +66,105 @@ def test_one_bad_repeat_is_left_out_and_named(var, unit, values, median):
 
 def test_outlier_rule_is_median_plus_minus_3_5_robust_sigma_outside_the_floor():
     # sigma = 1.4826 x MAD 1 = 1.48: 100 +/- 5.19 stays, 106 goes.
-    assert baseline.outliers([99, 100, 101, 100, 105]) == []
-    assert baseline.outliers([99, 100, 101, 100, 106]) == [4]
+    assert spread.outliers([99, 100, 101, 100, 105]) == []
+    assert spread.outliers([99, 100, 101, 100, 106]) == [4]
     # MAD 0: only what the floor would not accept anyway is an outlier.
-    assert baseline.outliers([100, 100, 100, 100, 102]) == []
-    assert baseline.outliers([100, 100, 100, 100, 104]) == [4]
+    assert spread.outliers([100, 100, 100, 100, 102]) == []
+    assert spread.outliers([100, 100, 100, 100, 104]) == [4]
     # Too few samples to tell.
-    assert baseline.outliers([100, 20]) == []
+    assert spread.outliers([100, 20]) == []
     # A sample as far out as its whole session drifted is drift, not an outlier.
     values = [98.0, 98.9, 99.2, 98.8, 101.4, 103.3]
-    assert baseline.outliers(values) == [5]
-    assert baseline.outliers(values, sessions=['a', 'a', 'b', 'b', 'c', 'c']) == []
+    assert spread.outliers(values) == [5]
+    assert spread.outliers(values, sessions=['a', 'a', 'b', 'b', 'c', 'c']) == []
+
+
+def _k_spread(values, dof, observations, alpha=spread.RUN_ALPHA, variance=None):
+    """The prediction term of the rule, for a metric without a prior."""
+    if variance is None:
+        variance = float(np.var(np.log(values), ddof=1))
+    return float(np.expm1(spread.prediction_factor(dof, observations, alpha) * variance ** 0.5))
 
 
 def test_tolerance_rule_and_its_constants():
     steady = [100.0, 100.2, 99.9, 100.1, 100.0]
-    assert baseline.tolerance(steady) == baseline.TOLERANCE_FLOOR == 0.03
+    assert spread.tolerance(steady) == spread.TOLERANCE_FLOOR == 0.03
     noisy = [100.0, 98.0, 102.0, 99.0, 101.0]
-    k5 = baseline.prediction_factor(5)
-    assert k5 == pytest.approx(7.173 * 1.2 ** 0.5, abs=0.001)      # t(4, 0.999) x sqrt(1 + 1/5)
-    assert baseline.tolerance(noisy) == pytest.approx(k5 * 1.4826 * 1 / 100, rel=1e-4)
+    k5 = spread.prediction_factor(4, 5)
+    assert k5 == pytest.approx(3.747 * 1.2 ** 0.5, abs=0.001)      # t(4, 0.99) x sqrt(1 + 1/5)
+    assert spread.tolerance(noisy) == pytest.approx(_k_spread(noisy, 4, 5), rel=1e-6)
     # Six sessions, each steady (+/-0.1), their medians 94-106: the drift
-    # between sessions sets it (MAD 3 of the medians), not the samples.
+    # between sessions sets it (6 observations, 5 dof), not the 30 samples.
     medians = [94, 97, 100, 100, 103, 106]
     values = [m + d for m in medians for d in (-0.1, 0, 0.1, 0, 0)]
     sessions = [s for s in 'abcdef' for _ in range(5)]
-    est = baseline.estimate(values, sessions)
-    assert est.sessions == 6 and 'of 6 session medians x 4' in est.reason
-    assert est.tolerance == pytest.approx(baseline.K_SESSIONS * 1.4826 * 3 / 100, rel=1e-4)
+    est = spread.estimate(values, sessions)
+    assert est.sessions == 6 and '(5 dof) x 3.6 over 6 observations' in est.reason
+    assert est.tolerance == pytest.approx(_k_spread(medians, 5, 6), rel=1e-6)
     # Every kept sample of the baseline is inside its own reference.
-    assert baseline.estimate([100, 100, 100, 100, 100, 102.5]).tolerance == pytest.approx(0.0375)
+    assert spread.estimate([100, 100, 100, 100, 100, 102.5]).tolerance >= 0.0375
     # One sample: the floor.  A zero median (a count): absolute bounds.
-    assert baseline.tolerance([42.0]) == 0.03
-    assert baseline.estimate([0, 0, 0, 0]).tolerance == 0.03
+    assert spread.tolerance([42.37]) == 0.03
+    assert spread.estimate([0, 0, 0, 0]).tolerance == 0.03
+
+
+def test_a_smaller_chance_per_value_widens_the_tolerance():
+    noisy = [100.0, 98.0, 102.0, 99.0, 101.0]
+    shared = spread.estimate(noisy, alpha=spread.RUN_ALPHA / 300).tolerance
+    assert shared == pytest.approx(_k_spread(noisy, 4, 5, spread.RUN_ALPHA / 300), rel=1e-6)
+    assert shared > 1.5 * spread.estimate(noisy).tolerance
+
+
+def test_two_print_steps_are_the_tightest_tolerance():
+    # IMB prints two decimals: three equal samples of 0.24 us are 0.235-0.245,
+    # and the next run's 0.26 is two steps away.
+    assert spread.print_step([0.24, 0.24, 0.25]) == pytest.approx(0.01)
+    assert spread.print_step([15354.1, 14314.8, 15052.0]) == pytest.approx(0.1)
+    # Two values may be round by chance: no step is told from them.
+    assert spread.print_step([10.0, 12.0]) == 0.0
+    assert spread.print_step([6.6725, 6.6825, 6.7001]) == pytest.approx(0.0001)
+    est = spread.estimate([0.24, 0.24, 0.24], ['a', 'b', 'c'])
+    assert est.tolerance == pytest.approx(2 * 0.01 / 0.24) and 'print steps' in est.reason
+
+
+def test_metrics_that_agreed_by_chance_get_the_spread_of_their_group():
+    """Three sessions of eight metrics of one test, partition and unit: seven
+    drift by a few per cent between sessions, one's three values happen to
+    agree.  The group's spread (limma's empirical Bayes prior) bounds that
+    one too, where its own 2 degrees of freedom would say 0."""
+    drifts = [(1.00, 1.04, 0.97), (1.03, 0.98, 1.00), (0.96, 1.00, 1.03), (1.00, 0.97, 1.04),
+              (1.02, 1.00, 0.97), (0.98, 1.03, 1.00), (1.00, 1.02, 0.96), (1.0, 1.0, 1.0)]
+    sizes = ('64KiB', '1MiB', '4MiB', '8B', '256KiB', '2MiB', '512KiB', '16KiB')
+    reports = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        f'bandwidth_{size}': (1000.0 * d[i], 'MB/s') for size, d in zip(sizes, drifts)})]])
+        for i in range(3)]
+    prior = spread.fit_prior([float(np.var(np.log(d), ddof=1)) for d in drifts[:7]], [2] * 7)
+    # The seven vary alike (no more than chi-square with 2 dof says): the
+    # prior is their common variance, with infinite weight.
+    assert prior.dof == float('inf') and 0.02 < prior.variance ** 0.5 < 0.04
+    b = baseline.build(reports)
+    steady = _leaf(b.references)['bandwidth_16KiB']
+    # 8 metrics share RUN_ALPHA.
+    expected = _k_spread(None, prior.dof, 3, spread.RUN_ALPHA / 8, prior.variance)
+    assert steady[0] == 1000.0 and steady[1] == pytest.approx(-round(expected, 4)) \
+        and steady[2] is None
+    # Without its group (one metric), three equal values say nothing: the floor.
+    alone = baseline.build([_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        'bandwidth_16KiB': (1000.0, 'MB/s')})]]) for i in range(3)])
+    assert _leaf(alone.references)['bandwidth_16KiB'][1] == -0.03
+
+
+def test_limma_prior_against_its_published_behaviour():
+    """fit_prior follows limma's fitFDist: variances drawn from a scaled
+    F(d, d0) give back about s0^2 and d0; variances that agree more than
+    chi-square allows give an infinite d0 (every metric takes the prior)."""
+    rng = np.random.default_rng(7)
+    s0sq, d0, d = 0.0004, 8.0, 4
+    true = s0sq * d0 / rng.chisquare(d0, 4000)
+    sample = true * rng.chisquare(d, 4000) / d
+    prior = spread.fit_prior(list(sample), [d] * 4000)
+    assert prior.variance == pytest.approx(s0sq, rel=0.1) and prior.dof == pytest.approx(d0, rel=0.25)
+    assert spread._trigamma_inverse(float(special.polygamma(1, 2.5))) == pytest.approx(2.5)
 
 
 def test_a_metric_wider_than_the_cap_is_recorded_not_asserted():
@@ -105,7 +180,7 @@ def test_a_metric_wider_than_the_cap_is_recorded_not_asserted():
     ((pattern, reason),) = exempt.items()
     assert pattern == r'local:tcp/gcc12-openmpi4/bw/bandwidth_4MiB'
     assert reason.startswith('baseline spread: needs +/-') and 'above the 40% cap: recorded and ' \
-        'compared, not asserted' in reason and 'robust CV' in reason
+        'compared, not asserted' in reason and 'spread 27.39% (4 dof)' in reason
     assert doc[references.PROVENANCE]['not_asserted'] == 1
     # Every bound written stays inside what validation accepts.
     references.validate(json.loads(json.dumps(doc)), 'baseline.yaml')
@@ -196,7 +271,7 @@ def test_round_trip_per_environment_and_failed_cases_left_out(tmp_path):
     # Measured per environment: Open MPI 4 and 5 (or one MPI by two
     # compilers) are never merged into one wide reference.
     assert node['$index'] == ['$partition', '$environ', 'mode']
-    assert node['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [10.0, -0.03, 0.03, 'us']
+    assert node['local:tcp']['gcc12-openmpi4']['pingpong']['latency_8B'] == [10.0, None, 0.03, 'us']
     assert set(node['local:tcp']) == {'gcc12-openmpi4', 'clang14-openmpi4', 'gcc12-mpich4'}
     prov = doc[references.PROVENANCE]
     assert prov['passed_cases'] == 3 and prov['repeats'] == 1 and prov['reframe'].startswith('4.')
@@ -226,13 +301,17 @@ def test_merge_replaces_only_what_the_baseline_measured():
                            'local:tcp/gcc12-openmpi4/bw/bandwidth_1MiB': 'baseline spread: old',
                            'local:tcp/gcc12-mpich4/bw/bandwidth_1MiB': 'baseline spread: old'},
             'hpcnet_sockets': {'.*': 'not under test'}},
+        references.UNBOUNDED: {
+            'hpcnet_p2p': {'local:tcp/gcc12-openmpi4/bw/.*': baseline.ONE_SIDED_REASON,
+                           'local:tcp/gcc12-mpich4/bw/.*': baseline.ONE_SIDED_REASON,
+                           'local:shm/.*/bw/rate_.*': "the site's own reason"}},
     }
     new = _doc(_case('gcc12-openmpi4', 'openmpi', 'bw', {'bandwidth_4MiB': (1000.0, 'MB/s'),
                                                          'bandwidth_1MiB': (990.0, 'MB/s'),
                                                          'latency_8B': (5.0, 'us')}))
     merged = baseline.merge(existing, new)
     p2p = merged['hpcnet_p2p']
-    assert p2p['local:tcp']['gcc12-openmpi4']['bw']['bandwidth_4MiB'] == [1000.0, -0.03, 0.03, 'MB/s']
+    assert p2p['local:tcp']['gcc12-openmpi4']['bw']['bandwidth_4MiB'] == [1000.0, -0.03, None, 'MB/s']
     assert p2p['local:tcp']['gcc12-mpich4'] == existing['hpcnet_p2p']['local:tcp']['gcc12-mpich4']
     assert p2p['local:shm'] == existing['hpcnet_p2p']['local:shm']
     assert merged['hpcnet_iperf3'] == existing['hpcnet_iperf3']
@@ -244,6 +323,12 @@ def test_merge_replaces_only_what_the_baseline_measured():
     assert p2p['local:tcp']['gcc12-openmpi4']['bw']['bandwidth_1MiB'][0] == 990.0
     assert na['hpcnet_p2p'] == {'local:tcp/.*/latency_.*': "the site's own reason",
                                 'local:tcp/gcc12-mpich4/bw/bandwidth_1MiB': 'baseline spread: old'}
+    # One-sided entries: the site's reason and the old baseline's for the
+    # case not measured again stay; the measured case has the new one.
+    assert merged[references.UNBOUNDED] == {'hpcnet_p2p': {
+        'local:tcp/gcc12-openmpi4/bw/.*': baseline.ONE_SIDED_REASON,
+        'local:tcp/gcc12-mpich4/bw/.*': baseline.ONE_SIDED_REASON,
+        'local:shm/.*/bw/rate_.*': "the site's own reason"}}
     prov = merged[references.PROVENANCE]
     assert prov['sessions'] == ['new']
     assert prov['updated'] == {'hpcnet_p2p': {'$index': ['$partition', '$environ', 'mode'],

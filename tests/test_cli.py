@@ -227,3 +227,39 @@ def test_an_option_reframe_rejects_is_a_usage_error(tmp_path):
     assert 'unrecognized arguments: --no-such-reframe-option' in res.stdout
     assert 'reframe rejected its command line (exit code 2, its message above); nothing ran' \
         in res.stdout
+
+
+def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypatch):
+    """`hpcnet testbed baseline|accept` bring the testbed up, run the
+    command of that name with every ReFrame session inside the head node
+    (its prefix and environment) and --system testbed, and bring it down."""
+    from hpcnet import cli, runner, testbed
+    from hpcnet.testbed import cli as testbed_cli
+
+    seen = []
+
+    class FakeTestbed:
+        rdma_absent_reason = None
+
+        def head_prefix(self, cwd=None):
+            return ['nsenter', '--head']
+
+        def env(self, base=None):
+            return {**(base or {}), 'SLURM_CONF': '/tb/slurm.conf'}
+
+        def down(self):
+            seen.append('down')
+
+    def fake_run(name, reframe_args, prefix=(), env=None, judged_elsewhere=''):
+        seen.append((name, list(reframe_args), runner._launch.prefix,
+                     runner._launch.environment({})['SLURM_CONF']))
+        return 0
+
+    monkeypatch.setattr(testbed, 'Testbed', FakeTestbed)
+    monkeypatch.setattr(testbed_cli, 'up_from_options', lambda tb, opts: seen.append(opts.nodes))
+    monkeypatch.setattr(cli, 'cmd_baseline', lambda args: fake_run(
+        'baseline', args.reframe_args) or args.repeats)
+    assert cli.main(['testbed', 'baseline', '--nodes', '3', '--repeats', '2', '-n', 'hpcnet_p2p']) == 2
+    assert seen == [3, ('baseline', ['--system', 'testbed', '-n', 'hpcnet_p2p'],
+                        ('nsenter', '--head'), '/tb/slurm.conf'), 'down']
+    assert runner._launch == runner.Launch()

@@ -3,56 +3,32 @@
 A baseline is made of one or more ReFrame run reports (sessions); each
 report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
 
-1. Outliers.  A sample farther from the median than OUTLIER_Z robust standard
-   deviations (sigma = MAD x 1.4826, scipy's scale='normal') is left out and
-   named in the provenance (metric, value, session, run): the Iglewicz-Hoaglin
-   modified z-score rule, |0.6745 (x - median) / MAD| > 3.5.  It is the
-   published rule for small samples, the MAD is not moved by the outlier it
-   judges, and with at most half the samples able to be out it cannot eat a
-   bimodal metric.  A sample within FLOOR of the median is never an outlier
-   (the reference accepts it anyway: with MAD 0 every other value would be),
-   nor, with several sessions, one within WORST_MARGIN x the largest drift
-   of a session median: that is the drift between sessions, which the
-   tolerance is there to cover.
+1-2. Outliers and tolerance: hpcnet.acceptance.spread states the rule and
+   its constants.
 
-2. Tolerance, of the samples kept::
+3. One side.  A reference bounds the worse side only (the lower one of a
+   rate, the upper one of a time): a run is asked whether it got worse, and
+   a better value is shown by ``hpcnet compare``, not failed.  The file's
+   ``$unbounded`` section says so for every case the baseline wrote.  A
+   metric without a better side (an MTU) is bounded on both.
 
-       tolerance = max(FLOOR,
-                       k(n) x robust CV of all samples,
-                       K_SESSIONS x robust CV of the session medians,
-                       WORST_MARGIN x largest deviation of a kept sample)
-
-   robust CV = sigma / |median|.  k(n) = t(n-1, 1 - PREDICTION_ALPHA/2) x
-   sqrt(1 + 1/n) is the factor of a prediction interval for one new sample
-   from n (Student's t): few samples know sigma only roughly, so the factor
-   is wide for them (11.4 at n=4, 7.9 at n=5, 4.5 at n=10, 3.6 at n=30) and
-   a clean run right after the baseline stays inside.  The session medians
-   carry the drift between sessions, which samples of one session never show
-   (a machine's state, placement, clocks): a new session is one more draw of
-   it.  With one session the per-run values stand for them; one session
-   cannot show that drift, and the provenance says so.  The largest kept
-   deviation times 1.5 keeps every sample of the baseline itself inside.
-   FLOOR keeps a very stable metric from failing on a 3 % wobble.
-
-3. Cap.  A metric needing a tolerance above CAP is not given a reference
+4. Cap.  A metric needing a tolerance above CAP is not given a reference
    that would accept nearly anything: it goes to the file's `$not_asserted`
    section with its spread as the reason, so it is recorded and compared
    (hpcnet compare) but never fails a run.  CAP (0.4) stays clear of the
    validation's lower bound of -0.5 (hpcnet.acceptance.references.MIN_LOWER).
 
 A zero median (counts such as errors) has absolute thresholds in ReFrame:
-+/- max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
+max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
 
-Bounds are symmetric: a metric that moved far either way has changed, and a
-site wants to know before it re-baselines.  Only passed cases count, and
-within them no variable whose result is ``xfail``.  merge() puts a baseline
-of a selection into an existing file, replacing only what it measured.
+Only passed cases count, and within them no variable whose result is
+``xfail``.  merge() puts a baseline of a selection into an existing file,
+replacing only what it measured.
 """
 from __future__ import annotations
 
 import datetime
 import difflib
-import math
 import os
 import platform
 import re
@@ -60,31 +36,24 @@ import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 
-import numpy as np
 import reframe
-from scipy import stats
 
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
-from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, per_environment, reference_dir,
-                                          reference_file)
+from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, UNBOUNDED, per_environment,
+                                          reference_dir, reference_file)
+from hpcnet.acceptance.spread import (OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP, TOLERANCE_FLOOR,
+                                      WORST_MARGIN, estimate, fit_prior, outliers, own_spread)
+from hpcnet.acceptance.statcompare import better_direction
 
-#: A tolerance is never tighter than this (fraction of the median).
-TOLERANCE_FLOOR = 0.03
-#: A tolerance is never wider than this: the metric is not asserted instead.
-TOLERANCE_CAP = 0.4
-#: Modified z-score above which a sample is an outlier (Iglewicz-Hoaglin).
-OUTLIER_Z = 3.5
-#: Two-sided miss rate of the prediction interval that sets k(n).
-PREDICTION_ALPHA = 0.002
-#: Robust standard deviations of the session medians a new session may drift.
-K_SESSIONS = 4.0
-#: Margin over the largest deviation of a kept sample.
-WORST_MARGIN = 1.5
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'
 #: How a `$not_asserted` reason written by a baseline starts (merge() replaces
 #: these; a site's own reasons are kept).
 SPREAD_REASON = 'baseline spread'
+#: The `$unbounded` reason of every case a baseline wrote (merge() replaces it
+#: for the cases it measures; a site's own reasons are kept).
+ONE_SIDED_REASON = ('baseline: only the worse side is bounded (a better value is not a failure; '
+                    'hpcnet compare shows it)')
 
 
 @dataclass
@@ -99,21 +68,6 @@ class MetricSamples:
         self.values.append(value)
         self.sessions.append(session)
         self.runs.append(run)
-
-
-@dataclass
-class Estimate:
-    """A metric's reference, or why it gets none."""
-    median: float
-    tolerance: float        #: fraction of the median (absolute for a zero median)
-    reason: str             #: which term set the tolerance
-    left_out: list          #: [(value, session, run)] outliers
-    samples: int            #: kept
-    sessions: int           #: distinct sessions among the kept samples
-
-    @property
-    def asserted(self) -> bool:
-        return self.median == 0 or self.tolerance <= TOLERANCE_CAP
 
 
 def _session_of(report: dict, number: int) -> str:
@@ -159,98 +113,12 @@ def perf_samples(tc: dict):
         yield key.split(':')[-1], float(value), unit
 
 
-def _sigma(values) -> float:
-    return float(stats.median_abs_deviation(values, scale='normal')) if len(values) > 1 else 0.0
-
-
-def prediction_factor(n: int) -> float:
-    """k(n): t(n-1, 1 - PREDICTION_ALPHA/2) x sqrt(1 + 1/n); infinite for n < 2
-    (one sample says nothing of the spread)."""
-    if n < 2:
-        return math.inf
-    return float(stats.t.ppf(1 - PREDICTION_ALPHA / 2, n - 1) * math.sqrt(1 + 1 / n))
-
-
-def outliers(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None = None) -> list:
-    """Indices of the samples outside median +/- OUTLIER_Z x sigma, outside
-    the floor and, with several sessions, farther than WORST_MARGIN x the
-    largest drift of a session median (a value no farther out than a whole
-    session moved is drift the tolerance must cover, not a bad repeat) and
-    far from its own session's other samples, where it has any; none with
-    fewer than 3 samples."""
-    if len(values) < 3:
-        return []
-    x = np.asarray(values, dtype=float)
-    median = float(np.median(x))
-    limit = max(OUTLIER_Z * _sigma(x), floor * abs(median))
-    by_session: dict = {}
-    if sessions is not None and len(set(sessions)) > 1:
-        for v, s in zip(values, sessions):
-            by_session.setdefault(s, []).append(v)
-        # A session of one sample shows no drift, only itself: one bad
-        # repeat that is a session of its own must stay an outlier.
-        drift = [abs(float(np.median(v)) - median) for v in by_session.values() if len(v) > 1]
-        limit = max(limit, WORST_MARGIN * max(drift, default=0.0))
-
-    def near_its_session(i: int) -> bool:
-        # Far from the whole but close to its own session's other samples:
-        # the session drifted, the sample is not bad.
-        own = by_session.get(sessions[i]) if by_session else None
-        if not own or len(own) < 2:
-            return False
-        centre = float(np.median(own))
-        return abs(x[i] - centre) <= max(OUTLIER_Z * _sigma(own), floor * abs(centre))
-
-    return [int(i) for i in np.flatnonzero(np.abs(x - median) > limit)
-            if not near_its_session(int(i))]
-
-
-def estimate(values: list, sessions: list | None = None, floor: float = TOLERANCE_FLOOR,
-             runs: list | None = None) -> Estimate:
-    """Median and tolerance of one metric (the module docstring's rule).
-    ``sessions[i]`` is the session of ``values[i]`` (default: all one)."""
-    sessions = list(sessions) if sessions is not None else ['?'] * len(values)
-    runs = list(runs) if runs is not None else list(range(len(values)))
-    out = set(outliers(values, floor, sessions))
-    left_out = [(values[i], sessions[i], runs[i]) for i in sorted(out)]
-    kept = [v for i, v in enumerate(values) if i not in out]
-    kept_sessions = [s for i, s in enumerate(sessions) if i not in out]
-    median = float(np.median(kept))
-    worst = max(abs(v - median) for v in kept)
-    if median == 0:
-        tol = max(floor, WORST_MARGIN * worst)
-        return Estimate(median, tol, 'zero median: absolute bounds', left_out, len(kept),
-                        len(set(kept_sessions)))
-    by_session: dict = {}
-    for v, s in zip(kept, kept_sessions):
-        by_session.setdefault(s, []).append(v)
-    medians = ([float(np.median(v)) for v in by_session.values()] if len(by_session) > 1
-               else kept)
-    n = len(kept)
-    cv_all = _sigma(kept) / abs(median)
-    cv_sessions = _sigma(medians) / abs(median)
-    k = prediction_factor(n) if cv_all > 0 else 0.0
-    terms = [
-        (floor, f'the {floor:.0%} floor'),
-        (k * cv_all, f'robust CV {cv_all:.1%} of {n} samples x {k:.1f}'),
-        (K_SESSIONS * cv_sessions,
-         f'robust CV {cv_sessions:.1%} of {len(by_session)} session medians x {K_SESSIONS:g}'
-         if len(by_session) > 1 else
-         f'robust CV {cv_sessions:.1%} of the runs of one session x {K_SESSIONS:g}'),
-        (WORST_MARGIN * worst / abs(median),
-         f'largest deviation {worst / abs(median):.1%} x {WORST_MARGIN:g}'),
-    ]
-    if n < 2:
-        # One sample: nothing is known of the spread but the floor.
-        terms = terms[:1]
-    tol, why = max(terms, key=lambda t: t[0])
-    return Estimate(median, tol, why, left_out, n, len(by_session))
-
-
-def tolerance(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None = None) -> float:
-    """The relative tolerance of a metric from its samples (module docstring),
-    before the cap."""
-    return estimate(values, sessions, floor).tolerance
+def bounds(median: float, tolerance: float, unit: str) -> tuple:
+    """(lower, upper) thresholds: the worse side only where the unit has a
+    better side (module docstring, 3)."""
+    higher = better_direction(unit)
+    tol = round(tolerance, 4)
+    return (-tol if higher in (True, None) else None, tol if higher in (False, None) else None)
 
 
 def index_keys(tc: dict) -> tuple:
@@ -291,8 +159,29 @@ class Baseline:
     their reason), the outliers left out, and the entries it covers."""
     references: dict
     not_asserted: dict          #: {test: {literal pattern: reason}}
+    unbounded: dict             #: {test: {case pattern: reason}} of the one-sided entries
     left_out: list              #: [{'metric', 'value', 'session', 'run'}]
     measured: dict              #: {test: (index, [index values tuple, ...])}
+
+
+def _group_of(cls: str, index: list, keys: tuple, unit: str) -> tuple:
+    part = index.index('$partition') if '$partition' in index else None
+    return cls, keys[part] if part is not None else '', unit
+
+
+def priors(collected: dict) -> dict:
+    """{(test, partition, unit): Prior or None} from every metric's own spread."""
+    spreads: dict = {}
+    for cls, (index, by_key) in collected.items():
+        for keys, metrics in by_key.items():
+            for samples in metrics.values():
+                out = set(outliers(samples.values, TOLERANCE_FLOOR, samples.sessions))
+                kept = [i for i in range(len(samples.values)) if i not in out]
+                spread = own_spread([samples.values[i] for i in kept],
+                                    [samples.sessions[i] for i in kept])
+                spreads.setdefault(_group_of(cls, index, keys, samples.unit), []).append(spread)
+    return {group: fit_prior([s.variance for s in got], [s.dof for s in got])
+            for group, got in spreads.items()}
 
 
 def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None) -> Baseline:
@@ -300,13 +189,19 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
     per test) and everything said about them."""
     refs: dict = {}
     not_asserted: dict = {}
+    unbounded: dict = {}
     left_out: list = []
     measured: dict = {}
-    for cls, (index, by_key) in sorted(collect(reports, tests).items()):
+    collected = collect(reports, tests)
+    group_priors = priors(collected)
+    n_metrics = sum(len(m) for _, by_key in collected.values() for m in by_key.values())
+    alpha = RUN_ALPHA / max(n_metrics, 1)
+    for cls, (index, by_key) in sorted(collected.items()):
         measured[cls] = (list(index), sorted(by_key))
         for keys, metrics in sorted(by_key.items()):
             for var, samples in sorted(metrics.items()):
-                est = estimate(samples.values, samples.sessions, floor, samples.runs)
+                est = estimate(samples.values, samples.sessions, floor, samples.runs, alpha,
+                               group_priors.get(_group_of(cls, index, keys, samples.unit)))
                 name = f'{cls} {entry_path(keys, var)}'
                 left_out += [{'metric': name, 'value': v, 'session': s, 'run': r}
                              for v, s, r in est.left_out]
@@ -321,16 +216,20 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                 leaf = refs.setdefault(cls, {'$index': list(index)})
                 for k in keys:
                     leaf = leaf.setdefault(k, {})
-                tol = round(est.tolerance, 4)
-                leaf[var] = [float(f'{est.median:.6g}'), -tol, tol, samples.unit]
-    return Baseline(refs, not_asserted, left_out, measured)
+                lower, upper = bounds(est.median, est.tolerance, samples.unit)
+                leaf[var] = [float(f'{est.median:.6g}'), lower, upper, samples.unit]
+                if lower is None or upper is None:
+                    unbounded.setdefault(cls, {})['/'.join(_literal(k) for k in keys) + '/.*'] = \
+                        ONE_SIDED_REASON
+    return Baseline(refs, not_asserted, unbounded, left_out, measured)
 
 
 def references(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None) -> dict:
     """Reference data of ``reports``: the tests' entries and, where a metric
     needs more than the cap, a `$not_asserted` section."""
     b = build(reports, floor, tests)
-    return {**b.references, **({NOT_ASSERTED: b.not_asserted} if b.not_asserted else {})}
+    return {**b.references, **({NOT_ASSERTED: b.not_asserted} if b.not_asserted else {}),
+            **({UNBOUNDED: b.unbounded} if b.unbounded else {})}
 
 
 def suite_commit() -> str:
@@ -373,11 +272,12 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR, measured: Baseline
         'reframe': reframe.VERSION,
         'hpcnet': metadata.version('hpcnet'),
         'suite_commit': suite_commit(),
-        'tolerance': (f'max({floor:g}, k(n) x robust CV of the samples, {K_SESSIONS:g} x robust CV '
-                      f'of the session medians, {WORST_MARGIN:g} x largest kept deviation); '
-                      f'k(n) = t(n-1, {1 - PREDICTION_ALPHA / 2:g}) x sqrt(1 + 1/n); above '
-                      f'{TOLERANCE_CAP:g}: not asserted; outliers: |x - median| > {OUTLIER_Z:g} x '
-                      f'1.4826 MAD'),
+        'tolerance': (f'max({floor:g}, {QUANTA} print steps, {WORST_MARGIN:g} x largest kept '
+                      f'deviation, expm1(t(dof, 1 - {RUN_ALPHA:g}/metrics) x sqrt(1 + 1/m) x s)); '
+                      f's: sd of log(session medians), moderated by the metrics of the same test, '
+                      f'partition and unit (empirical Bayes, limma squeezeVar); the worse side '
+                      f'only; above {TOLERANCE_CAP:g}: not asserted; outliers: |x - median| > '
+                      f'{OUTLIER_Z:g} x 1.4826 MAD'),
         'updated': {cls: {'$index': index, 'cases': [entry_path(keys[:-1], keys[-1])
                                                      for keys in cases_]}
                     for cls, (index, cases_) in sorted(b.measured.items())},
@@ -397,10 +297,11 @@ def document(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = 
     if not b.measured:
         return {}
     return {PROVENANCE: provenance(reports, floor, b), **b.references,
-            **({NOT_ASSERTED: b.not_asserted} if b.not_asserted else {})}
+            **({NOT_ASSERTED: b.not_asserted} if b.not_asserted else {}),
+            **({UNBOUNDED: b.unbounded} if b.unbounded else {})}
 
 
-_SPECIAL = (PROVENANCE, NOT_ASSERTED)
+_SPECIAL = (PROVENANCE, NOT_ASSERTED, UNBOUNDED)
 
 
 def _leaves(node: dict, depth: int, keys: tuple = ()):
@@ -460,6 +361,8 @@ def merge(existing: dict, new: dict) -> dict:
     new_na = new.get(NOT_ASSERTED) or {}
     out: dict = {PROVENANCE: prov}
     not_asserted: dict = {}
+    unbounded = _merge_unbounded(existing.get(UNBOUNDED) or {}, new.get(UNBOUNDED) or {},
+                                 updated, existing)
     kept: dict = {}
     replaced: dict = {}
     tests = [t for t in existing if t not in _SPECIAL]
@@ -519,6 +422,30 @@ def merge(existing: dict, new: dict) -> dict:
         prov['earlier'] = earlier
     if not_asserted:
         out[NOT_ASSERTED] = not_asserted
+    if unbounded:
+        out[UNBOUNDED] = unbounded
+    return out
+
+
+def _merge_unbounded(old: dict, new: dict, updated: dict, existing: dict) -> dict:
+    """The `$unbounded` section after a merge: a site's own reasons kept; a
+    baseline's kept for the cases it did not measure again (all of them
+    where the test's $index changed are gone); the new baseline's added."""
+    out: dict = {}
+    for test in [*old, *(t for t in new if t not in old)]:
+        keep = {}
+        info = updated.get(test)
+        index_changed = info is not None and list(
+            (existing.get(test) or {}).get('$index') or ['$partition']) != list(info['$index'])
+        measured = set((info or {}).get('cases') or [])
+        for pattern, reason in (old.get(test) or {}).items():
+            if str(reason) != ONE_SIDED_REASON:
+                keep[pattern] = reason
+            elif not index_changed and _unliteral(pattern).removesuffix('/.*') not in measured:
+                keep[pattern] = reason
+        keep.update(new.get(test) or {})
+        if keep:
+            out[test] = keep
     return out
 
 
