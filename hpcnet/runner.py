@@ -214,13 +214,14 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         lines.append('NOTHING RAN: every selected case was skipped')
         codes.append(Exit.UNDECIDED)
     not_judged = defaultdict(int)
+    basis = defaultdict(int)
     for tc in ran if not judged_elsewhere else []:
-        judgement = str(tc.get('judgement') or '')
-        if judgement.startswith(references.NOT_JUDGED):
-            not_judged[judgement] += 1
+        if tc.get('judgement_basis') in references.Basis.NOT_JUDGED:
+            not_judged[str(tc.get('judgement'))] += 1
+            basis[tc['judgement_basis']] += 1
     for why, count in sorted(not_judged.items()):
         lines.append(f'NOT JUDGED ({count}): {why[len(references.NOT_JUDGED) + 2:]}')
-    overloaded = sum(n for why, n in not_judged.items() if HOST_OVERLOADED in why)
+    overloaded = basis[references.Basis.HOST_OVERLOADED]
     if overloaded:
         codes.append(Exit.UNDECIDED)
     code = worst(*codes)
@@ -230,7 +231,7 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         last += (f'; {overloaded} case(s) not judged: {HOST_OVERLOADED} (run again on a quieter '
                  'host)')
     elif code == Exit.OK and not_judged:
-        no_file = any(why.endswith('does not exist') for why in not_judged)
+        no_file = basis[references.Basis.NO_FILE] > 0
         last += ('; performance was recorded, not judged (NOT JUDGED above says why'
                  + ('; `hpcnet baseline` makes references)' if no_file else ')'))
     if judged_elsewhere and code == Exit.OK:

@@ -9,6 +9,7 @@ import conftest
 import pytest
 
 from hpcnet import runner
+from hpcnet.acceptance.references import Basis
 from hpcnet.checklib import calibration
 from hpcnet.constants import HOST_OVERLOADED
 from hpcnet.exitcodes import Exit
@@ -87,16 +88,17 @@ def test_the_recorded_client_result_is_iperf3s():
         result['end']['sum_received']['bits_per_second'] / 8e6)
 
 
-def _case(env, judgement, result='pass'):
+def _case(env, judgement, basis, result='pass'):
     return {'name': 'hpcnet_p2p', 'system': 'testbed', 'partition': 'eth', 'environ': env,
-            'result': result, 'judgement': judgement}
+            'result': result, 'judgement': judgement, 'judgement_basis': basis}
 
 
 def test_an_overloaded_host_makes_the_run_not_decided():
     reason = calibration.Calibration(95.0, 101.0, {'cn1': GBIT}).overloaded(GBIT, 1500)
-    cases = {('hpcnet_p2p', 'testbed', 'eth', env): _case(env, judgement)
-             for env, judgement in (('gcc12-openmpi4', f'not judged: {reason}'),
-                                    ('gcc12-mpich4', 'judged against reference/testbed.yaml'))}
+    cases = {('hpcnet_p2p', 'testbed', 'eth', env): _case(env, judgement, basis)
+             for env, judgement, basis in (
+                 ('gcc12-openmpi4', f'not judged: {reason}', Basis.HOST_OVERLOADED),
+                 ('gcc12-mpich4', 'judged against reference/testbed.yaml', Basis.REFERENCES))}
     lines, code = runner.summary(cases, [])
     assert code == Exit.UNDECIDED
     assert f'NOT JUDGED (1): {reason}' in lines

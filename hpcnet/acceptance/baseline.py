@@ -28,6 +28,7 @@ replacing only what it measured.
 from __future__ import annotations
 
 import datetime
+import math
 import difflib
 import os
 import platform
@@ -39,17 +40,14 @@ from importlib import metadata
 import reframe
 
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
-from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, UNBOUNDED, per_environment,
-                                          reference_dir, reference_file)
+from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED,
+                                          per_environment, reference_dir, reference_file)
 from hpcnet.acceptance.spread import (OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP, TOLERANCE_FLOOR,
                                       WORST_MARGIN, estimate, fit_prior, outliers, own_spread)
 from hpcnet.acceptance.statcompare import better_direction
 
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'
-#: How a `$not_asserted` reason written by a baseline starts (merge() replaces
-#: these; a site's own reasons are kept).
-SPREAD_REASON = 'baseline spread'
 #: The `$unbounded` reason of every case a baseline wrote (merge() replaces it
 #: for the cases it measures; a site's own reasons are kept).
 ONE_SIDED_REASON = ('baseline: only the worse side is bounded (a better value is not a failure; '
@@ -209,9 +207,11 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                     pattern = '/'.join(_literal(k) for k in (*keys, var))
                     # The index of the patterns' paths: the test may have no
                     # entry of its own that says it.
+                    needs = (f'needs +/-{est.tolerance:.0%} ({est.reason}), above the '
+                             f'{TOLERANCE_CAP:.0%} cap' if math.isfinite(est.tolerance)
+                             else est.reason)
                     not_asserted.setdefault(cls, {'$index': list(index)})[pattern] = (
-                        f'{SPREAD_REASON}: needs +/-{est.tolerance:.0%} ({est.reason}), above the '
-                        f'{TOLERANCE_CAP:.0%} cap: recorded and compared, not asserted')
+                        f'{SPREAD_REASON}: {needs}: recorded and compared, not asserted')
                     continue
                 leaf = refs.setdefault(cls, {'$index': list(index)})
                 for k in keys:

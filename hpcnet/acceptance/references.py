@@ -144,12 +144,36 @@ INDEX = '$index'
 #: threshold: ``{test class: {regex over '<file keys>/<perf variable>': reason}}``,
 #: the file keys as written (e.g. 'testbed:eth/.*/pingpong/latency_8B').
 UNBOUNDED = '$unbounded'
+#: How a `$not_asserted` reason written by a baseline starts (its figures
+#: follow, per metric).
+SPREAD_REASON = 'baseline spread'
+
+
+def reason_kind(reason: str) -> str:
+    """A `$not_asserted` reason as a case's judgement lists it: a baseline's
+    per-metric figures stay in the file, the kind is said once."""
+    reason = str(reason)
+    if reason.startswith(SPREAD_REASON):
+        return f'{SPREAD_REASON}: too variable to bound (the reference file gives each figure)'
+    return reason
+
+
 #: Top-level section with what produced the references (hpcnet.acceptance.baseline).
 PROVENANCE = '$provenance'
 #: The default of load()/validate(): check names against hpcnet.acceptance.metrics.
 KNOWN = object()
 #: How a case on a system without a reference file is marked.
 NOT_JUDGED = 'not judged'
+
+
+class Basis:
+    '''What a case's verdict rests on: its ``judgement_basis``, recorded
+    beside the ``judgement`` text so that a summary counts by it.'''
+    REFERENCES = 'references'                #: its values held to the file
+    NO_FILE = 'no reference file'            #: recorded, not judged
+    NOTHING_ASSERTED = 'nothing asserted'    #: the file asserts none of its values
+    HOST_OVERLOADED = 'host overloaded'      #: its calibration showed the host could not emulate the wire
+    NOT_JUDGED = (NO_FILE, NOTHING_ASSERTED, HOST_OVERLOADED)
 
 
 def _check_test_name(path, key, test, perfvars_by_test):

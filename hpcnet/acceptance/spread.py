@@ -253,6 +253,11 @@ def estimate(values: list, sessions: list | None = None, floor: float = TOLERANC
         k = prediction_factor(dof, own.observations, alpha)
         terms.append((math.expm1(k * math.sqrt(variance)),
                       f'{said} x {k:.1f} over {own.observations} observations'))
+    else:
+        # One sample and no group with repeats: nothing says how far the
+        # next run may fall, and a floor would be a guess.
+        terms.append((math.inf, 'one sample and no metric of its group repeated: its spread is '
+                                'unknown (a baseline of 2 or more sessions measures it)'))
     tol, why = max(terms, key=lambda t: t[0])
     return Estimate(median, tol, why, left_out, len(kept), n_sessions)
 

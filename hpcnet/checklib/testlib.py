@@ -127,6 +127,8 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
     reference_index = variable(typ.List[str], value=['$partition'], loggable=True)
     #: 'judged against <file>', or 'not judged: ...' (no reference file).
     judgement = variable(str, value='', loggable=True)
+    #: What the verdict rests on (references.Basis).
+    judgement_basis = variable(str, value='', loggable=True)
     #: Values the reference file deliberately does not assert, with the reason.
     not_asserted = variable(typ.Dict[str, object], value={}, loggable=True)
 
@@ -141,6 +143,8 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
         self.reference_index = list(self.references.index)     # as the file has it
         self.judgement = (f'judged against {self.references.path}' if self.references.strict
                           else f'{references.NOT_JUDGED}: {self.references.path} does not exist')
+        self.judgement_basis = (references.Basis.REFERENCES if self.references.strict
+                                else references.Basis.NO_FILE)
 
     def index_path(self) -> str:
         '''This case's reference key path: 'local:tcp/openmpi/bw'.'''
@@ -171,19 +175,23 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
                 del self.perf_variables[name]
         if withheld:
             self.judgement = f'{references.NOT_JUDGED}: {withheld}'
+            self.judgement_basis = references.Basis.HOST_OVERLOADED
         elif self.references.strict and self.not_asserted:
-            reasons = '; '.join(sorted({v['reason'] for v in self.not_asserted.values()}))
+            reasons = '; '.join(sorted({references.reason_kind(v['reason'])
+                                        for v in self.not_asserted.values()}))
             if not self.perf_variables:
                 self.judgement = (f'{references.NOT_JUDGED}: no metric of this case is asserted in '
                                   f'{self.references.path}: {reasons}')
+                self.judgement_basis = references.Basis.NOTHING_ASSERTED
             else:
                 self.judgement += (f' ({len(self.not_asserted)} metrics recorded, not asserted: '
                                    f'{reasons})')
 
     def withheld_judgement(self) -> str | None:
-        '''Why none of this case's values can be judged this time (they are
-        recorded, not asserted), or None; a check whose measurement shows it
-        measured something other than the declared system raises here.'''
+        '''Why the host could not give this case a fair measurement this time
+        (its values are recorded, not asserted: basis HOST_OVERLOADED), or
+        None; a check whose measurement shows it measured something other
+        than the declared system raises here.'''
         return None
 
 
