@@ -62,14 +62,19 @@ class hpcnet_iperf3(SocketRun):
         self.executable_opts = ['-c', shlex.quote(script)]
 
     @parsed_once
-    def received_MBps(self) -> float:
-        '''The receiver's throughput; iperf3's own error fails here.'''
+    def client_result(self) -> tuple:
+        '''(the client's JSON result, the receiver's throughput in MB/s), read
+        once; iperf3's own error fails here.'''
         path = os.path.join(self.stagedir, self.client_json)
         try:
-            return calibration.iperf3_received_MBps(calibration.read_iperf3(path), path)
+            result = calibration.read_iperf3(path)
+            return result, calibration.iperf3_received_MBps(result, path)
         except calibration.CalibrationError as err:
             said = sanity.error_lines(self.job_stderr())
             raise SanityError(f'{err}' + (f': {said}' if said else '')) from None
+
+    def received_MBps(self) -> float:
+        return self.client_result()[1]
 
     @run_after('setup')
     def set_perf_variables(self):
@@ -99,8 +104,7 @@ class hpcnet_iperf3(SocketRun):
         (server_host, server_addr), (client_host, _) = tasks[0], tasks[1]
         if server_host == client_host:
             raise SanityError(f'iperf3 server and client ran on the same host {server_host}')
-        self.received_MBps()
-        result = calibration.read_iperf3(os.path.join(self.stagedir, self.client_json))
+        result = self.client_result()[0]
         received = result['end']['sum_received']
         connected = result.get('start', {}).get('connecting_to', {}).get('host')
         if connected != server_addr:
