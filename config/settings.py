@@ -60,6 +60,10 @@ _GENERAL = {
     # A value per line for every variable of every case buries the verdict:
     # `-v` shows them; the perflogs and the report always hold them.
     'perf_info_level': 'verbose',
+    # Module loads are the job's (Lmod resolves its own conflicts there): a
+    # load inside ReFrame takes a module's path away again after it, which
+    # closes the hierarchy level a compiler module opened (hpcnet.stacks.modules).
+    'resolve_module_conflicts': False,
 }
 # A listing keeps its own log: the last run's reports/reframe.log survives it.
 _LISTING = ('-l', '-L', '--list', '--list-detailed', '--describe', '--list-tags')

@@ -71,7 +71,7 @@ def test_parse_strips_decorations_and_ignores_messages():
 def test_roles_by_name():
     found = {m.name: m.role for m in _recorded('easybuild-toolchains-and-spack.txt')}
     assert found == {
-        'FFTW/3.3.10-GCC-13.2.0': None, 'GCC/13.2.0': None,
+        'FFTW/3.3.10-GCC-13.2.0': None, 'GCC/13.2.0': modules.Role.COMPILER,
         'IMB/2021.3-gompi-2023b': modules.Role.TOOL,
         'OSU-Micro-Benchmarks/7.2-gompi-2023b': modules.Role.TOOL,
         'OSU-Micro-Benchmarks/7.4-gompi-2023b': modules.Role.TOOL,
@@ -269,7 +269,7 @@ def test_survey_of_a_tree(fake_tree):
 def test_a_module_without_mpicc_is_left_out_naming_it(tmp_path):
     skipped = []
     chosen = modules._Chosen(modules.AvailableModule('OpenMPI/0.1', '/m'),
-                             {'PATH': str(tmp_path)}, {'OpenMPI/0.1'})
+                             {'PATH': str(tmp_path)}, '/m/OpenMPI/0.1.lua', {'/m/OpenMPI/0.1.lua'})
     assert modules._candidate(chosen, {}, skipped) is None
     assert skipped == [('OpenMPI/0.1', 'no mpicc on PATH after `module load OpenMPI/0.1`')]
 
@@ -281,12 +281,17 @@ def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     found = stacks.discover(tmp_path / 'state', sources=[modules.module_candidates],
                             compilers=[gcc], fabrics=())
     envs = {e.name: e for e in found.environments}
-    assert sorted(envs) == ['gcc99-MPICH-9_1_2', 'gcc99-gompi-2099a'], found.rejected
+    # Each module MPI goes with the compiler its wrapper calls (CC), never
+    # with the machine's others (gcc99 here); a name without it gets its label.
+    own = {e.compiler for e in envs.values()}
+    assert len(own) == 1 and own.pop().command == CC
+    label = next(iter(envs.values())).compiler.label
+    assert sorted(envs) == sorted([f'{label}-MPICH-9_1_2', 'gompi-2099a']), found.rejected
     # The module that gives the machine's mpicc (if any): not Intel MPI.
     assert [why for what, why in found.rejected if what == 'module-impi/0.1-nompicc'] in (
         [], [f'expected impi but {shutil.which("mpicc")} builds against openmpi'],
         [f'expected impi but {shutil.which("mpicc")} builds against mpich'])
-    gompi = envs['gcc99-gompi-2099a']
+    gompi = envs['gompi-2099a']
     assert {'osu', 'imb', 'openmpi', 'primary'} <= set(gompi.features)
     assert dict(gompi.mpi.tools)['osu_latency'].startswith(str(fake_tree['osu']))
     rfm = gompi.to_reframe(['local'])

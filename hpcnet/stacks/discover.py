@@ -104,7 +104,7 @@ class Environment:
     @property
     def name(self) -> str:
         cand = self.mpi.candidate
-        if cand.compiler_command and cand.env_name:
+        if cand.compiler_in_name and cand.env_name:
             return cand.env_name        # 'gompi-2023b': the toolchain names its compiler
         return f'{self.compiler.label}-{cand.env_name or self.mpi.label}'
 
@@ -241,7 +241,7 @@ SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, spack_loc
 # --------------------------------------------------------------------------
 
 #: Bump when the cached data changes shape: old caches are then recomputed.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 
 
 def _fingerprint(candidates, compilers) -> str:
@@ -279,10 +279,12 @@ def _from_json(data: dict) -> Discovery:
                      [tuple(f) for f in data['fabric_failures']])
 
 
-def _pinned_compilers(cand: MpiCandidate) -> list:
-    '''[the compiler of a candidate that names its own], else [].'''
+def _pinned_compilers(cand: MpiCandidate) -> list | None:
+    '''[the compiler of a candidate that names its own], [] when that
+    compiler does not answer, None for a candidate that names none (it goes
+    with every compiler found).'''
     if not cand.compiler_command:
-        return []
+        return None
     identity = _compiler_identity(cand.compiler_command)
     return [Compiler(*identity, cand.compiler_command)] if identity else []
 
@@ -326,8 +328,13 @@ def discover(state: Path | None = None, sources: list | None = None,
                                        for fabric, why in failures]
             stack = MpiStack(cand, base.family, base.version, base.library_version,
                              find_tools(cand), gaps)
+            pinned = _pinned_compilers(cand)
+            if pinned == []:
+                result.rejected.append((cand.label, f'its compiler {cand.compiler_command} does '
+                                                    'not say what it is (--version)'))
+                continue
             primary = True
-            for comp in _pinned_compilers(cand) or compilers:
+            for comp in compilers if pinned is None else pinned:
                 env = Environment(comp, stack, primary)
                 if env.name in seen:
                     result.rejected.append((f'{env.name} ({cand.label})',
