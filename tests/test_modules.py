@@ -13,7 +13,7 @@ from conftest import env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
-from hpcnet.stacks import modules, moduletree
+from hpcnet.stacks import modulecache, modules, moduletree
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
 
@@ -136,7 +136,7 @@ def test_without_lmod_nothing_and_it_says_so(monkeypatch):
     monkeypatch.delenv(modules.MODULEPATH_ENV, raising=False)
     found = modules.survey()
     assert found.candidates == [] and 'no Lmod' in found.summary()
-    assert modules.module_candidates(Path('/nonexistent')) == []
+    assert modulecache.module_candidates(Path('/nonexistent')) == []
     # Asked for modules explicitly: that is an error, naming what to install.
     monkeypatch.setenv(modules.MODULEPATH_ENV, '/tmp')
     with pytest.raises(stacks.StackError, match='HPCNET_MODULEPATH is set but there is no Lmod.*'
@@ -278,7 +278,7 @@ def test_a_module_without_mpicc_is_left_out_naming_it(tmp_path):
 @pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
 def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     gcc = stacks.Compiler('gcc', '99.1.0', CC)
-    found = stacks.discover(tmp_path / 'state', sources=[modules.module_candidates],
+    found = stacks.discover(tmp_path / 'state', sources=[modulecache.module_candidates],
                             compilers=[gcc], fabrics=())
     envs = {e.name: e for e in found.environments}
     # Each module MPI goes with the compiler its wrapper calls (CC), never
@@ -299,7 +299,7 @@ def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     assert modules.ENVIRONMENT_NAME.fullmatch(rfm['name'])
     assert rfm['extras']['mpi_source'] == 'module'
     # Read back from the cache: the same environments.
-    again = stacks.discover(tmp_path / 'state', sources=[modules.module_candidates],
+    again = stacks.discover(tmp_path / 'state', sources=[modulecache.module_candidates],
                             compilers=[gcc], fabrics=())
     assert [e.to_reframe(['local']) for e in again.environments] == \
         [e.to_reframe(['local']) for e in found.environments]

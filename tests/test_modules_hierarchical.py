@@ -14,7 +14,7 @@ from test_stacks import CC, make_fake_mpi
 from hpcnet import stacks
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
-from hpcnet.stacks import modules, moduletree
+from hpcnet.stacks import modulecache, modules, moduletree
 
 needs_lmod = pytest.mark.skipif(modules.lmod_command() is None,
                                 reason='Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
@@ -97,7 +97,7 @@ def test_walks_each_compiler_and_finds_its_mpi(spack_hierarchy):
 def test_module_mpis_take_their_own_compiler_only(spack_hierarchy, tmp_path):
     # Compilers of the machine that no module MPI was built with: none is used.
     others = [stacks.Compiler('gcc', '97.0.0', CC), stacks.Compiler('clang', '96.0.0', CC)]
-    found = stacks.discover(tmp_path / 'state', sources=[modules.module_candidates],
+    found = stacks.discover(tmp_path / 'state', sources=[modulecache.module_candidates],
                             compilers=others, fabrics=())
     names = sorted(e.name for e in found.environments)
     assert names == ['OpenMPI-4_1_6-GCC-13_2_0', 'gcc-98_1_0-openmpi-5_0_5',

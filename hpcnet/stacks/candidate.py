@@ -64,6 +64,14 @@ class MpiCandidate:
     #: else the compiler's label goes in front.
     compiler_in_name: bool = False
 
+    @classmethod
+    def from_json(cls, data: dict) -> 'MpiCandidate':
+        '''A candidate from ``dataclasses.asdict`` read back from JSON (lists
+        made tuples again).'''
+        return cls(**{**data, 'env_vars': tuple(tuple(x) for x in data['env_vars']),
+                      'modules': tuple(data['modules']),
+                      'tool_prefixes': tuple(data.get('tool_prefixes', ()))})
+
     def env(self) -> dict:
         env = dict(os.environ)
         for name, value in self.env_vars:

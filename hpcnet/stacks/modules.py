@@ -573,13 +573,6 @@ def _candidate(item: _Chosen, base: dict, skipped: list):
         compiler_in_name=module.names_compiler())
 
 
-def module_candidates(state: Path) -> list:
-    '''The source for hpcnet.stacks.discover.SOURCES: one candidate per MPI or
-    toolchain module (none without Lmod).  Modules keep nothing in the state
-    directory.'''
-    return survey().candidates
-
-
 # --------------------------------------------------------------------------
 # ReFrame
 # --------------------------------------------------------------------------
