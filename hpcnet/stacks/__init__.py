@@ -3,8 +3,9 @@
 Sources (:mod:`.sources`: Debian, PyPI, prefixes, Spack; :mod:`.modules`:
 Lmod) yield candidates (:mod:`.candidate`), :mod:`.probe` proves each one,
 and :mod:`.discover` turns every working pair into a ReFrame environment.
-:mod:`.spacklock` reads a Spack lock without Spack; :mod:`.moduletree`
-builds the EasyBuild module tree CI loads.
+:mod:`.spacklock` reads a Spack lock without Spack; :mod:`.modulecache`
+keeps what the module source found until a modulefile changes;
+:mod:`.moduletree` builds the EasyBuild module trees CI loads.
 
 Imports go one way: :mod:`.discover` imports the others, none of them
 imports it or this package.  Callers use the names below
