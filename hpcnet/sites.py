@@ -27,6 +27,17 @@ class SiteKey:
     FILTERS = (INCLUDE, EXCLUDE)
 
 
+def _check_mapping(value, keys: tuple, at: str, what: str, where: str) -> None:
+    '''``value`` (at key ``at`` of file ``where``) is a mapping of ``keys``
+    only, each ``what`` says; else one ConfigError naming the first wrong key.'''
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: {at} is {value!r} (valid: a mapping with keys '
+                          f'{", ".join(keys)})')
+    unknown = sorted(set(value) - set(keys), key=str)
+    if unknown:
+        raise ConfigError(f'{where}: {at}.{unknown[0]} is not {what} (valid: {", ".join(keys)})')
+
+
 @dataclass(frozen=True)
 class StackChoice:
     """Which environments a site's system gets (its file's ``stacks``,
@@ -54,25 +65,14 @@ class StackChoice:
         """Validate a site file's ``stacks`` (from ``where``)."""
         if value is None:
             return cls()
-        if not isinstance(value, dict):
-            raise ConfigError(f'{where}: stacks is {value!r} (valid: a mapping with keys '
-                              f'{", ".join(SiteKey.ALL)})')
-        unknown = sorted(set(value) - set(SiteKey.ALL), key=str)
-        if unknown:
-            raise ConfigError(f'{where}: stacks.{unknown[0]} is not a stacks setting '
-                              f'(valid: {", ".join(SiteKey.ALL)})')
+        _check_mapping(value, SiteKey.ALL, 'stacks', 'a stacks setting', where)
         pypi = value.get(SiteKey.PYPI_STACKS, True)
         if not isinstance(pypi, bool):
             raise ConfigError(f'{where}: stacks.{SiteKey.PYPI_STACKS} is {pypi!r} '
                               '(valid: True or False)')
         filters = value.get(SiteKey.ENVIRONMENTS, {})
-        if not isinstance(filters, dict):
-            raise ConfigError(f'{where}: stacks.{SiteKey.ENVIRONMENTS} is {filters!r} (valid: '
-                              f'a mapping with keys {", ".join(SiteKey.FILTERS)})')
-        unknown = sorted(set(filters) - set(SiteKey.FILTERS), key=str)
-        if unknown:
-            raise ConfigError(f'{where}: stacks.{SiteKey.ENVIRONMENTS}.{unknown[0]} is not a '
-                              f'filter (valid: {", ".join(SiteKey.FILTERS)})')
+        _check_mapping(filters, SiteKey.FILTERS, f'stacks.{SiteKey.ENVIRONMENTS}', 'a filter',
+                       where)
         compiled = {}
         for key in SiteKey.FILTERS:
             patterns = filters.get(key, [])

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import env_regex, run_reframe
+from conftest import discovery_of_tree, env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
@@ -165,19 +165,7 @@ def hierarchical_tree(tmp_path_factory):
 def hierarchical_discovery(hierarchical_tree, tmp_path_factory):
     '''(variables a ReFrame run needs, the discovery it makes), as
     conftest's module_discovery for the flat tree.'''
-    variables = {modules.MODULEPATH_ENV: str(hierarchical_tree.modulepath), 'MODULEPATH': '',
-                 'HPCNET_STATE_DIR': str(tmp_path_factory.mktemp('hmns-state'))}
-    saved = {k: os.environ.get(k) for k in variables}
-    os.environ.update(variables)
-    try:
-        found = stacks.discover()
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key)
-            else:
-                os.environ[key] = value
-    return variables, found
+    return discovery_of_tree(hierarchical_tree, tmp_path_factory.mktemp('hmns-state'))
 
 
 @pytest.mark.integration
