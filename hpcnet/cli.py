@@ -80,11 +80,12 @@ def cmd_stacks(args) -> int:
         return 0
     site = None
     if args.system:
-        sites = {s.system['name']: s for s in sites.load_site_files(*sites.system_directories())}
-        if args.system not in sites:
+        by_name = {s.system['name']: s
+                   for s in sites.load_site_files(*sites.system_directories())}
+        if args.system not in by_name:
             raise SelectionError(f'--system {args.system}: no such system (valid: '
-                                 f'{", ".join(sorted(sites))})')
-        site = sites[args.system]
+                                 f'{", ".join(sorted(by_name))})')
+        site = by_name[args.system]
     found = stacks.discover(use_cache=not args.refresh)
     refused = []
     if site is not None:

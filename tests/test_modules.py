@@ -330,10 +330,10 @@ def test_easybuild_tree_yields_environments(easybuild_tree, module_discovery):
         assert modules.ENVIRONMENT_NAME.fullmatch(env.name), env.name
         cand = env.mpi.candidate
         if cand.source == 'module':
-            # A toolchain names its own compiler (gompi = GCC + Open MPI): its
-            # name is the module's; an MPI module goes with every compiler.
-            assert env.name == (cand.env_name if cand.compiler_command
-                                else f'{env.compiler.label}-{cand.env_name}')
+            # Each module goes with its own compiler only, and EasyBuild's
+            # names say it (gompi = GCC + Open MPI, OpenMPI/system-GCC-system).
+            assert cand.compiler_command and cand.compiler_in_name
+            assert env.name == cand.env_name and env.compiler.command == cand.compiler_command
     # Named after the module, Debian's Open MPI found in /usr too stays apart.
     names = [e.name for e in found.environments]
     assert len(names) == len(set(names))

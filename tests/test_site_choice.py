@@ -207,3 +207,21 @@ def test_the_module_source_runs_no_lmod_until_a_modulefile_changes(tmp_path, mon
     # `hpcnet stacks --refresh` (use_cache=False) forgets it.
     stacks.discover(tmp_path, sources=[], compilers=[], use_cache=False, fabrics=())
     assert not (tmp_path / modulecache.CACHE_FILE).exists()
+
+
+def test_stacks_of_one_system_say_what_its_site_leaves_out(tmp_path, monkeypatch, capsys):
+    from hpcnet import cli
+    _site(tmp_path, "stacks = {'environments': {'exclude': [r'^gompi-']}, 'pypi_stacks': False}")
+    monkeypatch.setenv('HPCNET_SYSTEMS_DIRS', str(tmp_path))
+    monkeypatch.setattr(stacks, 'discover', lambda use_cache: stacks.Discovery(
+        list(FOUND.environments)))
+    assert cli.main(['stacks', '--system', 'mysite']) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out if not line.startswith('left out')] == [
+        'gcc12-openmpi4', 'GCC-13_2_0-OpenMPI-4_1_6']
+    site = tmp_path / 'mysite.py'
+    assert [line for line in out if line.startswith('left out')] == [
+        f'left out by {site}: gcc12-openmpi5: pypi_stacks is False',
+        f"left out by {site}: gompi-2023b: environments.exclude '^gompi-' matches it"]
+    assert cli.main(['stacks', '--system', 'nosuch']) == 2
+    assert 'hpcnet: error: --system nosuch: no such system (valid: ' in capsys.readouterr().err
