@@ -4,8 +4,8 @@ Open MPI and MPICH and their gompi/gmpich toolchains, plus one module per
 PyPI MPI prefix of `hpcnet install-stacks`), then list the environments
 hpcnet makes of it.
 
-    .venv/bin/python ci/build_module_tree.py DIR
-    export HPCNET_MODULEPATH=DIR/modules/all     # what it prints
+    .venv/bin/python ci/build_module_tree.py [--hierarchical] DIR
+    export HPCNET_MODULEPATH=DIR/modules/all     # what it prints (.../Core if hierarchical)
     .venv/bin/hpcnet run -p 'gompi-system' -n hpcnet_p2p
 
 Needs Lmod (Debian package lmod) and EasyBuild in this venv (the test extra).
@@ -26,9 +26,13 @@ def main() -> int:
     parser.add_argument('directory', help='where EasyBuild installs (modules/all, software/, ...)')
     parser.add_argument('--no-prefixes', action='store_true',
                         help='only the Debian MPIs, no modules of the PyPI prefixes')
+    parser.add_argument('--hierarchical', action='store_true',
+                        help="EasyBuild's HierarchicalMNS: GCC/system in Core, the MPIs under "
+                             'it, no toolchains')
     args = parser.parse_args()
     try:
-        tree = moduletree.build_tree(Path(args.directory), prefixes=not args.no_prefixes)
+        tree = moduletree.build_tree(Path(args.directory), prefixes=not args.no_prefixes,
+                                     hierarchical=args.hierarchical)
     except stacks.StackError as err:
         print(f'build_module_tree: {err}', file=sys.stderr)
         return 1

@@ -4,8 +4,8 @@ Systems are files: every `config/systems/<name>.py` defines one (`local`, the
 fallback for any host, comes last).  Each partition tests one fabric, declared
 in its extras (hpcnet.model.partition_extras) and validated here, when the
 configuration loads.  The environments are not written here but come from the
-stack model (hpcnet.stacks), so every system sees the same compiler x MPI
-matrix; a partition that lists no `environs` gets all of them.
+stack model (hpcnet.stacks); a partition that lists no `environs` gets every
+one its site file's `stacks` admits (all, without it).
 """
 import os
 import socket
@@ -14,7 +14,7 @@ import sys
 from hpcnet import stacks
 from hpcnet.stacks import modules
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR
-from hpcnet.model import load_system_files, system_directories, unmatched_host
+from hpcnet.sites import load_site_files, system_directories, unmatched_host
 
 REPORTS = str(DEFAULT_REPORTS_DIR)
 # The debug log and the reports are written here; ReFrame does not create it.
@@ -33,7 +33,8 @@ def _discovery(systems):
         return stacks.Discovery()
 
 
-_systems = load_system_files(*system_directories())
+_sites = load_site_files(*system_directories())
+_systems = [_site.system for _site in _sites]
 # A host that no site file names does not fall back to `local` (nor to
 # ReFrame's `generic`) where site files exist: a session that would select
 # or run checks stops here, unless --system (or RFM_SYSTEM) names one.
@@ -46,11 +47,13 @@ if (_unmatched and not os.environ.get('RFM_SYSTEM')
     print(f'hpcnet: error: {_unmatched}', file=sys.stderr)
     sys.exit(2)
 _found = _discovery(_systems)
-_environ_names = [e.name for e in _found.environments] + [stacks.BUILTIN_ENV]
-for _system in _systems:
-    for _part in _system['partitions']:
-        _part.setdefault('environs', _environ_names)
-_environments = stacks.reframe_environments(_found, [s['name'] for s in _systems])
+# Each system gets the environments its site file's `stacks` admits.
+for _site in _sites:
+    _environ_names = [e.name for e in stacks.chosen_environments(_found, _site.stacks)]
+    for _part in _site.system['partitions']:
+        _part.setdefault('environs', _environ_names + [stacks.BUILTIN_ENV])
+_environments = stacks.reframe_environments(
+    _found, {_site.system['name']: _site.stacks for _site in _sites})
 # Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.modules).
 modules.configure_reframe(_systems, _environments)
 
@@ -60,6 +63,10 @@ _GENERAL = {
     # A value per line for every variable of every case buries the verdict:
     # `-v` shows them; the perflogs and the report always hold them.
     'perf_info_level': 'verbose',
+    # Module loads are the job's (Lmod resolves its own conflicts there): a
+    # load inside ReFrame takes a module's path away again after it, which
+    # closes the hierarchy level a compiler module opened (hpcnet.stacks.modules).
+    'resolve_module_conflicts': False,
 }
 # A listing keeps its own log: the last run's reports/reframe.log survives it.
 _LISTING = ('-l', '-L', '--list', '--list-detailed', '--describe', '--list-tags')

@@ -28,7 +28,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from hpcnet import exitcodes, model, runner, stacks
+from hpcnet import exitcodes, model, runner, sites, stacks
 from hpcnet.acceptance import baseline, compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
@@ -79,7 +79,21 @@ def cmd_stacks(args) -> int:
         except spacklock.SpackLockError as err:
             raise SelectionError(str(err)) from None
         return 0
+    site = None
+    if args.system:
+        by_name = {s.system['name']: s
+                   for s in sites.load_site_files(*sites.system_directories())}
+        if args.system not in by_name:
+            raise SelectionError(f'--system {args.system}: no such system (valid: '
+                                 f'{", ".join(sorted(by_name))})')
+        site = by_name[args.system]
     found = stacks.discover(use_cache=not args.refresh)
+    refused = []
+    if site is not None:
+        chosen = stacks.chosen_environments(found, site.stacks)
+        refused = [(e.name, site.stacks.refusal(e.name, e.mpi.candidate.source))
+                   for e in found.environments if e not in chosen]
+        found.environments = chosen
     if args.json:
         print(json.dumps([e.to_reframe(['*']) for e in found.environments], indent=1))
         return 0
@@ -90,6 +104,8 @@ def cmd_stacks(args) -> int:
             print(f'{"":22} skips fabric {fabric}: {missing}')
     for what, why in found.rejected:
         print(f'left out: {what}: {why}')
+    for name, why in refused:
+        print(f'left out by {site.path}: {name}: {why}')
     for what, why in found.fabric_failures:
         print(f'fabric probe failed (its checks run and show why): {what}: {why}')
     if args.modules:
@@ -210,7 +226,7 @@ def cmd_fabrics(args) -> int:
     print(f'ok: {path}: fabrics {", ".join(table["fabrics"])}; MPI profiles '
           f'{", ".join(table["profiles"])}')
     if not args.file:
-        for system in model.load_system_files(*model.system_directories()):
+        for system in sites.load_system_files(*sites.system_directories()):
             parts = ', '.join(f'{p["name"]} ({p["extras"][model.PartitionKey.FABRIC]})' for p in system['partitions'])
             print(f'ok: system {system["name"]}: {parts}')
     return 0
@@ -442,6 +458,8 @@ def build_parser() -> _Parser:
     p.add_argument('--modules', action='store_true',
                    help='also say where Lmod was searched and why modules were left out')
     p.add_argument('--json', action='store_true')
+    p.add_argument('--system', metavar='NAME',
+                   help="only the environments this system's site file admits (its `stacks`)")
     p.add_argument('--spack-lock', metavar='FILE',
                    help="the matrix of a Spack environment's spack.lock (no Spack needed)")
     p.add_argument('--install-tree', metavar='DIR', help='where that environment is installed')

@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from hpcnet import mpi
-from hpcnet.constants import (FABRICS_FILE, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, Fabric,
+from hpcnet.constants import (FABRICS_FILE, Fabric,
                               PartitionFeature)
 
 
@@ -50,8 +50,11 @@ class PartitionKey:
     #: True where the partition's nodes share one host's cores (an emulated
     #: cluster): checks then keep concurrent measurements apart.
     NODES_SHARE_CORES = 'nodes_share_cores'
+    #: The PMI ``srun --mpi=`` starts MPI ranks with: one name for every MPI,
+    #: or {MPI family: name}; replaces the fabric table's ``launchers.srun``.
+    PMI = 'pmi'
     ALL = (FABRIC, IFACE, RDMA_DEVICE, RDMA_PORT, GID_INDEX, LINK_RATE_BPS, MTU,
-           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES)
+           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES, PMI)
 
 
 class StackKey:
@@ -80,20 +83,25 @@ RDMA_DEVICE_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
 RDMA_FABRICS = (Fabric.ROCE, Fabric.IB)
 #: Extras ReFrame itself adds to every partition.
 REFRAME_IMPLICIT_EXTRAS = ('scheduler', 'launcher')
+#: The launcher whose PMI a partition may choose, and the PMIs Slurm's
+#: ``srun --mpi=`` knows (``srun --mpi=list``).
+PMI_LAUNCHER = 'srun'
+PMI_NAMES = ('pmix', 'pmix_v2', 'pmix_v3', 'pmix_v4', 'pmix_v5', 'pmi2', 'cray_shasta', 'none')
 
 
 def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
                      rdma_port: int | None = None, gid_index: int | None = None,
                      link_rate_bps: int | None = None, mtu: int | None = None,
                      link_speed_mbps: int | None = None, num_nodes: int = 1,
-                     nodes_share_cores: bool | None = None) -> dict:
+                     nodes_share_cores: bool | None = None, pmi=None) -> dict:
     """A partition's ``extras`` for a system file (keys from PartitionKey;
     values are validated when the configuration loads)."""
     given = {PartitionKey.FABRIC: fabric, PartitionKey.IFACE: iface,
              PartitionKey.RDMA_DEVICE: rdma_device, PartitionKey.RDMA_PORT: rdma_port,
              PartitionKey.GID_INDEX: gid_index, PartitionKey.LINK_RATE_BPS: link_rate_bps,
              PartitionKey.MTU: mtu, PartitionKey.LINK_SPEED_MBPS: link_speed_mbps,
-             PartitionKey.NUM_NODES: num_nodes, PartitionKey.NODES_SHARE_CORES: nodes_share_cores}
+             PartitionKey.NUM_NODES: num_nodes, PartitionKey.NODES_SHARE_CORES: nodes_share_cores,
+             PartitionKey.PMI: pmi}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -273,6 +281,26 @@ def _positive_int(value, where: str, key: str) -> int | None:
     return value
 
 
+def _pmi_choice(value, where: str) -> tuple:
+    '''((MPI family or '*', PMI), ...) of extras.pmi: one PMI for every MPI
+    ('pmix'), or one per family ({'openmpi': 'pmix', 'mpich': 'pmi2'}).'''
+    if value is None:
+        return ()
+    given = {'*': value} if isinstance(value, str) else value
+    if not isinstance(given, dict):
+        raise ConfigError(f'{where}: extras.{PartitionKey.PMI} is {value!r} (valid: one of '
+                          f'{", ".join(PMI_NAMES)}, or a mapping of MPI family to one)')
+    for family, name in given.items():
+        if family != '*' and family not in mpi.family_names():
+            raise ConfigError(f'{where}: extras.{PartitionKey.PMI} names MPI family {family!r} '
+                              f'(valid: {", ".join(mpi.family_names())})')
+        if name not in PMI_NAMES:
+            key = PartitionKey.PMI if family == '*' else f'{PartitionKey.PMI}.{family}'
+            raise ConfigError(f'{where}: extras.{key} is {name!r} (valid: {", ".join(PMI_NAMES)}: '
+                              f'what `srun --mpi=` takes)')
+    return tuple(sorted(given.items()))
+
+
 def _device_list(value, where: str) -> tuple:
     if value is None:
         return ()
@@ -300,6 +328,8 @@ class Partition:
     link_speed_mbps: int | None = None
     num_nodes: int = 1                 #: nodes a check may span
     nodes_share_cores: bool = False    #: an emulated cluster on one host's cores
+    #: ((MPI family or '*', PMI), ...): what srun --mpi= uses, over the table's
+    pmi: tuple = ()
 
     @property
     def multinode(self) -> bool:
@@ -354,7 +384,8 @@ class Partition:
                    mtu=_positive_int(extras.get(PartitionKey.MTU), where, PartitionKey.MTU),
                    link_speed_mbps=_positive_int(extras.get(PartitionKey.LINK_SPEED_MBPS), where,
                                                  PartitionKey.LINK_SPEED_MBPS),
-                   num_nodes=num_nodes, nodes_share_cores=shared)
+                   num_nodes=num_nodes, nodes_share_cores=shared,
+                   pmi=_pmi_choice(extras.get(PartitionKey.PMI), where))
 
     @classmethod
     def of(cls, rfm_partition) -> 'Partition':
@@ -412,6 +443,11 @@ class Partition:
             over = table['profiles'][stack.mpi_profile].get('oversubscribed', {})
             env.update({k: str(v) for k, v in over.get('env', {}).items()})
         options = list(table['launchers'].get(launcher, {}).get(stack.mpi_family, []))
+        pmi = dict(self.pmi)
+        pmi = pmi.get(stack.mpi_family, pmi.get('*'))
+        if pmi and launcher == PMI_LAUNCHER:
+            # The partition's PMI replaces the table's, not joins it (srun takes one).
+            options = [o for o in options if not o.startswith('--mpi=')] + [f'--mpi={pmi}']
         options += [_fill(o, values, f'{where}.launcher_options')
                     for o in entry.get('launcher_options', [])]
         return FabricSettings(self.fabric, stack.mpi_profile, env, tuple(options),
@@ -490,53 +526,10 @@ def check_system(system: dict, where: str) -> dict:
                           'and a list of partitions')
     for part in system['partitions']:
         model = Partition.from_extras(f'{name}:{part.get("name")}', part.get('extras'), where)
+        if model.pmi and part.get('launcher') != PMI_LAUNCHER:
+            raise ConfigError(f'{where}: partition {model.fullname}: extras.{PartitionKey.PMI} '
+                              f'is for launcher {PMI_LAUNCHER!r}, but the partition\'s launcher '
+                              f'is {part.get("launcher")!r} (valid: launcher {PMI_LAUNCHER!r}, '
+                              f'or no extras.{PartitionKey.PMI})')
         part['features'] = sorted(set(part.get('features', [])) | set(model.features()))
     return system
-
-
-def load_system_files(*directories) -> list:
-    """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
-    (a site is a file).  Returned validated, in the order ReFrame must try
-    them: by file name, except that systems whose hostnames match any host
-    (``.*``, the ``local`` fallback) come last."""
-    import importlib.util
-    systems = []
-    for path in sorted(p for d in directories for p in Path(d).glob('*.py')):
-        spec = importlib.util.spec_from_file_location(f'hpcnet_system_{path.stem}', path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        if not hasattr(module, 'system'):
-            raise ConfigError(f'{path}: defines no `system` (a ReFrame system dictionary)')
-        systems.append(check_system(module.system, str(path)))
-    names = [s['name'] for s in systems]
-    for name in set(names):
-        if names.count(name) > 1:
-            raise ConfigError(f'system {name!r} is defined by more than one system file')
-    return sorted(systems, key=lambda s: '.*' in s.get('hostnames', []))
-
-
-#: The system files the suite ships: the fallback, the testbed, the template.
-SHIPPED_SYSTEMS = ('local', 'testbed', 'example')
-
-
-def unmatched_host(systems: list, hostname: str) -> str | None:
-    """Why ``hostname`` may not fall back to ``local``: site files exist and
-    none of their ``hostnames`` matches it (ReFrame matches from the start
-    of the name). A site's login node running as ``local`` would judge the
-    login node, not the cluster. None where a site matches, or none exists."""
-    sites = [s for s in systems if s['name'] not in SHIPPED_SYSTEMS]
-    if not sites:
-        return None
-    specific = [s for s in systems if '.*' not in s.get('hostnames', [])]
-    if any(re.match(pattern, hostname) for s in specific for pattern in s['hostnames']):
-        return None
-    named = '; '.join(f"{s['name']} (hostnames {s['hostnames']})" for s in sites)
-    return (f'host {hostname!r} matches no site file: {named}. Add this host to its site\'s '
-            "'hostnames', or choose a system with --system (--system local runs on this host alone)")
-
-
-def system_directories() -> list:
-    """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
-    (colon-separated: a site's own system files kept outside the checkout)."""
-    extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
-    return [SYSTEMS_DIR, *extra]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from hpcnet import model, stacks
+from hpcnet import sites, stacks
 from hpcnet.acceptance import references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
@@ -146,10 +146,10 @@ def option_values_removed(args: list, names) -> list:
 def check_selection(reframe_args: list, environments: list) -> None:
     '''A --system that exists and a -p that matches some environment: ReFrame
     itself would list no valid systems, or select nothing and pass.'''
-    systems = model.load_system_files(*model.system_directories())
+    systems = sites.load_system_files(*sites.system_directories())
     valid = {s['name']: [p['name'] for p in s['partitions']] for s in systems}
     if not option_values(reframe_args, '--system'):
-        unmatched = model.unmatched_host(systems, socket.gethostname())
+        unmatched = sites.unmatched_host(systems, socket.gethostname())
         if unmatched:
             raise SelectionError(unmatched)
     for chosen in option_values(reframe_args, '--system'):

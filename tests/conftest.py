@@ -199,8 +199,15 @@ def module_discovery(easybuild_tree, tmp_path_factory):
     '''(variables a ReFrame run needs, the discovery it makes): the tree on
     HPCNET_MODULEPATH (not on MODULEPATH), a state directory of its own that
     the run shares (its cache: the configuration loads without probing).'''
-    variables = {modules.MODULEPATH_ENV: str(easybuild_tree.modulepath), 'MODULEPATH': '',
-                 'HPCNET_STATE_DIR': str(tmp_path_factory.mktemp('module-state'))}
+    return discovery_of_tree(easybuild_tree, tmp_path_factory.mktemp('module-state'))
+
+
+def discovery_of_tree(tree, state):
+    '''(variables a ReFrame run needs, the discovery it makes) of a module
+    tree (moduletree.ModuleTree): on HPCNET_MODULEPATH, not on MODULEPATH,
+    with state directory ``state``, which the run shares (its cache).'''
+    variables = {modules.MODULEPATH_ENV: str(tree.modulepath), 'MODULEPATH': '',
+                 'HPCNET_STATE_DIR': str(state)}
     saved = {k: os.environ.get(k) for k in variables}
     os.environ.update(variables)
     try:

@@ -2,7 +2,7 @@
 when it loads, and sites as files."""
 import pytest
 
-from hpcnet import model
+from hpcnet import model, sites
 from hpcnet.constants import CONFIG_DIR, Fabric, PartitionFeature
 from hpcnet.model import ConfigError, Partition, Stack, partition_extras
 
@@ -51,7 +51,7 @@ def test_environment_not_made_by_hpcnet_is_named():
 
 
 def test_sites_are_files_and_local_comes_last():
-    systems = model.load_system_files(CONFIG_DIR / 'systems')
+    systems = sites.load_system_files(CONFIG_DIR / 'systems')
     names = [s['name'] for s in systems]
     assert names[-1] == 'local' and {'example', 'testbed'} <= set(names)
     testbed = next(s for s in systems if s['name'] == 'testbed')
@@ -61,7 +61,7 @@ def test_sites_are_files_and_local_comes_last():
 
 def test_testbed_declares_roce_only_where_its_nodes_have_rdma(monkeypatch):
     def partitions():
-        (tb,) = [s for s in model.load_system_files(CONFIG_DIR / 'systems') if s['name'] == 'testbed']
+        (tb,) = [s for s in sites.load_system_files(CONFIG_DIR / 'systems') if s['name'] == 'testbed']
         return {p['name']: Partition.from_extras(p['name'], p['extras']) for p in tb['partitions']}
     monkeypatch.delenv('HPCNET_TESTBED_RDMA_DEVICE', raising=False)
     assert list(partitions()) == ['eth']
@@ -84,7 +84,7 @@ def test_a_new_site_is_one_file(tmp_path):
         "system = {'name': 'mysite', 'hostnames': ['^login'], 'partitions': [\n"
         "  {'name': 'eth', 'scheduler': 'slurm', 'launcher': 'srun',\n"
         "   'extras': partition_extras(fabric='tcp', iface='eno1', num_nodes=8)}]}\n")
-    (system,) = model.load_system_files(tmp_path)
+    (system,) = sites.load_system_files(tmp_path)
     assert system['partitions'][0]['features'] == ['multinode', 'tcp']
 
 
@@ -92,10 +92,10 @@ def test_a_bad_site_file_names_itself(tmp_path):
     bad = tmp_path / 'bad.py'
     bad.write_text("system = {'name': 'bad', 'partitions': [{'name': 'p', 'extras': {'fabric': 'tcp', 'iface': 'eth0;id'}}]}\n")
     with pytest.raises(ConfigError, match=f"{bad}: partition bad:p: extras.iface is 'eth0;id'"):
-        model.load_system_files(tmp_path)
+        sites.load_system_files(tmp_path)
     (tmp_path / 'bad.py').write_text('x = 1\n')
     with pytest.raises(ConfigError, match=r'bad.py: defines no `system`'):
-        model.load_system_files(tmp_path)
+        sites.load_system_files(tmp_path)
 
 
 def test_pair_matrix_names_the_slow_node_only():

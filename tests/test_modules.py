@@ -13,7 +13,7 @@ from conftest import env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
-from hpcnet.stacks import modules, moduletree
+from hpcnet.stacks import modulecache, modules, moduletree
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
 
@@ -71,7 +71,7 @@ def test_parse_strips_decorations_and_ignores_messages():
 def test_roles_by_name():
     found = {m.name: m.role for m in _recorded('easybuild-toolchains-and-spack.txt')}
     assert found == {
-        'FFTW/3.3.10-GCC-13.2.0': None, 'GCC/13.2.0': None,
+        'FFTW/3.3.10-GCC-13.2.0': None, 'GCC/13.2.0': modules.Role.COMPILER,
         'IMB/2021.3-gompi-2023b': modules.Role.TOOL,
         'OSU-Micro-Benchmarks/7.2-gompi-2023b': modules.Role.TOOL,
         'OSU-Micro-Benchmarks/7.4-gompi-2023b': modules.Role.TOOL,
@@ -136,7 +136,7 @@ def test_without_lmod_nothing_and_it_says_so(monkeypatch):
     monkeypatch.delenv(modules.MODULEPATH_ENV, raising=False)
     found = modules.survey()
     assert found.candidates == [] and 'no Lmod' in found.summary()
-    assert modules.module_candidates(Path('/nonexistent')) == []
+    assert modulecache.module_candidates(Path('/nonexistent')) == []
     # Asked for modules explicitly: that is an error, naming what to install.
     monkeypatch.setenv(modules.MODULEPATH_ENV, '/tmp')
     with pytest.raises(stacks.StackError, match='HPCNET_MODULEPATH is set but there is no Lmod.*'
@@ -269,7 +269,7 @@ def test_survey_of_a_tree(fake_tree):
 def test_a_module_without_mpicc_is_left_out_naming_it(tmp_path):
     skipped = []
     chosen = modules._Chosen(modules.AvailableModule('OpenMPI/0.1', '/m'),
-                             {'PATH': str(tmp_path)}, {'OpenMPI/0.1'})
+                             {'PATH': str(tmp_path)}, '/m/OpenMPI/0.1.lua', {'/m/OpenMPI/0.1.lua'})
     assert modules._candidate(chosen, {}, skipped) is None
     assert skipped == [('OpenMPI/0.1', 'no mpicc on PATH after `module load OpenMPI/0.1`')]
 
@@ -278,15 +278,20 @@ def test_a_module_without_mpicc_is_left_out_naming_it(tmp_path):
 @pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
 def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     gcc = stacks.Compiler('gcc', '99.1.0', CC)
-    found = stacks.discover(tmp_path / 'state', sources=[modules.module_candidates],
+    found = stacks.discover(tmp_path / 'state', sources=[modulecache.module_candidates],
                             compilers=[gcc], fabrics=())
     envs = {e.name: e for e in found.environments}
-    assert sorted(envs) == ['gcc99-MPICH-9_1_2', 'gcc99-gompi-2099a'], found.rejected
+    # Each module MPI goes with the compiler its wrapper calls (CC), never
+    # with the machine's others (gcc99 here); a name without it gets its label.
+    own = {e.compiler for e in envs.values()}
+    assert len(own) == 1 and own.pop().command == CC
+    label = next(iter(envs.values())).compiler.label
+    assert sorted(envs) == sorted([f'{label}-MPICH-9_1_2', 'gompi-2099a']), found.rejected
     # The module that gives the machine's mpicc (if any): not Intel MPI.
     assert [why for what, why in found.rejected if what == 'module-impi/0.1-nompicc'] in (
         [], [f'expected impi but {shutil.which("mpicc")} builds against openmpi'],
         [f'expected impi but {shutil.which("mpicc")} builds against mpich'])
-    gompi = envs['gcc99-gompi-2099a']
+    gompi = envs['gompi-2099a']
     assert {'osu', 'imb', 'openmpi', 'primary'} <= set(gompi.features)
     assert dict(gompi.mpi.tools)['osu_latency'].startswith(str(fake_tree['osu']))
     rfm = gompi.to_reframe(['local'])
@@ -294,7 +299,7 @@ def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     assert modules.ENVIRONMENT_NAME.fullmatch(rfm['name'])
     assert rfm['extras']['mpi_source'] == 'module'
     # Read back from the cache: the same environments.
-    again = stacks.discover(tmp_path / 'state', sources=[modules.module_candidates],
+    again = stacks.discover(tmp_path / 'state', sources=[modulecache.module_candidates],
                             compilers=[gcc], fabrics=())
     assert [e.to_reframe(['local']) for e in again.environments] == \
         [e.to_reframe(['local']) for e in found.environments]
@@ -325,10 +330,10 @@ def test_easybuild_tree_yields_environments(easybuild_tree, module_discovery):
         assert modules.ENVIRONMENT_NAME.fullmatch(env.name), env.name
         cand = env.mpi.candidate
         if cand.source == 'module':
-            # A toolchain names its own compiler (gompi = GCC + Open MPI): its
-            # name is the module's; an MPI module goes with every compiler.
-            assert env.name == (cand.env_name if cand.compiler_command
-                                else f'{env.compiler.label}-{cand.env_name}')
+            # Each module goes with its own compiler only, and EasyBuild's
+            # names say it (gompi = GCC + Open MPI, OpenMPI/system-GCC-system).
+            assert cand.compiler_command and cand.compiler_in_name
+            assert env.name == cand.env_name and env.compiler.command == cand.compiler_command
     # Named after the module, Debian's Open MPI found in /usr too stays apart.
     names = [e.name for e in found.environments]
     assert len(names) == len(set(names))

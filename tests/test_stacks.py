@@ -78,9 +78,13 @@ def make_fake_mpi(root: Path, header_family: str, library_family: str,
                    + FAKE_MPI_LIBRARY)
     subprocess.run([CC, '-shared', '-fPIC', f'-I{prefix}/include', str(src), '-o',
                     str(prefix / 'lib' / 'libmpi.so')], check=True)
+    compiler = f'${{OMPI_CC:-${{MPICH_CC:-${{I_MPI_CC:-{CC}}}}}}}'
+    flags = f'-L{prefix}/lib -Wl,-rpath,{prefix}/lib -lmpi'
+    # It answers what real wrappers answer about their compiler command.
     body = ('echo "mpicc: cannot find the compiler" >&2; exit 1\n' if broken_wrapper else
-            f'exec "${{OMPI_CC:-${{MPICH_CC:-${{I_MPI_CC:-{CC}}}}}}}" -I{prefix}/include "$@" '
-            f'-L{prefix}/lib -Wl,-rpath,{prefix}/lib -lmpi\n')
+            f'case "$1" in --showme:command) echo "{compiler}"; exit 0;;\n'
+            f'  -show) echo "{compiler} -I{prefix}/include {flags}"; exit 0;; esac\n'
+            f'exec "{compiler}" -I{prefix}/include "$@" {flags}\n')
     wrapper = prefix / 'bin' / 'mpicc'
     wrapper.write_text('#!/bin/sh\n' + body)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)

@@ -3,23 +3,25 @@
 Sources (:mod:`.sources`: Debian, PyPI, prefixes, Spack; :mod:`.modules`:
 Lmod) yield candidates (:mod:`.candidate`), :mod:`.probe` proves each one,
 and :mod:`.discover` turns every working pair into a ReFrame environment.
-:mod:`.spacklock` reads a Spack lock without Spack; :mod:`.moduletree`
-builds the EasyBuild module tree CI loads.
+:mod:`.spacklock` reads a Spack lock without Spack; :mod:`.modulecache`
+keeps what the module source found until a modulefile changes;
+:mod:`.moduletree` builds the EasyBuild module trees CI loads.
 
 Imports go one way: :mod:`.discover` imports the others, none of them
 imports it or this package.  Callers use the names below
 (``stacks.discover()``); judging (hpcnet.acceptance) never imports them.
 """
 from hpcnet.stacks.candidate import TOOL_SUBDIRS, MpiCandidate, StackError, state_dir
-from hpcnet.stacks.discover import (BUILTIN_ENV, Compiler, Discovery, Labelled, MpiStack, detect_compilers,
-                                    discover, reframe_environments)
+from hpcnet.stacks.discover import (BUILTIN_ENV, Compiler, Discovery, Labelled, MpiStack,
+                                    chosen_environments, detect_compilers, discover,
+                                    reframe_environments)
 from hpcnet.stacks.probe import HOST_PROBED_FABRICS, missing_piece, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,
                                    pypi_root, spack_candidates)
 
 __all__ = [
     'BUILTIN_ENV', 'HOST_PROBED_FABRICS', 'SPACK_ENV_VAR', 'SPACK_FORMAT', 'TOOL_SUBDIRS', 'Compiler',
-    'Discovery', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
+    'Discovery', 'chosen_environments', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
     'extra_prefix_candidates', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
     'pypi_root', 'reframe_environments', 'spack_candidates', 'state_dir',
 ]

@@ -56,9 +56,21 @@ class MpiCandidate:
     #: The MPI's part of the environment name, where the source names it
     #: (a module: 'gompi-2023b'); default: the probed family and major.
     env_name: str | None = None
-    #: The C compiler this MPI belongs to (a toolchain module's GCC): it is
-    #: then paired with that compiler only, and ``env_name`` alone names it.
+    #: The C compiler this MPI belongs to (the one a module's wrapper
+    #: calls): it is then paired with that compiler only.
     compiler_command: str | None = None
+    #: Whether ``env_name`` says that compiler (gompi-2023b,
+    #: OpenMPI-4_1_6-GCC-13_2_0): it is then the whole environment name,
+    #: else the compiler's label goes in front.
+    compiler_in_name: bool = False
+
+    @classmethod
+    def from_json(cls, data: dict) -> 'MpiCandidate':
+        '''A candidate from ``dataclasses.asdict`` read back from JSON (lists
+        made tuples again).'''
+        return cls(**{**data, 'env_vars': tuple(tuple(x) for x in data['env_vars']),
+                      'modules': tuple(data['modules']),
+                      'tool_prefixes': tuple(data.get('tool_prefixes', ()))})
 
     def env(self) -> dict:
         env = dict(os.environ)

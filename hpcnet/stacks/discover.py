@@ -32,7 +32,9 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -40,8 +42,9 @@ from typing import Iterable
 from hpcnet import mpi
 from hpcnet.constants import CompilerFamily, Feature
 from hpcnet.model import Stack
+from hpcnet.sites import StackChoice
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
-from hpcnet.stacks.modules import module_candidates
+from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
 from hpcnet.stacks.probe import HOST_PROBED_FABRICS, PROBE_PROGRAM, probe, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (debian_candidates, extra_prefix_candidates, pypi_candidates,
                                    spack_candidates, spack_lock_candidates)
@@ -104,7 +107,7 @@ class Environment:
     @property
     def name(self) -> str:
         cand = self.mpi.candidate
-        if cand.compiler_command and cand.env_name:
+        if cand.compiler_in_name and cand.env_name:
             return cand.env_name        # 'gompi-2023b': the toolchain names its compiler
         return f'{self.compiler.label}-{cand.env_name or self.mpi.label}'
 
@@ -241,7 +244,9 @@ SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, spack_loc
 # --------------------------------------------------------------------------
 
 #: Bump when the cached data changes shape: old caches are then recomputed.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
+#: The cache of discovery in the state directory.
+CACHE_FILE = 'stacks.json'
 
 
 def _fingerprint(candidates, compilers) -> str:
@@ -266,10 +271,7 @@ def _to_json(d: Discovery) -> dict:
 def _from_json(data: dict) -> Discovery:
     envs = []
     for e in data['environments']:
-        cand = e['mpi']['candidate']
-        cand = MpiCandidate(**{**cand, 'env_vars': tuple(tuple(x) for x in cand['env_vars']),
-                               'modules': tuple(cand['modules']),
-                               'tool_prefixes': tuple(cand.get('tool_prefixes', ()))})
+        cand = MpiCandidate.from_json(e['mpi']['candidate'])
         stack = MpiStack(candidate=cand, family=e['mpi']['family'], version=e['mpi']['version'],
                          library_version=e['mpi']['library_version'],
                          tools=tuple(tuple(t) for t in e['mpi']['tools']),
@@ -279,38 +281,19 @@ def _from_json(data: dict) -> Discovery:
                      [tuple(f) for f in data['fabric_failures']])
 
 
-def _pinned_compilers(cand: MpiCandidate) -> list:
-    '''[the compiler of a candidate that names its own], else [].'''
+def _pinned_compilers(cand: MpiCandidate) -> list | None:
+    '''[the compiler of a candidate that names its own], [] when that
+    compiler does not answer, None for a candidate that names none (it goes
+    with every compiler found).'''
     if not cand.compiler_command:
-        return []
+        return None
     identity = _compiler_identity(cand.compiler_command)
     return [Compiler(*identity, cand.compiler_command)] if identity else []
 
 
-def discover(state: Path | None = None, sources: list | None = None,
-             compilers: list | None = None, use_cache: bool = True,
-             fabrics: Iterable[str] = HOST_PROBED_FABRICS) -> Discovery:
-    '''Find every working compiler x MPI environment, and the fabrics of
-    ``fabrics`` each MPI cannot use on this host.'''
-    state = Path(state) if state else state_dir()
-    state.mkdir(parents=True, exist_ok=True)
-    candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
-    compilers = detect_compilers() if compilers is None else compilers
-    unprobeable = sorted(set(fabrics) - set(HOST_PROBED_FABRICS))
-    if unprobeable:
-        raise StackError(f'fabric {unprobeable[0]!r} cannot be probed on one host (valid: '
-                         f'{", ".join(HOST_PROBED_FABRICS)}; RDMA is proven in the job)')
-    fabrics = tuple(f for f in HOST_PROBED_FABRICS if f in set(fabrics))
-    fingerprint = _fingerprint(candidates, compilers) + ':' + ','.join(fabrics)
-    cache = state / 'stacks.json'
-    if use_cache and cache.exists():
-        try:
-            data = json.loads(cache.read_text())
-            if data.get('fingerprint') == fingerprint:
-                return _from_json(data)
-        except (ValueError, KeyError, TypeError):
-            pass  # a stale or foreign cache is simply recomputed
-
+def _probe(candidates: list, compilers: list, fabrics: tuple) -> Discovery:
+    '''Probe every candidate, alone and with each of its compilers, and on
+    ``fabrics``: every working pair is an environment.'''
     result = Discovery()
     seen = set()
     with tempfile.TemporaryDirectory(prefix='hpcnet-probe-') as tmp:
@@ -326,8 +309,13 @@ def discover(state: Path | None = None, sources: list | None = None,
                                        for fabric, why in failures]
             stack = MpiStack(cand, base.family, base.version, base.library_version,
                              find_tools(cand), gaps)
+            pinned = _pinned_compilers(cand)
+            if pinned == []:
+                result.rejected.append((cand.label, f'its compiler {cand.compiler_command} does '
+                                                    'not say what it is (--version)'))
+                continue
             primary = True
-            for comp in _pinned_compilers(cand) or compilers:
+            for comp in compilers if pinned is None else pinned:
                 env = Environment(comp, stack, primary)
                 if env.name in seen:
                     result.rejected.append((f'{env.name} ({cand.label})',
@@ -341,6 +329,47 @@ def discover(state: Path | None = None, sources: list | None = None,
                 seen.add(env.name)
                 result.environments.append(env)
                 primary = False
+    return result
+
+
+def discover(state: Path | None = None, sources: list | None = None,
+             compilers: list | None = None, use_cache: bool = True,
+             fabrics: Iterable[str] = HOST_PROBED_FABRICS) -> Discovery:
+    '''Find every working compiler x MPI environment, and the fabrics of
+    ``fabrics`` each MPI cannot use on this host.'''
+    state = Path(state) if state else state_dir()
+    state.mkdir(parents=True, exist_ok=True)
+    if not use_cache:
+        (state / MODULES_CACHE_FILE).unlink(missing_ok=True)
+    candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
+    compilers = detect_compilers() if compilers is None else compilers
+    unprobeable = sorted(set(fabrics) - set(HOST_PROBED_FABRICS))
+    if unprobeable:
+        raise StackError(f'fabric {unprobeable[0]!r} cannot be probed on one host (valid: '
+                         f'{", ".join(HOST_PROBED_FABRICS)}; RDMA is proven in the job)')
+    fabrics = tuple(f for f in HOST_PROBED_FABRICS if f in set(fabrics))
+    fingerprint = _fingerprint(candidates, compilers) + ':' + ','.join(fabrics)
+    cache = state / CACHE_FILE
+    if use_cache and cache.exists():
+        try:
+            data = json.loads(cache.read_text())
+            if data.get('fingerprint') == fingerprint:
+                return _from_json(data)
+            why = 'an MPI, a compiler or the probe changed'
+        except (ValueError, KeyError, TypeError) as err:
+            why = f'unreadable ({type(err).__name__}: {err})'
+    else:
+        why = 'asked to probe again' if cache.exists() else 'no cache yet'
+    # One line on stderr while the probes run (stdout may be parsed: -l).
+    print(f'hpcnet: probing {len(candidates)} MPI(s) with {len(compilers)} compiler(s) on '
+          f'this host ({cache}: {why}) ...', end='', file=sys.stderr, flush=True)
+    started = time.monotonic()
+    outcome = 'stopped'
+    try:
+        result = _probe(candidates, compilers, fabrics)
+        outcome = f'{len(result.environments)} environment(s)'
+    finally:
+        print(f' {outcome} in {time.monotonic() - started:.0f} s', file=sys.stderr, flush=True)
     cache.write_text(json.dumps({'fingerprint': fingerprint, **_to_json(result)}, indent=1))
     return result
 
@@ -355,10 +384,23 @@ def discover(state: Path | None = None, sources: list | None = None,
 BUILTIN_ENV = 'builtin'
 
 
-def reframe_environments(found: Discovery, system_names: list) -> list:
-    """The ReFrame ``environments`` section: every discovered environment
-    plus :data:`BUILTIN_ENV`, on every system."""
-    envs = [e.to_reframe(system_names) for e in found.environments]
+def chosen_environments(found: Discovery, choice: StackChoice) -> list:
+    """The discovered environments a site's choice (its file's ``stacks``) admits."""
+    return [e for e in found.environments
+            if choice.refusal(e.name, e.mpi.candidate.source) is None]
+
+
+def reframe_environments(found: Discovery, choices: dict) -> list:
+    """The ReFrame ``environments`` section: every discovered environment on
+    the systems whose choice admits it (``choices``: {system name:
+    StackChoice}), plus :data:`BUILTIN_ENV` on every system."""
+    admitted = {name: {e.name for e in chosen_environments(found, choice)}
+                for name, choice in choices.items()}
+    envs = []
+    for env in found.environments:
+        systems = [name for name in choices if env.name in admitted[name]]
+        if systems:
+            envs.append(env.to_reframe(systems))
     envs.append({'name': BUILTIN_ENV, 'cc': 'cc', 'cxx': '', 'ftn': '',
-                 'target_systems': list(system_names)})
+                 'target_systems': list(choices)})
     return envs

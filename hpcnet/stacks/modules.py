@@ -18,6 +18,19 @@ OSU and IMB installed as modules of their own
 toolchain or MPI module they load: their programs become that environment's
 tools and the job loads them too.
 
+Hierarchical trees (Lmod's Core -> Compiler -> MPI, as EasyBuild's
+HierarchicalMNS and Spack's Lmod generator write them) are walked as
+ReFrame's ``find_modules`` does for an environment's modules: each compiler
+module is loaded and the directories it adds to MODULEPATH are listed; an
+MPI module found there is named after its compiler and MPI
+(``GCC-13_2_0-OpenMPI-4_1_6``) and the job loads both, compiler first.  MPI
+modules found the same way open the level where their benchmark modules are.
+
+Every module MPI is paired with the compiler its own wrapper calls, never
+with the machine's other compilers: one environment per module, whose name
+says that compiler (a toolchain's and an EasyBuild or Spack module's names do
+already; any other gets the compiler's label in front).
+
 Where modules are searched: ``MODULEPATH``, then the directories of
 ``HPCNET_MODULEPATH`` (colon separated).  Without Lmod the source finds
 nothing, and says so in :func:`survey`'s summary; it is never an error.
@@ -54,11 +67,24 @@ TOOL_MODULES = {
 }
 
 
+#: Compiler modules, by package name (EasyBuild: GCC, GCCcore, iccifort,
+#: intel-compilers, NVHPC, AOCC, LLVM, Clang; Spack: gcc, llvm, aocc,
+#: intel-oneapi-compilers, nvhpc): in a hierarchy, loading one opens the
+#: level of what was built with it.
+COMPILER_MODULES = ('gcc', 'gcccore', 'llvm', 'clang', 'aocc', 'iccifort', 'intel-compilers',
+                    'intel-oneapi-compilers', 'nvhpc')
+#: A module name that names its compiler: a COMPILER_MODULES package as a
+#: part between '/' or '-' (OpenMPI/4.1.6-GCC-13.2.0, openmpi/5.0.5-gcc-12.2.0-abc).
+_NAMES_COMPILER = re.compile(r'(?:^|[/-])(?:%s)(?:[/-]|$)'
+                             % '|'.join(map(re.escape, COMPILER_MODULES)), re.IGNORECASE)
+
+
 class Role:
     '''What a module is to hpcnet.'''
     MPI = 'mpi'
     TOOLCHAIN = 'toolchain'
     TOOL = 'tool'
+    COMPILER = 'compiler'
 
 
 #: Variables that are Lmod's own bookkeeping, never part of what a module
@@ -84,6 +110,9 @@ class AvailableModule:
     it was listed under.'''
     name: str            #: full name, e.g. 'gompi/2023b'
     directory: str
+    #: The modules whose load opens ``directory`` (a hierarchy's compiler,
+    #: then MPI), loaded before this one; () for a module of the search path.
+    requires: tuple = ()
 
     @property
     def package(self) -> str:
@@ -93,10 +122,38 @@ class AvailableModule:
     def role(self) -> str | None:
         return role(self.name)
 
+    @property
+    def chain(self) -> tuple:
+        '''The modules to load, in order: those it requires, then itself.'''
+        return (*self.requires, self)
+
+    @property
+    def title(self) -> str:
+        '''What a user types to load it: 'GCC/13.2.0 OpenMPI/4.1.6'.'''
+        return ' '.join(m.name for m in self.chain)
+
     def spec(self) -> dict:
-        '''The module as a ReFrame environment lists it: loaded from its own
-        directory, so jobs need not inherit any MODULEPATH.'''
+        '''The module as a ReFrame environment lists it: a module of the
+        search path is loaded from its own directory, so jobs need not
+        inherit any MODULEPATH; one of a hierarchy's level has no path, since
+        loading the module it requires opens that level.'''
+        if self.requires:
+            return {'name': self.name}
         return {'name': self.name, 'path': self.directory}
+
+    def specs(self) -> tuple:
+        return tuple(m.spec() for m in self.chain)
+
+    def environment_name(self) -> str:
+        '''The environment name of the chain (GCC-13_2_0-OpenMPI-4_1_6).'''
+        return '-'.join(environment_name(m.name) for m in self.chain)
+
+    def names_compiler(self) -> bool:
+        '''Whether its environment name says its compiler: a hierarchy's
+        MPI (its compiler module comes first), a toolchain (gompi: GCC and
+        Open MPI), or a name with a compiler part (OpenMPI/4.1.6-GCC-13.2.0).'''
+        return bool(self.requires) or self.role == Role.TOOLCHAIN \
+            or bool(_NAMES_COMPILER.search(self.name))
 
 
 def role(module_name: str) -> str | None:
@@ -108,6 +165,8 @@ def role(module_name: str) -> str | None:
         return Role.TOOLCHAIN
     if package in TOOL_MODULES:
         return Role.TOOL
+    if package in COMPILER_MODULES:
+        return Role.COMPILER
     return None
 
 
@@ -125,12 +184,12 @@ def environment_name(module_name: str) -> str:
     return name if re.match(r'[A-Za-z_]', name) else f'_{name}'
 
 
-def parse_avail(text: str) -> list:
+def parse_avail(text: str, requires: tuple = ()) -> list:
     '''The modules of ``module -t avail`` output (Lmod writes it to stderr):
     ``DIR:`` lines open a MODULEPATH directory, ``Name/`` lines are
     directories of versions, decorations are dropped, and hidden modules (a
     component starting with '.', listed only with --show_hidden) are left
-    out.'''
+    out.  ``requires``: the modules whose load opened these directories.'''
     modules, directory = [], None
     for line in text.splitlines():
         line = line.strip()
@@ -145,7 +204,7 @@ def parse_avail(text: str) -> list:
             continue
         if any(part.startswith('.') for part in name.split('/')):
             continue
-        modules.append(AvailableModule(name, directory))
+        modules.append(AvailableModule(name, directory, requires))
     return modules
 
 
@@ -185,9 +244,10 @@ def search_path() -> list:
     return dirs
 
 
-def avail(lmod: str, dirs: list) -> list:
-    '''Every module Lmod lists in ``dirs`` (hidden ones left out).  Raises
-    StackError when Lmod itself fails.'''
+def avail(lmod: str, dirs: list, requires: tuple = ()) -> list:
+    '''Every module Lmod lists in ``dirs`` (hidden ones left out), each
+    requiring ``requires`` (what opened ``dirs``).  Raises StackError when
+    Lmod itself fails.'''
     env = {**os.environ, 'MODULEPATH': ':'.join(dirs)}
     try:
         res = subprocess.run([lmod, 'bash', '-t', 'avail'], env=env, text=True,
@@ -197,16 +257,18 @@ def avail(lmod: str, dirs: list) -> list:
     if res.returncode != 0:
         raise StackError(f'Lmod ({lmod}): `module -t avail` over {":".join(dirs)} failed: '
                          f'{" ".join(res.stderr.split())[-500:]}')
-    return parse_avail(res.stderr)
+    return parse_avail(res.stderr, requires)
 
 
 def load(lmod: str, modules: list, dirs: list) -> dict:
     '''The environment after ``module load`` of ``modules`` (AvailableModule),
-    each one's directory first on MODULEPATH (as ``module use`` puts it in a
-    job); raises ModuleLoadError with Lmod's message.  No modules: the same
-    shell's environment without a load, what module_variables compares with
-    (bash sets a few variables of its own).'''
-    first = [m.directory for m in reversed(modules)]
+    in order, the directory of each one of the search path first on
+    MODULEPATH (as ``module use`` puts it in a job; a hierarchy's level is
+    opened by the module it requires, as in the job); raises ModuleLoadError
+    with Lmod's message.  No modules: the same shell's environment without a
+    load, what module_variables compares with (bash sets a few variables of
+    its own).'''
+    first = [m.directory for m in reversed(modules) if not m.requires]
     path = list(dict.fromkeys(first + dirs))
     env = {**os.environ, 'MODULEPATH': ':'.join(path), 'LMOD_CMD': lmod}
     # Lmod prints shell code on stdout (and `false` when a load fails): the
@@ -234,6 +296,21 @@ def load(lmod: str, modules: list, dirs: list) -> dict:
 def loaded_modules(env: dict) -> list:
     '''Full names of the modules loaded in ``env`` (Lmod's LOADEDMODULES).'''
     return [m for m in env.get('LOADEDMODULES', '').split(':') if m]
+
+
+def loaded_files(env: dict) -> dict:
+    '''{modulefile: module name} of the modules loaded in ``env`` (Lmod's
+    _LMFILES_ beside LOADEDMODULES): a file is one module, where a name is
+    not (each compiler of a hierarchy may have its own openmpi/5.0.5).'''
+    files = [f for f in env.get('_LMFILES_', '').split(':') if f]
+    return dict(zip(files, loaded_modules(env)))
+
+
+def opened_directories(env: dict, known: set) -> list:
+    '''The directories of ``env``'s MODULEPATH not in ``known``: the
+    hierarchy levels the loaded modules opened.'''
+    return [d for d in dict.fromkeys(env.get('MODULEPATH', '').split(':'))
+            if d and d not in known]
 
 
 def module_variables(env: dict, base: dict) -> tuple:
@@ -299,8 +376,13 @@ class _Chosen:
     '''A module that becomes an environment, with what loading it gave.'''
     module: AvailableModule
     env: dict
-    mpi_modules: set          #: MPI modules it loaded (itself, for an MPI module)
+    own_file: str             #: its modulefile
+    mpi_files: set            #: modulefiles of the MPI modules it loaded (itself, for an MPI module)
     tools: list = field(default_factory=list)   #: [(tool module, prefix), ...]
+
+    @property
+    def files(self) -> set:
+        return self.mpi_files | {self.own_file}
 
 
 @dataclass
@@ -308,6 +390,8 @@ class ModuleSurvey:
     '''What the module source found, and why anything was left out.'''
     lmod: str | None = None
     search_path: list = field(default_factory=list)
+    #: Directories compiler and MPI modules opened (a hierarchy's levels).
+    opened: list = field(default_factory=list)
     candidates: list = field(default_factory=list)
     #: (module, why) for every MPI, toolchain or benchmark module left out
     skipped: list = field(default_factory=list)
@@ -319,14 +403,42 @@ class ModuleSurvey:
         if not self.search_path:
             return (f'modules: Lmod {self.lmod}, but MODULEPATH and {MODULEPATH_ENV} are empty: '
                     'no module environments')
-        names = ', '.join(c.modules[0]['name'] for c in self.candidates) or 'none'
-        return (f'modules: Lmod {self.lmod}, searched {":".join(self.search_path)}; '
+        names = ', '.join(c.label[len('module-'):] for c in self.candidates) or 'none'
+        levels = f'; levels opened by compiler and MPI modules: {":".join(self.opened)}' \
+            if self.opened else ''
+        return (f'modules: Lmod {self.lmod}, searched {":".join(self.search_path)}{levels}; '
                 f'MPI and toolchain modules: {names}')
 
 
+def _walk_compilers(lmod: str, dirs: list, available: list, result: ModuleSurvey) -> list:
+    '''The modules of the hierarchy levels compiler modules open: each
+    compiler module is loaded, and what the directories it adds to
+    MODULEPATH hold is listed, requiring that compiler (a compiler found
+    there is walked in turn).'''
+    known = set(dirs)
+    found, pending = [], [m for m in available if m.role == Role.COMPILER]
+    while pending:
+        compiler = pending.pop(0)
+        try:
+            env = load(lmod, list(compiler.chain), dirs)
+        except ModuleLoadError as err:
+            result.skipped.append((compiler.title, str(err)))
+            continue
+        levels = opened_directories(env, known)
+        known.update(levels)
+        result.opened += levels
+        if not levels:
+            continue
+        level = [m for m in avail(lmod, levels, compiler.chain) if m.role]
+        found += level
+        pending += [m for m in level if m.role == Role.COMPILER]
+    return found
+
+
 def survey() -> ModuleSurvey:
-    '''Find the MPI and toolchain modules, load each, bind the benchmark
-    modules to them; every module left out is named with the reason.'''
+    '''Find the MPI and toolchain modules (in a hierarchy, under each
+    compiler module), load each, bind the benchmark modules to them; every
+    module left out is named with the reason.'''
     result = ModuleSurvey(lmod=lmod_command())
     if result.lmod is None:
         if os.environ.get(MODULEPATH_ENV):
@@ -338,12 +450,13 @@ def survey() -> ModuleSurvey:
         return result
     lmod, dirs = result.lmod, result.search_path
     available = [m for m in avail(lmod, dirs) if m.role]
-    if not available:
+    available += _walk_compilers(lmod, dirs, available, result)
+    if not any(m.role in (Role.MPI, Role.TOOLCHAIN) for m in available):
         return result
     base = load(lmod, [], dirs)
-    already = set(loaded_modules(base))
+    already = set(loaded_files(base))
 
-    chosen, holder = [], {}
+    chosen, holder = [], {}      # holder: MPI modulefile -> the title of its environment
     # Compiler + MPI toolchains first (hpcnet.mpi.toolchains): where two load
     # the same MPI module (gompi/2023b and foss/2023b), the first becomes the
     # environment, and OSU and IMB are built with those.
@@ -351,28 +464,39 @@ def survey() -> ModuleSurvey:
     toolchains = sorted((m for m in available if m.role == Role.TOOLCHAIN),
                         key=lambda m: order.index(m.package.lower()))
     mpis = [m for m in available if m.role == Role.MPI]
+    tools = [m for m in available if m.role == Role.TOOL]
+    known = set(dirs) | set(result.opened)
     for module in toolchains + mpis:
-        if module.name in holder:
-            result.skipped.append((module.name, f'loaded by {holder[module.name]}, which is '
-                                                'its environment'))
-            continue
         try:
-            env = load(lmod, [module], dirs)
+            env = load(lmod, list(module.chain), dirs)
         except ModuleLoadError as err:
-            result.skipped.append((module.name, str(err)))
+            result.skipped.append((module.title, str(err)))
             continue
-        new = [m for m in loaded_modules(env) if m not in already]
-        mpi_modules = {m for m in new if role(m) == Role.MPI}
-        shared = sorted(mpi_modules & set(holder))
+        new = {f: name for f, name in loaded_files(env).items() if f not in already}
+        own_file = next((f for f, name in new.items() if name == module.name),
+                        f'{module.directory}/{module.name}')
+        if own_file in holder:
+            result.skipped.append((module.title, f'loaded by {holder[own_file]}, which is '
+                                                 'its environment'))
+            continue
+        mpi_files = {f for f, name in new.items() if role(name) == Role.MPI}
+        shared = sorted(new[f] for f in mpi_files & set(holder))
         if shared:
-            result.skipped.append((module.name, f'loads {shared[0]}, which is already the MPI '
-                                                f'of {holder[shared[0]]}'))
+            first = next(f for f in mpi_files & set(holder) if new[f] == shared[0])
+            result.skipped.append((module.title, f'loads {shared[0]}, which is already the MPI '
+                                                 f'of {holder[first]}'))
             continue
-        for m in mpi_modules | {module.name}:
-            holder[m] = module.name
-        chosen.append(_Chosen(module, env, mpi_modules))
+        for f in mpi_files | {own_file}:
+            holder[f] = module.title
+        chosen.append(_Chosen(module, env, own_file, mpi_files))
+        # The level an MPI module opens holds what was built with it (OSU, IMB).
+        levels = opened_directories(env, known)
+        if levels:
+            known.update(levels)
+            result.opened += levels
+            tools += [m for m in avail(lmod, levels, module.chain) if m.role == Role.TOOL]
 
-    for tool in (m for m in available if m.role == Role.TOOL):
+    for tool in tools:
         _bind_tool(lmod, dirs, tool, chosen, already, base, result.skipped)
 
     for item in chosen:
@@ -387,15 +511,15 @@ def _bind_tool(lmod, dirs, tool, chosen, already, base, skipped) -> None:
     MPI module it loads (the newest of a suite wins: Lmod lists versions in
     ascending order).'''
     try:
-        env = load(lmod, [tool], dirs)
+        env = load(lmod, list(tool.chain), dirs)
     except ModuleLoadError as err:
-        skipped.append((tool.name, str(err)))
+        skipped.append((tool.title, str(err)))
         return
-    new = set(loaded_modules(env)) - already
-    owner = next((c for c in chosen if c.module.name in new or c.mpi_modules & new), None)
+    new = set(loaded_files(env)) - already
+    owner = next((c for c in chosen if c.files & new), None)
     if owner is None:
-        skipped.append((tool.name, 'loads no MPI or toolchain module that became an environment '
-                                   '(a benchmark module is bound to the one it loads)'))
+        skipped.append((tool.title, 'loads no MPI or toolchain module that became an '
+                                    'environment (a benchmark module is bound to the one it loads)'))
         return
     before = set(base.get('PATH', '').split(':'))
     prefix = None
@@ -406,13 +530,13 @@ def _bind_tool(lmod, dirs, tool, chosen, already, base, skipped) -> None:
         if prefix:
             break
     if prefix is None:
-        skipped.append((tool.name, 'puts no OSU or IMB program on PATH in a directory hpcnet '
-                                   f'knows ({", ".join(TOOL_SUBDIRS)} of a prefix)'))
+        skipped.append((tool.title, 'puts no OSU or IMB program on PATH in a directory hpcnet '
+                                    f'knows ({", ".join(TOOL_SUBDIRS)} of a prefix)'))
         return
     suite = TOOL_MODULES[tool.package.lower()]
     for earlier in [t for t in owner.tools if TOOL_MODULES[t[0].package.lower()] == suite]:
         owner.tools.remove(earlier)
-        skipped.append((earlier[0].name, f'{tool.name} is newer'))
+        skipped.append((earlier[0].title, f'{tool.title} is newer'))
     owner.tools.append((tool, prefix))
 
 
@@ -421,28 +545,32 @@ def _candidate(item: _Chosen, base: dict, skipped: list):
     module, env = item.module, item.env
     wrapper = shutil.which('mpicc', path=env.get('PATH', ''))
     if wrapper is None:
-        skipped.append((module.name, f'no mpicc on PATH after `module load {module.name}`'))
+        skipped.append((module.title, f'no mpicc on PATH after `module load {module.title}`'))
+        return None
+    # A module MPI goes with the compiler its own wrapper calls, never with
+    # the machine's others: built with one compiler, it is not tested with another.
+    compiler = wrapper_compiler(wrapper, env)
+    if compiler is None:
+        skipped.append((module.title, f'{wrapper} names no compiler on the module\'s PATH '
+                                      f'({" or ".join(" ".join(a) for a in mpi.wrapper_show_args())})'
+                                      ': a module MPI is paired with its own compiler only'))
         return None
     family = expected_family(module.name)
     bindir = os.path.dirname(wrapper)
+    # Tools bound to a hierarchy's MPI require it: its chain is loaded once.
+    specs = list(module.specs())
+    for tool, _ in item.tools:
+        specs += [s for s in tool.specs() if s not in specs]
     return MpiCandidate(
-        label=f'module-{module.name}', source='module', wrapper=wrapper, bindir=bindir,
+        label=f'module-{module.title}', source='module', wrapper=wrapper, bindir=bindir,
         prefix=os.path.dirname(bindir), env_vars=module_variables(env, base),
         expected_family=family,
-        modules=(module.spec(),) + tuple(t.spec() for t, _ in item.tools),
+        modules=tuple(specs),
         transport_layer=(_library_layer(wrapper, env)
                          if family and mpi.family(family).transport_layers else None),
         tool_prefixes=tuple(prefix for _, prefix in item.tools),
-        env_name=environment_name(module.name),
-        # A toolchain (gompi = GCC + Open MPI) is one compiler's environment.
-        compiler_command=wrapper_compiler(wrapper, env) if module.role == Role.TOOLCHAIN else None)
-
-
-def module_candidates(state: Path) -> list:
-    '''The source for hpcnet.stacks.discover.SOURCES: one candidate per MPI or
-    toolchain module (none without Lmod).  Modules keep nothing in the state
-    directory.'''
-    return survey().candidates
+        env_name=module.environment_name(), compiler_command=compiler,
+        compiler_in_name=module.names_compiler())
 
 
 # --------------------------------------------------------------------------

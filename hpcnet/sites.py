@@ -1,0 +1,154 @@
+"""Site files: each ``config/systems/<name>.py`` (and each file of the
+directories in HPCNET_SYSTEMS_DIRS) defines ``system``, one ReFrame system
+whose partitions hpcnet.model validates, and may define ``stacks``, which of
+the environments found that system gets (:class:`StackChoice`, keys in
+:class:`SiteKey`).  A mistake is one ConfigError naming the file and the key.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
+from hpcnet.model import ConfigError, check_system
+
+
+class SiteKey:
+    """Keys of a site file's ``stacks`` (which environments its system gets)."""
+    #: {'include': [regex, ...], 'exclude': [regex, ...]} over environment names
+    ENVIRONMENTS = 'environments'
+    #: False: no environment of the PyPI MPIs (`hpcnet install-stacks`)
+    PYPI_STACKS = 'pypi_stacks'
+    ALL = (ENVIRONMENTS, PYPI_STACKS)
+    INCLUDE = 'include'
+    EXCLUDE = 'exclude'
+    FILTERS = (INCLUDE, EXCLUDE)
+
+
+def _check_mapping(value, keys: tuple, at: str, what: str, where: str) -> None:
+    '''``value`` (at key ``at`` of file ``where``) is a mapping of ``keys``
+    only, each ``what`` says; else one ConfigError naming the first wrong key.'''
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: {at} is {value!r} (valid: a mapping with keys '
+                          f'{", ".join(keys)})')
+    unknown = sorted(set(value) - set(keys), key=str)
+    if unknown:
+        raise ConfigError(f'{where}: {at}.{unknown[0]} is not {what} (valid: {", ".join(keys)})')
+
+
+@dataclass(frozen=True)
+class StackChoice:
+    """Which environments a site's system gets (its file's ``stacks``,
+    SiteKey): regular expressions over environment names, searched as
+    ReFrame's ``-p`` does (none included: all), and whether the PyPI MPIs count."""
+    include: tuple = ()          #: compiled patterns
+    exclude: tuple = ()
+    pypi_stacks: bool = True
+
+    def refusal(self, environ: str, mpi_source: str) -> str | None:
+        '''Why the system does not get environment ``environ`` (of MPI source
+        ``mpi_source``), or None.'''
+        if mpi_source == 'pypi' and not self.pypi_stacks:
+            return f'{SiteKey.PYPI_STACKS} is False'
+        if self.include and not any(p.search(environ) for p in self.include):
+            return (f'{SiteKey.ENVIRONMENTS}.{SiteKey.INCLUDE} matches it not '
+                    f'({", ".join(p.pattern for p in self.include)})')
+        hit = next((p for p in self.exclude if p.search(environ)), None)
+        if hit:
+            return f'{SiteKey.ENVIRONMENTS}.{SiteKey.EXCLUDE} {hit.pattern!r} matches it'
+        return None
+
+    @classmethod
+    def from_site(cls, value, where: str) -> 'StackChoice':
+        """Validate a site file's ``stacks`` (from ``where``)."""
+        if value is None:
+            return cls()
+        _check_mapping(value, SiteKey.ALL, 'stacks', 'a stacks setting', where)
+        pypi = value.get(SiteKey.PYPI_STACKS, True)
+        if not isinstance(pypi, bool):
+            raise ConfigError(f'{where}: stacks.{SiteKey.PYPI_STACKS} is {pypi!r} '
+                              '(valid: True or False)')
+        filters = value.get(SiteKey.ENVIRONMENTS, {})
+        _check_mapping(filters, SiteKey.FILTERS, f'stacks.{SiteKey.ENVIRONMENTS}', 'a filter',
+                       where)
+        compiled = {}
+        for key in SiteKey.FILTERS:
+            patterns = filters.get(key, [])
+            at = f'stacks.{SiteKey.ENVIRONMENTS}.{key}'
+            if not isinstance(patterns, (list, tuple)):
+                raise ConfigError(f'{where}: {at} is {patterns!r} (valid: a list of regular '
+                                  'expressions over environment names)')
+            compiled[key] = []
+            for i, pattern in enumerate(patterns):
+                try:
+                    compiled[key].append(re.compile(pattern))
+                except (re.error, TypeError) as err:
+                    raise ConfigError(f'{where}: {at}[{i}] is {pattern!r}: {err} (valid: a '
+                                      'regular expression over environment names, as for '
+                                      "ReFrame's -p)") from None
+        return cls(tuple(compiled[SiteKey.INCLUDE]), tuple(compiled[SiteKey.EXCLUDE]), pypi)
+
+
+@dataclass(frozen=True)
+class SiteFile:
+    """A system file: its ReFrame system and the site's choice of environments."""
+    path: str
+    system: dict
+    stacks: StackChoice
+
+
+def load_site_files(*directories) -> list:
+    """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
+    (a site is a file), and may define ``stacks`` (StackChoice).  Returned
+    validated (SiteFile), in the order ReFrame must try them: by file name,
+    except that systems whose hostnames match any host (``.*``, the ``local``
+    fallback) come last."""
+    import importlib.util
+    sites = []
+    for path in sorted(p for d in directories for p in Path(d).glob('*.py')):
+        spec = importlib.util.spec_from_file_location(f'hpcnet_system_{path.stem}', path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        if not hasattr(module, 'system'):
+            raise ConfigError(f'{path}: defines no `system` (a ReFrame system dictionary)')
+        sites.append(SiteFile(str(path), check_system(module.system, str(path)),
+                              StackChoice.from_site(getattr(module, 'stacks', None), str(path))))
+    names = [s.system['name'] for s in sites]
+    for name in set(names):
+        if names.count(name) > 1:
+            raise ConfigError(f'system {name!r} is defined by more than one system file')
+    return sorted(sites, key=lambda s: '.*' in s.system.get('hostnames', []))
+
+
+def load_system_files(*directories) -> list:
+    """The ReFrame systems of load_site_files."""
+    return [site.system for site in load_site_files(*directories)]
+
+
+#: The system files the suite ships: the fallback, the testbed, the template.
+SHIPPED_SYSTEMS = ('local', 'testbed', 'example')
+
+
+def unmatched_host(systems: list, hostname: str) -> str | None:
+    """Why ``hostname`` may not fall back to ``local``: site files exist and
+    none of their ``hostnames`` matches it (ReFrame matches from the start
+    of the name). A site's login node running as ``local`` would judge the
+    login node, not the cluster. None where a site matches, or none exists."""
+    sites = [s for s in systems if s['name'] not in SHIPPED_SYSTEMS]
+    if not sites:
+        return None
+    specific = [s for s in systems if '.*' not in s.get('hostnames', [])]
+    if any(re.match(pattern, hostname) for s in specific for pattern in s['hostnames']):
+        return None
+    named = '; '.join(f"{s['name']} (hostnames {s['hostnames']})" for s in sites)
+    return (f'host {hostname!r} matches no site file: {named}. Add this host to its site\'s '
+            "'hostnames', or choose a system with --system (--system local runs on this host alone)")
+
+
+def system_directories() -> list:
+    """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
+    (colon-separated: a site's own system files kept outside the checkout)."""
+    extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
+    return [SYSTEMS_DIR, *extra]

@@ -1,0 +1,64 @@
+"""The module source (hpcnet.stacks.modules) with a cache: a survey loads
+every MPI module, so its candidates are kept in the state directory against a
+fingerprint of the modulefiles it read, and a configuration load runs no
+Lmod command until one of them changes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from hpcnet.stacks import modules
+from hpcnet.stacks.candidate import MpiCandidate
+
+
+#: The module source's cache in the state directory: its candidates, valid
+#: while every modulefile it read (and Lmod, PATH, this code) is unchanged.
+CACHE_FILE = 'modules.json'
+
+
+def tree_fingerprint(lmod: str, dirs: list) -> str:
+    '''A digest of every file and directory under ``dirs`` (name, size,
+    modification time), of Lmod, PATH and this source's code: what a survey
+    of ``dirs`` depends on, read without loading a module.'''
+    digest = hashlib.sha256(Path(modules.__file__).read_bytes())
+    digest.update(f'{lmod}\n{os.environ.get("PATH", "")}\n'.encode())
+    for top in dirs:
+        for root, subdirs, files in os.walk(top):
+            subdirs.sort()
+            for name in [''] + sorted(files):
+                path = os.path.join(root, name)
+                try:
+                    st = os.stat(path)
+                except FileNotFoundError:
+                    digest.update(f'{path}:missing\n'.encode())   # a dangling link
+                    continue
+                digest.update(f'{path}:{st.st_size}:{st.st_mtime_ns}\n'.encode())
+    return digest.hexdigest()
+
+
+def module_candidates(state: Path) -> list:
+    '''The source for hpcnet.stacks.discover.SOURCES: one candidate per MPI or
+    toolchain module (none without Lmod).  The survey loads every module, so
+    its candidates are kept in ``state``/CACHE_FILE against tree_fingerprint
+    of the search path and the levels it opened: a configuration load then
+    runs no Lmod command until a modulefile changes.'''
+    lmod = modules.lmod_command()
+    dirs = modules.search_path() if lmod else []
+    if not dirs:
+        return modules.survey().candidates      # no Lmod or nothing to search: it says so
+    cache = Path(state) / CACHE_FILE
+    try:
+        data = json.loads(cache.read_text()) if cache.exists() else None
+    except ValueError:
+        data = None     # a cache cut short (a run killed while writing it) is made again
+    if data and data['fingerprint'] == tree_fingerprint(lmod, dirs + data['opened']):
+        return [MpiCandidate.from_json(c) for c in data['candidates']]
+    found = modules.survey()
+    cache.write_text(json.dumps({
+        'fingerprint': tree_fingerprint(lmod, dirs + found.opened), 'opened': found.opened,
+        'candidates': [dataclasses.asdict(c) for c in found.candidates]}, indent=1))
+    return found.candidates
