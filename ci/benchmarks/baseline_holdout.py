@@ -20,17 +20,15 @@ from pathlib import Path
 
 from reframe.utility.sanity import reference_bounds
 
-from hpcnet.acceptance import baseline, references, spread
+from hpcnet.acceptance import baseline, references
 
 
 def judge(reports: list, after: dict) -> tuple:
     """(asserted, not asserted, [failure lines]) of ``after`` against a
     baseline of ``reports``."""
     built = baseline.build(reports)
-    estimates = {}
     collected = baseline.collect(reports)
-    priors = baseline.priors(collected)
-    n_metrics = sum(len(m) for _, by_key in collected.values() for m in by_key.values())
+    estimates = baseline.shared_estimates(collected)
     asserted, not_asserted, failed = 0, 0, []
     for tc in baseline.judged_cases([after]):
         cls = tc['name'].split()[0]
@@ -48,16 +46,10 @@ def judge(reports: list, after: dict) -> tuple:
             if lo <= value <= hi:
                 continue
             samples = collected[cls][1][keys][var]
-            key = (cls, keys, var)
-            if key not in estimates:
-                estimates[key] = spread.estimate(
-                    samples.values, samples.sessions, runs=samples.runs,
-                    alpha=spread.RUN_ALPHA / n_metrics,
-                    prior=priors.get(baseline._group_of(cls, index, keys, unit)))
             failed.append(f'  {cls} {baseline.entry_path(keys, var)} = {value:g} {unit}, '
                           f'reference {ref[0]:g} ({ref[1]}, {ref[2]}); baseline samples '
                           f'{[round(v, 4) for v in samples.values]}; tolerance from '
-                          f'{estimates[key].reason}')
+                          f'{estimates[cls, keys, var].reason}')
     return asserted, not_asserted, failed
 
 

@@ -182,6 +182,37 @@ def priors(collected: dict) -> dict:
             for group, got in spreads.items()}
 
 
+def _estimates(collected: dict, group_priors: dict, floor: float, alpha: float) -> dict:
+    return {(cls, keys, var): estimate(samples.values, samples.sessions, floor, samples.runs,
+                                       alpha, group_priors.get(_group_of(cls, index, keys,
+                                                                         samples.unit)))
+            for cls, (index, by_key) in collected.items()
+            for keys, metrics in by_key.items() for var, samples in metrics.items()}
+
+
+def shared_estimates(collected: dict, floor: float = TOLERANCE_FLOOR) -> dict:
+    """{(test, keys, variable): Estimate} with RUN_ALPHA shared out over the
+    values the baseline asserts (Bonferroni): the fewest shares N whose
+    estimates assert at most N values, found by bisection (fewer shares
+    widen nothing, so the asserted count falls as N grows)."""
+    group_priors = priors(collected)
+    total = sum(len(m) for _, by_key in collected.values() for m in by_key.values())
+
+    def at(shares: int) -> tuple:
+        found = _estimates(collected, group_priors, floor, RUN_ALPHA / shares)
+        return found, sum(e.asserted for e in found.values())
+    low, high = 1, max(total, 1)
+    best = at(high)[0]
+    while low < high:
+        mid = (low + high) // 2
+        found, asserted = at(mid)
+        if asserted <= mid:
+            high, best = mid, found
+        else:
+            low = mid + 1
+    return best
+
+
 def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None) -> Baseline:
     """The references of ``reports`` (ReFrame's external format, ``$index``
     per test) and everything said about them."""
@@ -191,15 +222,12 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
     left_out: list = []
     measured: dict = {}
     collected = collect(reports, tests)
-    group_priors = priors(collected)
-    n_metrics = sum(len(m) for _, by_key in collected.values() for m in by_key.values())
-    alpha = RUN_ALPHA / max(n_metrics, 1)
+    estimates = shared_estimates(collected, floor)
     for cls, (index, by_key) in sorted(collected.items()):
         measured[cls] = (list(index), sorted(by_key))
         for keys, metrics in sorted(by_key.items()):
             for var, samples in sorted(metrics.items()):
-                est = estimate(samples.values, samples.sessions, floor, samples.runs, alpha,
-                               group_priors.get(_group_of(cls, index, keys, samples.unit)))
+                est = estimates[cls, keys, var]
                 name = f'{cls} {entry_path(keys, var)}'
                 left_out += [{'metric': name, 'value': v, 'session': s, 'run': r}
                              for v, s, r in est.left_out]

@@ -41,6 +41,7 @@ hpcnet.acceptance.baseline records it as not asserted, with the reason.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -63,6 +64,8 @@ MIN_STEP_SAMPLES = 3
 #: Metrics of a group needed to say anything of a metric's spread before
 #: its own samples do.
 MIN_PRIOR_METRICS = 5
+#: A prediction interval wider than exp(this) times the median says nothing.
+MAX_LOG_WIDTH = 20.0
 #: Margin over the largest deviation of a kept sample.
 WORST_MARGIN = 1.5
 
@@ -85,6 +88,7 @@ def _sigma(values) -> float:
     return float(stats.median_abs_deviation(values, scale='normal')) if len(values) > 1 else 0.0
 
 
+@functools.lru_cache(maxsize=4096)
 def prediction_factor(dof: float, observations: int, alpha: float = RUN_ALPHA) -> float:
     """t(dof, 1 - alpha) x sqrt(1 + 1/observations): the half-width, in
     standard deviations, of a one-sided prediction interval for one new
@@ -251,7 +255,8 @@ def estimate(values: list, sessions: list | None = None, floor: float = TOLERANC
         said = f'spread {math.sqrt(own.variance):.2%} ({own.dof} dof)'
     if dof > 0:
         k = prediction_factor(dof, own.observations, alpha)
-        terms.append((math.expm1(k * math.sqrt(variance)),
+        log_width = k * math.sqrt(variance)
+        terms.append((math.expm1(log_width) if log_width < MAX_LOG_WIDTH else math.inf,
                       f'{said} x {k:.1f} over {own.observations} observations'))
     else:
         # One sample and no group with repeats: nothing says how far the
