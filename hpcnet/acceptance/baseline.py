@@ -27,6 +27,7 @@ replacing only what it measured.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 import difflib
@@ -42,8 +43,9 @@ import reframe
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
 from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED,
                                           per_environment, reference_dir, reference_file)
-from hpcnet.acceptance.spread import (OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP, TOLERANCE_FLOOR,
-                                      WORST_MARGIN, estimate, fit_prior, outliers, own_spread)
+from hpcnet.acceptance.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP,
+                                      TOLERANCE_FLOOR, WORST_MARGIN, estimate, fit_prior,
+                                      outliers, own_spread)
 from hpcnet.acceptance.statcompare import better_direction
 
 #: Session extras key that tags a stored session as a baseline.
@@ -185,9 +187,34 @@ def priors(collected: dict) -> dict:
 def _estimates(collected: dict, group_priors: dict, floor: float, alpha: float) -> dict:
     return {(cls, keys, var): estimate(samples.values, samples.sessions, floor, samples.runs,
                                        alpha, group_priors.get(_group_of(cls, index, keys,
-                                                                         samples.unit)))
+                                                                         samples.unit)),
+                                       better_direction(samples.unit))
             for cls, (index, by_key) in collected.items()
             for keys, metrics in by_key.items() for var, samples in metrics.items()}
+
+
+def _with_modes_unasserted(collected: dict, estimates: dict) -> dict:
+    """``estimates`` with every metric of a group whose samples fell to a
+    slower mode more often than EXCURSION_LIMIT made not asserted, saying
+    how often."""
+    excursions, samples = {}, {}
+    for cls, (index, by_key) in collected.items():
+        for keys, metrics in by_key.items():
+            for var, got in metrics.items():
+                group = _group_of(cls, index, keys, got.unit)
+                excursions[group] = excursions.get(group, 0) + estimates[cls, keys, var].excursions
+                samples[group] = samples.get(group, 0) + len(got.values)
+    out = dict(estimates)
+    for (cls, keys, var), est in estimates.items():
+        index = collected[cls][0]
+        group = _group_of(cls, index, keys, collected[cls][1][keys][var].unit)
+        rate = excursions[group] / samples[group]
+        if rate > EXCURSION_LIMIT and est.median != 0 and est.asserted:
+            out[cls, keys, var] = dataclasses.replace(est, tolerance=math.inf, reason=(
+                f'{excursions[group]} of the {samples[group]} samples of {cls} on {group[1]} '
+                f'in {group[2]} fell to a slower mode ({rate:.1%}, above '
+                f'{EXCURSION_LIMIT:.0%}): the group has modes a clean run visits'))
+    return out
 
 
 def shared_estimates(collected: dict, floor: float = TOLERANCE_FLOOR) -> dict:
@@ -199,7 +226,8 @@ def shared_estimates(collected: dict, floor: float = TOLERANCE_FLOOR) -> dict:
     total = sum(len(m) for _, by_key in collected.values() for m in by_key.values())
 
     def at(shares: int) -> tuple:
-        found = _estimates(collected, group_priors, floor, RUN_ALPHA / shares)
+        found = _with_modes_unasserted(
+            collected, _estimates(collected, group_priors, floor, RUN_ALPHA / shares))
         return found, sum(e.asserted for e in found.values())
     low, high = 1, max(total, 1)
     best = at(high)[0]
