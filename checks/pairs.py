@@ -41,6 +41,7 @@ check says that attribution needs three nodes.
 """
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
@@ -57,10 +58,12 @@ MAD_K = 4.0
 OUTLIER_FLOOR = 0.10
 MAD_RULE_MIN_NODES = 5
 #: What two nodes cannot tell: the pair is the median and the worst pair.
-ATTRIBUTION_VARIABLES = tuple(
-    f'{quantity}_{what}' for quantity in QUANTITY_PREFIX
-    for what in ('worst_pair', 'worst_over_median', 'outlier_nodes', 'outlier_links',
-                 'inconclusive_pairs'))
+ATTRIBUTION_VARIABLES = tuple(f'{quantity}_{what}' for quantity in QUANTITY_PREFIX
+                              for what in ('worst_pair', 'worst_over_median'))
+#: The culprits counted from three nodes on, per quantity: performance
+#: variable suffix -> the Culprits field counted.
+CULPRIT_COUNTS = {'outlier_nodes': 'nodes', 'outlier_links': 'links',
+                  'inconclusive_pairs': 'inconclusive'}
 
 
 @rfm.simple_test
@@ -156,31 +159,20 @@ class hpcnet_pairs(KernelRun):
     def _culprits(self, quantity):
         return culprits(self.kernel_output('pairs').rows, quantity)
 
-    # Counted apart: on an emulated cluster latency is the host's, and a site
-    # may judge one and not the other.
-    @performance_function(Unit.COUNT)
-    def bandwidth_outlier_nodes(self):
-        return len(self._culprits('bandwidth').nodes)
+    @run_after('setup')
+    def count_culprits(self):
+        # Counted apart per quantity: on an emulated cluster latency is the
+        # host's, and a site may judge one and not the other.
+        if self.num_nodes < NODES_FOR_ATTRIBUTION:
+            return
+        for quantity in QUANTITY_PREFIX:
+            for suffix, kind in CULPRIT_COUNTS.items():
+                self.perf_variables[f'{quantity}_{suffix}'] = sn.make_performance_function(
+                    self._culprit_count(quantity, kind), Unit.COUNT)
 
-    @performance_function(Unit.COUNT)
-    def bandwidth_outlier_links(self):
-        return len(self._culprits('bandwidth').links)
-
-    @performance_function(Unit.COUNT)
-    def bandwidth_inconclusive_pairs(self):
-        return len(self._culprits('bandwidth').inconclusive)
-
-    @performance_function(Unit.COUNT)
-    def latency_outlier_nodes(self):
-        return len(self._culprits('latency').nodes)
-
-    @performance_function(Unit.COUNT)
-    def latency_outlier_links(self):
-        return len(self._culprits('latency').links)
-
-    @performance_function(Unit.COUNT)
-    def latency_inconclusive_pairs(self):
-        return len(self._culprits('latency').inconclusive)
+    @sn.deferrable
+    def _culprit_count(self, quantity, kind):
+        return len(getattr(self._culprits(quantity), kind))
 
     @sanity_function
     def assert_valid(self):
