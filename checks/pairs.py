@@ -46,7 +46,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import sanity
-from hpcnet.checklib.analysis import NODES_FOR_ATTRIBUTION, QUANTITY_PREFIX, culprits, worst_median
+from hpcnet.checklib import analysis
+from hpcnet.checklib.analysis import NODES_FOR_ATTRIBUTION, QUANTITY_PREFIX, worst_median
 from hpcnet.constants import Feature, Scale, Unit
 from hpcnet.checklib.testlib import KernelRun
 
@@ -157,7 +158,7 @@ class hpcnet_pairs(KernelRun):
         return self._summary('bw_mean_MBps', min)[2]
 
     def _culprits(self, quantity):
-        return culprits(self.kernel_output('pairs').rows, quantity)
+        return analysis.culprits(self.kernel_output('pairs').rows, quantity)
 
     @run_after('setup')
     def count_culprits(self):
