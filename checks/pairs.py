@@ -2,32 +2,69 @@
 ranks, scheduled in rounds of disjoint pairs (N ranks: N-1 rounds), so that
 one bad link or node stands out instead of hiding in an average.
 
-Scale ``all_nodes``: one rank on each node of a multi-node partition; the
-worst pair over the median pair names the outlier.  A pair needs two nodes:
-on one node (scale ``1_node``) the check does not run and says why.  Two
-nodes are one pair: it is reported, but a slow pair cannot be put on either
-of its nodes, so worst pair, worst over median and the outlier counts
-(which could only be the pair itself, 1 and 0) are not reported; that takes
-three nodes or more.
+Scale ``all_nodes``: one rank on each node of a multi-node partition.  Each
+pair reports its mean latency and bandwidth, its first exchange (what a
+connection costs to set up) and its jitter (standard deviation).
+
+Judging, retest before blame: the kernel calls a pair an outlier by one of
+two rules, measures the outlier pairs again with a control pair for each of
+their nodes, and only a pair that is an outlier both times is bad
+(``outlier_rule``):
+
+- ``mad``: one-sided median + k x MAD over the pairs (latency above, bandwidth
+  below; a pair faster than the rest is no fault), MAD scaled to a standard
+  deviation as ``scipy.stats.median_abs_deviation(scale='normal')``.
+  ``MAD_K`` = 4: a first-pass outlier only costs its retest, so k can sit
+  below Intel Cluster Checker's 6 (two-sided, no retest), which lets a pair
+  5 MADs slow pass; for Gaussian noise a pair passes 4 one-sided with
+  p = 3.2e-5 per pass, so on 1024 nodes (523,776 pairs) about 17 healthy
+  pairs are retested and 5e-4 are reported bad per run, where k = 3 would
+  report about one healthy pair per run.  ``OUTLIER_FLOOR`` = 10 % of the
+  median: where the pairs are all alike the MAD is near 0 and k x MAD would
+  call a 1 % wobble a fault; a fault worth a visit to the rack costs more
+  than a tenth of a pair's rate (ClusterKit's own bandwidth margin is 7 %).
+- ``clusterkit``: NVIDIA ClusterKit's ratios to the best pair: latency above
+  2.1 x the least, bandwidth below 93 % of the greatest.
+- ``auto`` (default): ``mad`` from ``MAD_RULE_MIN_NODES`` nodes, ``clusterkit``
+  below.  The median pair is a healthy one only while the slow pairs are
+  fewer than half; a bad node slows 2 of every N pairs, half of them on 4
+  nodes and most on 3, where only the best pair is a healthy reference.
+
+Attribution (hpcnet.checklib.analysis.culprits): a node when more than half
+of its pairs are bad, a link when that pair is the only bad pair of both its
+nodes, "inconclusive" otherwise; counted per quantity.
+
+A pair needs two nodes: on one node (scale ``1_node``) the check does not
+run and says why.  Two nodes are one pair: it is reported, but neither the
+rule (one pair is its own median and best) nor attribution can judge it; the
+check says that attribution needs three nodes.
 """
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import sanity
-from hpcnet.checklib.analysis import outlier_nodes, worst_median
+from hpcnet.checklib import analysis
+from hpcnet.checklib.analysis import NODES_FOR_ATTRIBUTION, QUANTITY_PREFIX, worst_median
 from hpcnet.constants import Feature, Scale, Unit
 from hpcnet.checklib.testlib import KernelRun
 
-#: Nodes that make a pair, and nodes that let a slow pair be put on one node
-#: (a majority of its pairs to compare against).
+#: Nodes that make a pair.
 NODES_FOR_A_PAIR = 2
-NODES_FOR_ATTRIBUTION = 3
+#: The outlier rules (module docstring) and their constants.
+OUTLIER_RULES = ('auto', 'mad', 'clusterkit')
+MAD_K = 4.0
+OUTLIER_FLOOR = 0.10
+MAD_RULE_MIN_NODES = 5
 #: What two nodes cannot tell: the pair is the median and the worst pair.
-ATTRIBUTION_VARIABLES = ('latency_worst_pair', 'latency_worst_over_median',
-                         'bandwidth_worst_pair', 'bandwidth_worst_over_median',
-                         'bandwidth_outlier_nodes', 'latency_outlier_nodes')
+ATTRIBUTION_VARIABLES = tuple(f'{quantity}_{what}' for quantity in QUANTITY_PREFIX
+                              for what in ('worst_pair', 'worst_over_median'))
+#: The culprits counted from three nodes on, per quantity: performance
+#: variable suffix -> the Culprits field counted.
+CULPRIT_COUNTS = {'outlier_nodes': 'nodes', 'outlier_links': 'links',
+                  'inconclusive_pairs': 'inconclusive'}
 
 
 @rfm.simple_test
@@ -41,27 +78,44 @@ class hpcnet_pairs(KernelRun):
     #: Samples per pair (the first is kept out of the statistics).
     samples = variable(int, value=200)
     bw_samples = variable(int, value=10)
+    #: Which pairs are outliers: one of OUTLIER_RULES (module docstring).
+    outlier_rule = variable(typ.Str['|'.join(OUTLIER_RULES)], value='auto')
+    #: The mad rule's k and its floor (a fraction of the median).
+    mad_k = variable(float, value=MAD_K)
+    outlier_floor = variable(float, value=OUTLIER_FLOOR)
     #: The whole matrix: one dict per pair (JSON report).
     pair_table = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
-    #: A node is an outlier when its median pair is this much worse than the
-    #: median node's (bandwidth lower, latency higher).
-    outlier_fraction = variable(float, value=0.25)
-    #: The outliers found, by metric: {'bandwidth': ['cn3'], 'latency': []}.
-    outliers = variable(typ.Dict[str, typ.List[str]], value={}, loggable=True)
-    #: Why no node is named (fewer than NODES_FOR_ATTRIBUTION nodes), '' else.
+    #: By quantity, what the bad pairs blame: {'bandwidth': {'nodes': ['cn3'],
+    #: 'links': [['cn1', 'cn2']], 'inconclusive': []}, 'latency': {...}}.
+    culprits = variable(typ.Dict[str, typ.Dict[str, typ.List[object]]], value={},
+                        loggable=True)
+    #: The verdict in words: the rule and what it blamed, or why nothing can be.
     attribution = variable(str, value='', loggable=True)
 
     tags = {'pairs', 'mpi'}
     valid_prog_environs = [f'+{Feature.MPI} +{Feature.PRIMARY}']
     kernel_name = 'pairs'
 
+    def rule_in_force(self) -> str:
+        '''The rule the kernel applies: none on two nodes (nothing to judge
+        one pair against), ``auto`` resolved by the node count.'''
+        if self.num_nodes < NODES_FOR_ATTRIBUTION:
+            return 'none'
+        if self.outlier_rule == 'auto':
+            return 'mad' if self.num_nodes >= MAD_RULE_MIN_NODES else 'clusterkit'
+        return self.outlier_rule
+
     def kernel_args(self) -> list:
         self.descr = f'Per-pair MPI latency/bandwidth over {self.current_partition.fullname}'
         # Where the nodes share one host's cores, concurrent pairs would
         # measure CPU contention: the pairs of a round then take turns.
         turns = ['--one-pair-at-a-time'] if self.partition.nodes_share_cores else []
+        rule = self.rule_in_force()
+        mad = (['--mad-k', str(self.mad_k), '--outlier-floor', str(self.outlier_floor)]
+               if rule == 'mad' else [])
         return ['--lat-size', str(self.lat_size), '--bw-size', str(self.bw_size),
-                '--samples', str(self.samples), '--bw-samples', str(self.bw_samples)] + turns
+                '--samples', str(self.samples), '--bw-samples', str(self.bw_samples),
+                '--outlier-rule', rule] + mad + turns
 
     @run_after('setup')
     def needs_pairs_of_nodes(self):
@@ -70,9 +124,9 @@ class hpcnet_pairs(KernelRun):
                               f'{self.current_partition.fullname} runs it on {self.num_nodes} '
                               '(ranks of one node measure the node, not a link)')
         if self.num_nodes < NODES_FOR_ATTRIBUTION:
-            self.attribution = (f'not computed: {self.num_nodes} nodes are one pair; putting a '
-                                f'slow pair on one of its nodes needs at least '
-                                f'{NODES_FOR_ATTRIBUTION} nodes')
+            self.attribution = (f'not computed: {self.num_nodes} nodes are one pair, reported as '
+                                f'measured; putting a slow pair on a node or a link needs at '
+                                f'least {NODES_FOR_ATTRIBUTION} nodes')
             for name in ATTRIBUTION_VARIABLES:
                 self.perf_variables.pop(name, None)
 
@@ -103,22 +157,23 @@ class hpcnet_pairs(KernelRun):
     def bandwidth_worst_over_median(self):
         return self._summary('bw_mean_MBps', min)[2]
 
-    def _outliers(self):
-        out = self.kernel_output('pairs')
-        return {'bandwidth': outlier_nodes(out.rows, out.hosts, 'bw_mean_MBps',
-                                           self.outlier_fraction, low_is_bad=True),
-                'latency': outlier_nodes(out.rows, out.hosts, 'lat_mean_us',
-                                         self.outlier_fraction, low_is_bad=False)}
+    def _culprits(self, quantity):
+        return analysis.culprits(self.kernel_output('pairs').rows, quantity)
 
-    # Counted apart: on an emulated cluster latency is the host's, and a site
-    # may judge one and not the other.
-    @performance_function(Unit.COUNT)
-    def bandwidth_outlier_nodes(self):
-        return len(self._outliers()['bandwidth'])
+    @run_after('setup')
+    def count_culprits(self):
+        # Counted apart per quantity: on an emulated cluster latency is the
+        # host's, and a site may judge one and not the other.
+        if self.num_nodes < NODES_FOR_ATTRIBUTION:
+            return
+        for quantity in QUANTITY_PREFIX:
+            for suffix, kind in CULPRIT_COUNTS.items():
+                self.perf_variables[f'{quantity}_{suffix}'] = sn.make_performance_function(
+                    self._culprit_count(quantity, kind), Unit.COUNT)
 
-    @performance_function(Unit.COUNT)
-    def latency_outlier_nodes(self):
-        return len(self._outliers()['latency'])
+    @sn.deferrable
+    def _culprit_count(self, quantity, kind):
+        return len(getattr(self._culprits(quantity), kind))
 
     @sanity_function
     def assert_valid(self):
@@ -127,11 +182,18 @@ class hpcnet_pairs(KernelRun):
         expected = ranks * (ranks - 1) // 2
         if len(out.rows) != expected:
             raise SanityError(f'{len(out.rows)} pairs measured, {ranks} ranks have {expected}')
+        if out.header.get('outlier-rule') != self.rule_in_force():
+            raise SanityError(f"the kernel applied outlier rule {out.header.get('outlier-rule')!r}, "
+                              f'the check asked for {self.rule_in_force()!r}')
         with sanity.sanity_from_output_errors():
             out.require_finite_positive(('lat_first_us', 'lat_mean_us', 'lat_min_us', 'lat_max_us',
                                          'bw_mean_MBps', 'bw_min_MBps', 'bw_max_MBps'), what='pair')
         self.prove(out.mpi_library, out.hosts, sanity.bytes_sent_by_host(out))
         self.pair_table = [dict(r) for r in out.rows]
-        if not self.attribution:
-            self.outliers = self._outliers()
+        if self.num_nodes >= NODES_FOR_ATTRIBUTION:
+            found = {q: self._culprits(q) for q in QUANTITY_PREFIX}
+            self.culprits = {q: c.as_dict() for q, c in found.items()}
+            self.attribution = (f'rule {self.rule_in_force()}, {out.header["retested"]} pairs '
+                                'measured again; bad twice: '
+                                + '; '.join(f'{q}: {c.describe()}' for q, c in found.items()))
         return True

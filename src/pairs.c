@@ -21,6 +21,18 @@
  * communication before them.  Later rounds run after barriers and so may find
  * connections already set up by them (depends on the MPI library).
  *
+ * Retest before blame (--outlier-rule mad|clusterkit): rank 0 sets a latency
+ * and a bandwidth threshold from the first pass (the rule: outlier_thresholds
+ * below, the one place it is decided), calls a pair whose mean latency is
+ * above or whose mean bandwidth is below its threshold an outlier, and
+ * broadcasts the pairs to measure again: every outlier pair, and one control
+ * pair for each of their endpoints (the endpoint with a rank that is the
+ * endpoint of no outlier pair, where there is one).  The second pass runs
+ * them in greedy rounds of disjoint pairs, scheduled as the first, and judges
+ * them against the first pass's thresholds.  The rows say, per pair, what
+ * each pass found; what the findings mean (a bad node, a bad link) is for the
+ * reader of the output (hpcnet.checklib.analysis).
+ *
  * Output: "hpcnet kernel output format 1" (README.md), rows at the end,
  * followed by latency and bandwidth matrices as "# " comment lines.
  */
@@ -32,6 +44,19 @@
 #define TAG_BW 22
 #define NRES 10 /* results per pair, in the order of the row columns */
 enum { R_FIRST, R_LMEAN, R_LSD, R_LMIN, R_LMAX, R_BMEAN, R_BSD, R_BMIN, R_BMAX, R_ROUND };
+
+/* scipy.stats.median_abs_deviation(scale='normal'): 1 / Phi^-1(3/4), which
+ * makes the MAD of normal samples estimate their standard deviation. */
+#define MAD_NORMAL_SCALE 1.482602218505602
+/* NVIDIA ClusterKit's rule: a pair is bad when its latency exceeds 2.1 x the
+ * least pair latency or its bandwidth falls below 93 % of the greatest. */
+#define CLUSTERKIT_LATENCY_OVER_MIN 2.1
+#define CLUSTERKIT_BANDWIDTH_OF_MAX 0.93
+
+enum outlier_rule { RULE_NONE, RULE_MAD, RULE_CLUSTERKIT };
+static const char *const RULE_NAMES[] = {"none", "mad", "clusterkit"};
+/* Why a pair is in the second pass (the row's 'retest' column). */
+enum { RETEST_NO, RETEST_OUTLIER, RETEST_CONTROL };
 
 /* Index of pair (lo, hi), lo < hi, among the n(n-1)/2 pairs in (a, b) order. */
 static long pair_index(int lo, int hi, int n)
@@ -64,6 +89,9 @@ static void usage(void)
            "  --samples N       latency samples per pair after the first (default 50)\n"
            "  --bw-samples N    bandwidth samples per pair (default 10)\n"
            "  --one-pair-at-a-time  the pairs of a round take turns (nodes that share cores)\n"
+           "  --outlier-rule R  none (default), mad or clusterkit: measure the outlier pairs again\n"
+           "  --mad-k K         mad: outlier beyond median + K x scaled MAD (required with mad)\n"
+           "  --outlier-floor F mad: ... and beyond median x (1 +- F) (required with mad)\n"
            "  --help            this text\n");
 }
 
@@ -102,6 +130,7 @@ static void sleeping_barrier(void)
 typedef struct {
     size_t lat_size, bw_size;
     long samples, bw_samples;
+    int one_at_a_time;
 } pair_options;
 
 typedef struct {
@@ -109,6 +138,17 @@ typedef struct {
     double *samples; /* scratch, max(samples, bw_samples) */
     double *res;     /* NRES per pair */
 } pair_buffers;
+
+typedef struct {
+    enum outlier_rule rule;
+    double mad_k, floor; /* mad only */
+} outlier_options;
+
+/* An outlier pair has a mean latency above lat_us or a mean bandwidth below
+ * bw_MBps. */
+typedef struct {
+    double lat_us, bw_MBps;
+} thresholds;
 
 /* Latency then bandwidth of the pair (me, peer) in round 'round'; the lower
  * rank records the results.  Returns the payload bytes this rank sent. */
@@ -142,6 +182,147 @@ static unsigned long long measure_pair(const pair_buffers *b, const pair_options
     return (unsigned long long)(1 + o->samples) * o->lat_size + (unsigned long long)(1 + o->bw_samples) * o->bw_size;
 }
 
+/* One round of disjoint pairs lo[k] < hi[k]: measured at the same time, or
+ * with --one-pair-at-a-time one after the other in the order given (every
+ * rank waits for each turn).  Returns the payload bytes this rank sent. */
+static unsigned long long measure_round(const pair_buffers *b, const pair_options *o, const int *lo, const int *hi,
+                                        int count, int round)
+{
+    unsigned long long sent = 0;
+    for (int k = 0; k < count; k++) {
+        if (hk_rank == lo[k] || hk_rank == hi[k])
+            sent += measure_pair(b, o, hk_rank, hk_rank == lo[k] ? hi[k] : lo[k], round);
+        if (o->one_at_a_time)
+            sleeping_barrier();
+    }
+    return sent;
+}
+
+/* Median of v[0..n) and its median absolute deviation scaled to a standard
+ * deviation; overwrites v. */
+static void median_mad(double *v, long n, double *median, double *mad)
+{
+    *median = hk_median(v, n);
+    for (long k = 0; k < n; k++)
+        v[k] = fabs(v[k] - *median);
+    *mad = MAD_NORMAL_SCALE * hk_median(v, n);
+}
+
+/* The outlier thresholds of the first pass's results (npairs x NRES).
+ * mad: one-sided, since a pair faster than the rest is no fault: latency
+ * above median + max(k x MAD, floor x median), bandwidth below median minus
+ * the same; the floor keeps a uniform matrix (MAD near 0) from calling a
+ * wobble an outlier.  clusterkit: its ratios to the best pair. */
+static thresholds outlier_thresholds(const double *all, long npairs, const outlier_options *o, double *scratch)
+{
+    thresholds t;
+    if (o->rule == RULE_CLUSTERKIT) {
+        double least_lat = all[R_LMEAN], most_bw = all[R_BMEAN];
+        for (long p = 1; p < npairs; p++) {
+            least_lat = fmin(least_lat, all[p * NRES + R_LMEAN]);
+            most_bw = fmax(most_bw, all[p * NRES + R_BMEAN]);
+        }
+        t.lat_us = CLUSTERKIT_LATENCY_OVER_MIN * least_lat;
+        t.bw_MBps = CLUSTERKIT_BANDWIDTH_OF_MAX * most_bw;
+        return t;
+    }
+    double median, mad;
+    for (long p = 0; p < npairs; p++)
+        scratch[p] = all[p * NRES + R_LMEAN];
+    median_mad(scratch, npairs, &median, &mad);
+    t.lat_us = median + fmax(o->mad_k * mad, o->floor * median);
+    for (long p = 0; p < npairs; p++)
+        scratch[p] = all[p * NRES + R_BMEAN];
+    median_mad(scratch, npairs, &median, &mad);
+    t.bw_MBps = median - fmax(o->mad_k * mad, o->floor * median);
+    return t;
+}
+
+static int latency_outlier(const double *r, const thresholds *t)
+{
+    return r[R_LMEAN] > t->lat_us;
+}
+
+static int bandwidth_outlier(const double *r, const thresholds *t)
+{
+    return r[R_BMEAN] < t->bw_MBps;
+}
+
+/* The second pass, as why[pair] (RETEST_*): every outlier pair of 'all',
+ * and for each of their endpoints a control pair with the next rank (in
+ * rank order, wrapping) that is the endpoint of no outlier pair, if any.
+ * Returns the number of pairs to retest. */
+static long retest_selection(const double *all, const thresholds *t, int n, unsigned char *why)
+{
+    unsigned char *suspect = (unsigned char *)calloc((size_t)n, 1);
+    if (!suspect)
+        hk_fatal("out of memory (%d ranks)", n);
+    long count = 0;
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++) {
+            const long p = pair_index(a, b, n);
+            why[p] = RETEST_NO;
+            if (latency_outlier(all + p * NRES, t) || bandwidth_outlier(all + p * NRES, t)) {
+                why[p] = RETEST_OUTLIER;
+                suspect[a] = suspect[b] = 1;
+                count++;
+            }
+        }
+    for (int e = 0; e < n; e++) {
+        if (!suspect[e])
+            continue;
+        for (int step = 1; step < n; step++) {
+            const int c = (e + step) % n;
+            if (suspect[c])
+                continue;
+            const long p = e < c ? pair_index(e, c, n) : pair_index(c, e, n);
+            if (why[p] == RETEST_NO) {
+                why[p] = RETEST_CONTROL;
+                count++;
+            }
+            break;
+        }
+    }
+    free(suspect);
+    return count;
+}
+
+/* Measures the pairs 'why' selects in greedy rounds of disjoint pairs (in
+ * pair order), a barrier before each.  Returns the rounds run. */
+static int retest_pass(const pair_buffers *b, const pair_options *o, const unsigned char *why,
+                       unsigned long long *sent)
+{
+    const int n = hk_nranks;
+    int *lo = (int *)calloc((size_t)n, sizeof *lo), *hi = (int *)calloc((size_t)n, sizeof *hi);
+    unsigned char *busy = (unsigned char *)calloc((size_t)n, 1);
+    unsigned char *done = (unsigned char *)calloc((size_t)n * (n - 1) / 2, 1);
+    if (!lo || !hi || !busy || !done)
+        hk_fatal("out of memory (%d ranks)", n);
+    int rounds = 0;
+    for (;;) {
+        int count = 0;
+        memset(busy, 0, (size_t)n);
+        for (int a = 0; a < n; a++)
+            for (int c = a + 1; c < n; c++) {
+                const long p = pair_index(a, c, n);
+                if (why[p] == RETEST_NO || done[p] || busy[a] || busy[c])
+                    continue;
+                done[p] = busy[a] = busy[c] = 1;
+                lo[count] = a;
+                hi[count++] = c;
+            }
+        if (count == 0)
+            break;
+        MPI_Barrier(MPI_COMM_WORLD);
+        *sent += measure_round(b, o, lo, hi, count, rounds++);
+    }
+    free(done);
+    free(busy);
+    free(hi);
+    free(lo);
+    return rounds;
+}
+
 static void print_matrix(const char *title, const double *res, int col, int decimals)
 {
     const int n = hk_nranks;
@@ -164,16 +345,24 @@ static void print_matrix(const char *title, const double *res, int col, int deci
     }
 }
 
+static enum outlier_rule parse_rule(const char *v)
+{
+    for (int r = RULE_NONE; r <= RULE_CLUSTERKIT; r++)
+        if (strcmp(v, RULE_NAMES[r]) == 0)
+            return (enum outlier_rule)r;
+    hk_usage_error("--outlier-rule: '%s' is not one of none, mad, clusterkit", v);
+}
+
 int main(int argc, char **argv)
 {
     hk_init(&argc, &argv, "pairs", usage);
 
-    pair_options opt = {8, 1u << 20, 50, 10};
-    int one_at_a_time = 0;
+    pair_options opt = {8, 1u << 20, 50, 10, 0};
+    outlier_options rule = {RULE_NONE, -1.0, -1.0};
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         if (hk_flag(argv[i], "--one-pair-at-a-time")) {
-            one_at_a_time = 1;
+            opt.one_at_a_time = 1;
         } else if (hk_opt(argc, argv, &i, "--lat-size", &v)) {
             opt.lat_size = hk_parse_size("--lat-size", v);
         } else if (hk_opt(argc, argv, &i, "--bw-size", &v)) {
@@ -184,10 +373,23 @@ int main(int argc, char **argv)
             opt.samples = hc_parse_long("--samples", v, 1, HK_MAX_ITERS);
         } else if (hk_opt(argc, argv, &i, "--bw-samples", &v)) {
             opt.bw_samples = hc_parse_long("--bw-samples", v, 1, HK_MAX_ITERS);
+        } else if (hk_opt(argc, argv, &i, "--outlier-rule", &v)) {
+            rule.rule = parse_rule(v);
+        } else if (hk_opt(argc, argv, &i, "--mad-k", &v)) {
+            rule.mad_k = hk_parse_positive("--mad-k", v, 1000.0);
+        } else if (hk_opt(argc, argv, &i, "--outlier-floor", &v)) {
+            rule.floor = hk_parse_nonnegative("--outlier-floor", v, 1.0);
+            if (rule.floor >= 1.0)
+                hk_usage_error("--outlier-floor: '%s' is not below 1 (a fraction of the median)", v);
         } else {
             hk_usage_error("unknown option '%s'", argv[i]);
         }
     }
+    const int mad_options = rule.mad_k >= 0.0 || rule.floor >= 0.0;
+    if (rule.rule == RULE_MAD && (rule.mad_k < 0.0 || rule.floor < 0.0))
+        hk_usage_error("--outlier-rule mad needs --mad-k and --outlier-floor");
+    if (rule.rule != RULE_MAD && mad_options)
+        hk_usage_error("--mad-k and --outlier-floor go with --outlier-rule mad only");
     if (hk_nranks < 2)
         hk_usage_error("pairs needs at least 2 ranks, got %d", hk_nranks);
 
@@ -199,8 +401,13 @@ int main(int argc, char **argv)
     long nsamp = opt.samples > opt.bw_samples ? opt.samples : opt.bw_samples;
     double *lat = (double *)calloc((size_t)nsamp, sizeof *lat);
     double *res = (double *)calloc((size_t)npairs * NRES, sizeof *res);
+    double *res2 = (double *)calloc((size_t)npairs * NRES, sizeof *res2);
+    unsigned char *why = (unsigned char *)calloc((size_t)npairs, 1);
+    int *round_lo = (int *)calloc((size_t)n, sizeof *round_lo), *round_hi = (int *)calloc((size_t)n, sizeof *round_hi);
     double *all = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all) : NULL;
-    if (!lat || !res || (me == 0 && !all))
+    double *all2 = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all2) : NULL;
+    double *scratch = me == 0 ? (double *)calloc((size_t)npairs, sizeof *scratch) : NULL;
+    if (!lat || !res || !res2 || !why || !round_lo || !round_hi || (me == 0 && (!all || !all2 || !scratch)))
         hk_fatal("out of memory (%ld pairs)", npairs);
 
     unsigned long long sent = 0; /* payload bytes this rank sent */
@@ -209,43 +416,67 @@ int main(int argc, char **argv)
     for (int round = 0; round < rounds; round++) {
         if (round > 0) /* the first round starts without any prior communication */
             MPI_Barrier(MPI_COMM_WORLD);
-        int peer = round_partner(me, round, slots);
-        if (!one_at_a_time) {
-            if (peer < n) /* else this rank sits this round out */
-                sent += measure_pair(&buf, &opt, me, peer, round);
-            continue;
-        }
-        /* turns in the order of each pair's lower rank */
+        int count = 0; /* this round's pairs, in the order of their lower rank */
         for (int lo = 0; lo < n; lo++) {
             int hi = round_partner(lo, round, slots);
-            if (hi <= lo || hi >= n)
-                continue;
-            if (me == lo || me == hi)
-                sent += measure_pair(&buf, &opt, me, peer, round);
-            sleeping_barrier();
+            if (hi > lo && hi < n) { /* else the pair is listed by hi, or lo sits this round out */
+                round_lo[count] = lo;
+                round_hi[count++] = hi;
+            }
         }
+        sent += measure_round(&buf, &opt, round_lo, round_hi, count, round);
     }
     /* every pair's results live on its rank_a only (zeros elsewhere) */
     MPI_Reduce(res, all, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+
+    thresholds limit = {INFINITY, 0.0}; /* rule none: nothing is an outlier */
+    long retested = 0;
+    int retest_rounds = 0;
+    if (rule.rule != RULE_NONE) {
+        if (me == 0) {
+            limit = outlier_thresholds(all, npairs, &rule, scratch);
+            retested = retest_selection(all, &limit, n, why);
+        }
+        MPI_Bcast(why, (int)npairs, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
+        pair_buffers buf2 = {sbuf, rbuf, lat, res2};
+        retest_rounds = retest_pass(&buf2, &opt, why, &sent);
+        MPI_Reduce(res2, all2, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    }
 
     char *hosts = hk_gather_hosts();
     hk_print_preamble(hosts);
     if (me == 0) {
         printf("pairs: %ld\n", npairs);
         printf("rounds: %d\n", rounds);
-        printf("schedule: %s\n", one_at_a_time ? "one-pair-at-a-time" : "concurrent");
+        printf("schedule: %s\n", opt.one_at_a_time ? "one-pair-at-a-time" : "concurrent");
         printf("lat-size: %zu\n", opt.lat_size);
         printf("bw-size: %zu\n", opt.bw_size);
         printf("samples: %ld\n", opt.samples);
         printf("bw-samples: %ld\n", opt.bw_samples);
+        printf("outlier-rule: %s\n", RULE_NAMES[rule.rule]);
+        if (rule.rule == RULE_MAD) {
+            printf("mad-k: %g\n", rule.mad_k);
+            printf("outlier-floor: %g\n", rule.floor);
+        }
+        if (rule.rule != RULE_NONE) {
+            printf("lat-threshold-us: %.4f\n", limit.lat_us);
+            printf("bw-threshold-mbps: %.6g\n", limit.bw_MBps);
+            printf("retested: %ld\n", retested);
+            printf("retest-rounds: %d\n", retest_rounds);
+        }
         printf("columns: rank_a rank_b host_a host_b lat_first_us lat_mean_us lat_stddev_us lat_min_us lat_max_us "
-               "bw_mean_MBps bw_stddev_MBps bw_min_MBps bw_max_MBps round\n");
+               "bw_mean_MBps bw_stddev_MBps bw_min_MBps bw_max_MBps round lat_outlier bw_outlier retest "
+               "lat_retest_us bw_retest_MBps lat_retest_outlier bw_retest_outlier\n");
         for (int a = 0; a < n; a++)
             for (int b = a + 1; b < n; b++) {
-                const double *r = all + pair_index(a, b, n) * NRES;
-                printf("row: %d %d %s %s %.4f %.4f %.4f %.4f %.4f %.6g %.6g %.6g %.6g %d\n", a, b,
-                       hk_host_of(hosts, a), hk_host_of(hosts, b), r[R_FIRST], r[R_LMEAN], r[R_LSD], r[R_LMIN],
-                       r[R_LMAX], r[R_BMEAN], r[R_BSD], r[R_BMIN], r[R_BMAX], (int)r[R_ROUND]);
+                const long p = pair_index(a, b, n);
+                const double *r = all + p * NRES, *r2 = all2 + p * NRES;
+                const int again = why[p] != RETEST_NO;
+                printf("row: %d %d %s %s %.4f %.4f %.4f %.4f %.4f %.6g %.6g %.6g %.6g %d %d %d %d %.4f %.6g %d %d\n", a,
+                       b, hk_host_of(hosts, a), hk_host_of(hosts, b), r[R_FIRST], r[R_LMEAN], r[R_LSD], r[R_LMIN],
+                       r[R_LMAX], r[R_BMEAN], r[R_BSD], r[R_BMIN], r[R_BMAX], (int)r[R_ROUND],
+                       latency_outlier(r, &limit), bandwidth_outlier(r, &limit), why[p], r2[R_LMEAN], r2[R_BMEAN],
+                       again && latency_outlier(r2, &limit), again && bandwidth_outlier(r2, &limit));
             }
         print_matrix("latency matrix: lat_mean_us (one-way, microseconds)", all, R_LMEAN, 4);
         print_matrix("bandwidth matrix: bw_mean_MBps (MB/s = 10^6 bytes/s)", all, R_BMEAN, 2);
@@ -253,7 +484,13 @@ int main(int argc, char **argv)
     hk_print_bytes_sent(sent);
     hk_print_done();
 
+    free(scratch);
+    free(all2);
     free(all);
+    free(round_hi);
+    free(round_lo);
+    free(why);
+    free(res2);
     free(res);
     free(lat);
     free(rbuf);

@@ -80,33 +80,43 @@ COLLECTIVES = _text('''
     done: ok
 ''')
 
-# 3 ranks (a functional run, oversubscribed); host names edited to show two hosts
+# 3 ranks (a functional run, oversubscribed, --outlier-rule clusterkit); host
+# names edited to show three hosts.  Pair 1-2 was a bandwidth outlier in the
+# first pass and fine when measured again with a control pair per endpoint.
 PAIRS = _text('''
     hpcnet-kernel: pairs 1
     mpi-library: Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022
     ranks: 3
     host: 0 node-a
-    host: 1 node-a
-    host: 2 node-b
+    host: 1 node-b
+    host: 2 node-c
     pairs: 3
+    rounds: 3
+    schedule: concurrent
     lat-size: 8
     bw-size: 65536
     samples: 3
     bw-samples: 2
-    columns: rank_a rank_b host_a host_b lat_first_us lat_mean_us lat_stddev_us lat_min_us lat_max_us bw_mean_MBps bw_stddev_MBps bw_min_MBps bw_max_MBps
-    row: 0 1 node-a node-a 22.4785 3.0780 0.9357 2.3135 4.1215 6545.72 2119.16 5047.25 8044.19
-    row: 0 2 node-a node-b 4.0310 2.3202 0.0633 2.2485 2.3685 7515.41 596.25 7093.79 7937.02
-    row: 1 2 node-a node-b 9.9195 2.3618 0.1358 2.2530 2.5140 7936.79 13.25 7927.42 7946.17
+    outlier-rule: clusterkit
+    lat-threshold-us: 4.7845
+    bw-threshold-mbps: 7525.34
+    retested: 3
+    retest-rounds: 3
+    columns: rank_a rank_b host_a host_b lat_first_us lat_mean_us lat_stddev_us lat_min_us lat_max_us bw_mean_MBps bw_stddev_MBps bw_min_MBps bw_max_MBps round lat_outlier bw_outlier retest lat_retest_us bw_retest_MBps lat_retest_outlier bw_retest_outlier
+    row: 0 1 node-a node-b 2.6940 2.2783 0.0565 2.2435 2.3435 8091.77 102.783 8019.09 8164.44 2 0 0 2 4.7638 8052.64 0 0
+    row: 0 2 node-a node-c 4.4815 2.2950 0.1202 2.2185 2.4335 7930.39 410.662 7640.01 8220.77 1 0 0 2 3.2365 8102.69 0 0
+    row: 1 2 node-b node-c 60.4705 3.3752 0.7964 2.7490 4.2715 6544.34 2190.65 4995.31 8093.36 0 0 1 1 2.3202 7611.35 0 0
     # latency matrix: lat_mean_us (one-way, microseconds), row = rank_a, column = rank_b
     #                 0          1          2
-    #      0          -     3.0780     2.3202
-    #      1     3.0780          -     2.3618
-    #      2     2.3202     2.3618          -
+    #      0          -     2.2783     2.2950
+    #      1     2.2783          -     3.3752
+    #      2     2.2950     3.3752          -
     # bandwidth matrix: bw_mean_MBps (MB/s = 10^6 bytes/s), row = rank_a, column = rank_b
     #                 0          1          2
-    #      0          -    6545.72    7515.41
-    #      1    6545.72          -    7936.79
-    #      2    7515.41    7936.79          -
+    #      0          -    8091.77    7930.39
+    #      1    8091.77          -    6544.34
+    #      2    7930.39    6544.34          -
+    bytes-sent: 786560 786560 786560
     done: ok
 ''')
 
@@ -152,15 +162,40 @@ def test_collectives_fixture():
 
 def test_pairs_fixture():
     out = parse_kernel_output(PAIRS, expect_kernel='pairs')
-    assert out.hosts == {0: 'node-a', 1: 'node-a', 2: 'node-b'}
+    assert out.hosts == {0: 'node-a', 1: 'node-b', 2: 'node-c'}
     assert len(out.rows) == int(out.header_float('pairs')) == 3
     row = out.rows_where(rank_a=0, rank_b=2)[0]
-    assert row['host_b'] == 'node-b' and isinstance(row['host_b'], str)
-    assert row['lat_first_us'] == pytest.approx(4.031)
-    assert out.column('bw_mean_MBps', rank_a=1) == (7936.79,)
+    assert row['host_b'] == 'node-c' and isinstance(row['host_b'], str)
+    assert row['lat_first_us'] == pytest.approx(4.4815)
+    assert out.column('bw_mean_MBps', rank_a=1) == (6544.34,)
     assert out.sizes == ()        # pairs has no size_bytes column
     with pytest.raises(BenchmarkOutputError, match='no size_bytes column'):
         out.row_for_size(8)
+
+
+def test_pairs_second_pass_is_parsed():
+    from hpcnet.checklib.analysis import Culprits, bad_twice, culprits
+    out = parse_kernel_output(PAIRS, expect_kernel='pairs')
+    assert out.header['outlier-rule'] == 'clusterkit'
+    assert out.header_float('bw-threshold-mbps') == pytest.approx(7525.34)
+    assert out.header_float('lat-threshold-us') == pytest.approx(4.7845)
+    assert out.header_float('retested') == 3 == sum(1 for r in out.rows if r['retest'])
+    slow = out.rows_where(rank_a=1, rank_b=2)[0]
+    assert (slow['bw_outlier'], slow['retest'], slow['bw_retest_outlier']) == (1, 1, 0)
+    assert slow['bw_retest_MBps'] == pytest.approx(7611.35)
+    # An outlier once, fine when measured again: nothing is blamed.
+    assert not bad_twice(slow, 'bandwidth')
+    assert culprits(out.rows, 'bandwidth') == Culprits() == culprits(out.rows, 'latency')
+
+
+@pytest.mark.parametrize('edit,match', [
+    (('outlier-rule: clusterkit', 'outlier-rule: gut'), 'outlier-rule: expected one of none, mad, clusterkit'),
+    (('retested: 3', 'retested: three'), "retested: 'three' is not a number"),
+    (('7611.35 0 0', '7611.35 0.5 0'), "column lat_retest_outlier: '0.5' is not a non-negative integer"),
+])
+def test_pairs_second_pass_is_checked(edit, match):
+    with pytest.raises(BenchmarkOutputError, match=match):
+        parse_kernel_output(PAIRS.replace(*edit), expect_kernel='pairs')
 
 
 def test_missing_size_names_size_and_sizes_present():

@@ -14,7 +14,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from hpcnet.parsers.kernel import KernelOutput, parse_kernel_output
 
@@ -143,6 +145,99 @@ def test_p2p(built, mode):
     big = out.row_for_size(4096)
     factor = 2 if mode == 'bibw' else 1
     assert big['bw_MBps'] == pytest.approx(factor * 4096 / big['median_us'], rel=2e-3, abs=0.01)
+
+
+#: The small pairs run of the second-pass tests and the payload each of its
+#: pairs makes both its ranks send: (first + 5) x 8 B, (untimed + 2) x 4 KiB.
+PAIRS_SMALL = ('--samples', '5', '--bw-samples', '2', '--bw-size', '4K')
+PAIRS_SMALL_PAYLOAD = 6 * 8 + 3 * 4096
+
+
+def _pairs_run(built, ranks, *args) -> KernelOutput:
+    stack, _ = built
+    proc = _run(built, 'pairs', *PAIRS_SMALL, *args, ranks=ranks)
+    if proc.returncode != 0 and 'slots' in proc.stdout + proc.stderr:
+        pytest.fail(f'{stack} could not start {ranks} ranks here: {proc.stdout}{proc.stderr}')
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return parse_kernel_output(proc.stdout, expect_kernel='pairs')
+
+
+def _agrees(flag, value, threshold, above: bool, tolerance: float) -> bool:
+    """The kernel's flag against the printed threshold; a value within the
+    printing's rounding of it may go either way."""
+    return abs(value - threshold) <= tolerance or bool(flag) == (value > threshold if above
+                                                                 else value < threshold)
+
+
+def _assert_second_pass(out, lat_tol: float = 2e-4, bw_rel: float = 1e-5):
+    """What the kernel retested follows its first pass: every outlier pair,
+    one control per endpoint with a rank that is no outlier's endpoint, the
+    flags of both passes against the printed thresholds, and each rank's
+    payload covering both passes."""
+    lat_limit, bw_limit = out.header_float('lat-threshold-us'), out.header_float('bw-threshold-mbps')
+    suspects, controls = set(), []
+    for r in out.rows:
+        pair = (int(r['rank_a']), int(r['rank_b']))
+        outlier = r['lat_outlier'] or r['bw_outlier']
+        assert (r['retest'] == 1) == bool(outlier), r
+        if outlier:
+            suspects.update(pair)
+        if r['retest'] == 2:
+            controls.append(pair)
+        for first, second in (('lat_mean_us', 'lat_outlier'), ('lat_retest_us', 'lat_retest_outlier')):
+            if r['retest'] or first == 'lat_mean_us':
+                assert _agrees(r[second], r[first], lat_limit, True, lat_tol), (r, lat_limit)
+        for first, second in (('bw_mean_MBps', 'bw_outlier'), ('bw_retest_MBps', 'bw_retest_outlier')):
+            if r['retest'] or first == 'bw_mean_MBps':
+                assert _agrees(r[second], r[first], bw_limit, False, bw_rel * bw_limit), (r, bw_limit)
+        retested = (r['lat_retest_us'], r['bw_retest_MBps'])
+        assert all(v > 0 for v in retested) if r['retest'] else retested == (0, 0), r
+        if not r['retest']:
+            assert r['lat_retest_outlier'] == r['bw_retest_outlier'] == 0, r
+    ranks = len(out.hosts)
+    controlled = [a if a in suspects else b for a, b in controls]
+    assert all(len(set(pair) & suspects) == 1 for pair in controls), (controls, suspects)
+    assert len(controlled) == len(set(controlled))
+    if len(suspects) < ranks:
+        assert set(controlled) == suspects, (controls, suspects)
+    retested = [r for r in out.rows if r['retest']]
+    assert out.header_float('retested') == len(retested)
+    assert (out.header_float('retest-rounds') > 0) == bool(retested)
+    pairs_of = [ranks - 1 + sum(1 for r in retested if rank in (r['rank_a'], r['rank_b']))
+                for rank in range(ranks)]
+    assert out.header['bytes-sent'] == ' '.join(str(PAIRS_SMALL_PAYLOAD * n) for n in pairs_of)
+
+
+@pytest.mark.parametrize('ranks,floor', [(4, 0.0), (5, 0.0), (4, 0.5)])
+def test_pairs_mad_rule_is_scipys_and_outliers_are_measured_again(built, ranks, floor):
+    """--outlier-rule mad: one-sided median +- max(k x MAD, floor x median),
+    MAD scaled as scipy's median_abs_deviation(scale='normal'), of the
+    printed means; a small k and no floor make outliers of about half of the
+    pairs, a floor of half the median widens the margin."""
+    out = _pairs_run(built, ranks, '--outlier-rule', 'mad', '--mad-k', '0.5',
+                     '--outlier-floor', str(floor))
+    assert out.header['outlier-rule'] == 'mad' and out.header_float('mad-k') == 0.5
+    assert out.header_float('outlier-floor') == floor
+
+    def margin(values):
+        return max(0.5 * stats.median_abs_deviation(values, scale='normal'), floor * np.median(values))
+    lat = np.array(out.column('lat_mean_us'))
+    bw = np.array(out.column('bw_mean_MBps'))
+    assert out.header_float('lat-threshold-us') == pytest.approx(np.median(lat) + margin(lat), abs=2e-4)
+    assert out.header_float('bw-threshold-mbps') == pytest.approx(np.median(bw) - margin(bw), rel=1e-4)
+    if floor == 0:
+        assert any(r['retest'] for r in out.rows)
+    _assert_second_pass(out)
+
+
+def test_pairs_clusterkit_rule_is_its_ratios_to_the_best_pair(built):
+    out = _pairs_run(built, 3, '--outlier-rule', 'clusterkit', '--one-pair-at-a-time')
+    assert 'mad-k' not in out.header
+    assert out.header_float('lat-threshold-us') == pytest.approx(
+        2.1 * min(out.column('lat_mean_us')), abs=3e-4)
+    assert out.header_float('bw-threshold-mbps') == pytest.approx(
+        0.93 * max(out.column('bw_mean_MBps')), rel=1e-4)
+    _assert_second_pass(out)
 
 
 #: MPI calls of src/ that do not communicate (the wrappers need not see them).
@@ -323,6 +418,9 @@ def test_pairs(built):
     assert 0 < row['bw_min_MBps'] <= row['bw_mean_MBps'] <= row['bw_max_MBps']
     sent = 21 * 8 + 6 * 65536      # (first + 20) x 8 B, (untimed + 5) x 64 KiB
     assert out.header['bytes-sent'] == f'{sent} {sent}'
+    # No outlier rule asked for: no second pass.
+    assert out.header['outlier-rule'] == 'none' and 'retested' not in out.header
+    assert row['retest'] == row['bw_outlier'] == row['lat_outlier'] == row['bw_retest_MBps'] == 0
 
 
 @pytest.mark.parametrize('ranks,rounds', [(4, 3), (5, 5)])
@@ -368,6 +466,11 @@ def test_bad_argument_under_launcher_exits_2(built):
     ('collectives', [], 'collectives needs at least 2 ranks, got 1'),
     ('pairs', ['--samples', 'x'], "--samples: 'x' is not a non-negative integer"),
     ('pairs', ['--bw-size', '0'], '--bw-size must be at least 1 byte'),
+    ('pairs', ['--outlier-rule', 'median'], "--outlier-rule: 'median' is not one of none, mad, clusterkit"),
+    ('pairs', ['--outlier-rule', 'mad', '--mad-k', '4'], '--outlier-rule mad needs --mad-k and --outlier-floor'),
+    ('pairs', ['--mad-k', '4'], '--mad-k and --outlier-floor go with --outlier-rule mad only'),
+    ('pairs', ['--outlier-rule', 'mad', '--mad-k', '4', '--outlier-floor', '1'],
+     "--outlier-floor: '1' is not below 1"),
 ])
 def test_bad_arguments_exit_2(built, kernel, args, message):
     # singleton runs (no launcher): faster, and the same code path

@@ -96,19 +96,3 @@ def test_a_bad_site_file_names_itself(tmp_path):
     (tmp_path / 'bad.py').write_text('x = 1\n')
     with pytest.raises(ConfigError, match=r'bad.py: defines no `system`'):
         sites.load_system_files(tmp_path)
-
-
-def test_pair_matrix_names_the_slow_node_only():
-    from hpcnet.checklib import analysis as pairs
-    hosts = {0: 'cn1', 1: 'cn2', 2: 'cn3', 3: 'cn4'}
-    slow = 'cn3'
-    rows = [{'rank_a': a, 'rank_b': b,
-             'bw_mean_MBps': 58.0 if slow in (hosts[a], hosts[b]) else 117.0,
-             'lat_mean_us': 30.0}
-            for a in range(4) for b in range(a + 1, 4)]
-    assert pairs.outlier_nodes(rows, hosts, 'bw_mean_MBps', 0.25, low_is_bad=True) == [slow]
-    assert pairs.outlier_nodes(rows, hosts, 'lat_mean_us', 0.25, low_is_bad=False) == []
-    # One slow pair between two good nodes names no node.
-    rows = [dict(r, bw_mean_MBps=117.0 if (r['rank_a'], r['rank_b']) != (0, 1) else 58.0)
-            for r in rows]
-    assert pairs.outlier_nodes(rows, hosts, 'bw_mean_MBps', 0.25, low_is_bad=True) == []

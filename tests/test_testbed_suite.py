@@ -150,7 +150,10 @@ def test_pair_matrix_runs_in_rounds_and_names_the_slow_node(tb, tmp_path, one_en
     rounds = {int(r['round']) for r in case['pair_table'] if 'round' in r}
     if rounds:
         assert len(rounds) == len(nodes) - 1, rounds        # N-1 rounds of disjoint pairs
-    assert case["outliers"]["bandwidth"] == [slow], (case["outliers"], case["pair_table"])
+    # Every pair of the slow node is bad twice: the node is named, no link.
+    assert case['culprits']['bandwidth'] == {'nodes': [slow], 'links': [], 'inconclusive': []}, \
+        (case['culprits'], case['pair_table'])
+    assert f'bandwidth: node {slow}' in case['attribution']
     # The healthy testbed's reference: no outlier node; here one, so it fails.
     assert case['result'] == 'fail' and 'bandwidth_outlier_nodes' in case['fail_reason'], \
         proc.stdout[-3000:]

@@ -40,7 +40,8 @@ METRICS: dict = {
                    _sizes('bandwidth|efficiency', P2P_BANDWIDTH_SIZES),
                    _sizes('bandwidth', P2P_BANDWIDTH_SIZES) + CALIBRATED_SUFFIX],
     'hpcnet_collectives': [_sizes('avg|max', _COLLECTIVE_NAMES)],
-    'hpcnet_pairs': ['(latency|bandwidth)_(median_pair|worst_pair|worst_over_median|outlier_nodes)'],
+    'hpcnet_pairs': ['(latency|bandwidth)_(median_pair|worst_pair|worst_over_median|outlier_nodes|'
+                     'outlier_links|inconclusive_pairs)'],
     'hpcnet_preflight': ['link_errors', 'link_drops', 'mtu'],
     'hpcnet_iperf3': ['throughput', 'efficiency', 'throughput' + CALIBRATED_SUFFIX],
     'hpcnet_sockets': [_sizes('rtt_median|rtt_p99', _RR_PERF_SIZES), 'rtt_first',

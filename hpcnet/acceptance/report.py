@@ -4,7 +4,7 @@ contract's words with system, date and suite commit; then what failed,
 regressed or was not decided, each with its reason; skipped and not-judged
 cases counted by reason; the verdict matrix cut down to the cells that are
 not plain passes.  Below it, the evidence: message-size curves with their
-spread, the node-pair heatmap with outliers named, collectives, TCP / UDP /
+spread, the node-pair heatmaps with culprit nodes and links marked and named, collectives, TCP / UDP /
 MPI throughput of one link, the Rocks paper's tables (testbed sessions
 only), efficiency against the wire, and provenance.  A comparison adds
 before/after curves overlaid with a ratio panel and the verdict table of
@@ -25,6 +25,7 @@ import matplotlib
 
 matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+from matplotlib.patches import Rectangle  # noqa: E402
 
 from hpcnet.acceptance import baseline, compare, paper  # noqa: E402
 from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
@@ -175,7 +176,9 @@ def findings(cases: list, retried: set, outcome=None) -> str:
         if _verdict(tc, retried) == 'retried':
             on_retry.append((_where(tc), f'first attempt: {tc.get("fail_reason") or tc["result"]}'))
         elif tc['result'] not in ('pass', 'skip'):
-            failed.append((_where(tc), tc.get('fail_reason') or tc['result']))
+            # A pair case names what it blames beside why it failed.
+            blamed = f' ({tc["attribution"]})' if tc.get('attribution') else ''
+            failed.append((_where(tc), (tc.get('fail_reason') or tc['result']) + blamed))
     regressed, undecided = [], []
     if outcome is not None:
         for row in outcome.rows:
@@ -334,9 +337,39 @@ def collective_curves(cases: list) -> str:
                    for (part, op), series in sorted(groups.items()) if op != 'barrier'])
 
 
+#: The panels of a pair case: (title, column, colour map, unit, the quantity
+#: whose culprits it marks); reversed maps keep "bright = good" in each.
+_PAIR_PANELS = (('bandwidth', 'bw_mean_MBps', 'viridis', 'MB/s', 'bandwidth'),
+                ('latency', 'lat_mean_us', 'viridis_r', 'us', 'latency'),
+                ('first exchange (connection set-up)', 'lat_first_us', 'viridis_r', 'us', None))
+#: How a culprit is drawn: a node's row and column and labels, a link's two
+#: cells, an inconclusive pair's two cells.
+_CULPRIT_STYLE = {'nodes': {'ec': 'red', 'lw': 1.5}, 'links': {'ec': 'red', 'lw': 2.5},
+                  'inconclusive': {'ec': 'orange', 'lw': 1.5, 'ls': '--'}}
+
+
+def _mark_culprits(ax, pos: dict, found: dict) -> None:
+    n = len(pos)
+    for node in found.get('nodes', []):
+        i = pos[node]
+        ax.add_patch(Rectangle((i - 0.5, -0.5), 1, n, fill=False, **_CULPRIT_STYLE['nodes']))
+        ax.add_patch(Rectangle((-0.5, i - 0.5), n, 1, fill=False, **_CULPRIT_STYLE['nodes']))
+        for label in (ax.get_xticklabels()[i], ax.get_yticklabels()[i]):
+            label.set_color('red')
+            label.set_fontweight('bold')
+    for kind in ('links', 'inconclusive'):
+        for a, b in found.get(kind, []):
+            for x, y in ((pos[a], pos[b]), (pos[b], pos[a])):
+                ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, **_CULPRIT_STYLE[kind]))
+
+
 def pair_heatmaps(cases: list) -> str:
-    """A heatmap per pair case across two or more nodes (one node has no
-    pairs to set beside each other)."""
+    """Per pair case across two or more nodes (one node has no pairs to set
+    beside each other): bandwidth, latency and the first exchange's cost of
+    every pair, the culprits the check named marked on the quantity they
+    are bad in (nodes: row, column and label in red; links: red cells;
+    inconclusive pairs: dashed orange cells), and the case's verdict line
+    naming them."""
     out = []
     for tc in cases:
         if not (tc['name'].startswith('hpcnet_pairs') and tc.get('pair_table')):
@@ -345,19 +378,22 @@ def pair_heatmaps(cases: list) -> str:
         if len(hosts) < 2:
             continue
         pos = {h: i for i, h in enumerate(hosts)}
-        grid = [[float('nan')] * len(hosts) for _ in hosts]
-        for r in tc['pair_table']:
-            a, b = pos[r['host_a']], pos[r['host_b']]
-            grid[a][b] = grid[b][a] = float(r['bw_mean_MBps'])
-        fig, ax = plt.subplots(figsize=(4.2, 3.6))
-        im = ax.imshow(grid, cmap='viridis')
-        ax.set_xticks(range(len(hosts)), hosts, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(hosts)), hosts, fontsize=7)
-        fig.colorbar(im, ax=ax, label='MB/s')
-        ax.set_title(f'pair bandwidth {tc["system"]}:{tc["partition"]} {tc["environ"]}', fontsize=8)
-        outliers = tc.get('outliers') or {}
-        named = ', '.join(f'{k}: {", ".join(v)}' for k, v in outliers.items() if v) or 'none'
-        out.append(f'<figure>{img(fig, tight=True)}<figcaption>outlier nodes: {_esc(named)}'
+        fig, axes = plt.subplots(1, len(_PAIR_PANELS), figsize=(12.6, 3.8))
+        for ax, (title, column, cmap, unit, quantity) in zip(axes, _PAIR_PANELS):
+            grid = [[float('nan')] * len(hosts) for _ in hosts]
+            for r in tc['pair_table']:
+                a, b = pos[r['host_a']], pos[r['host_b']]
+                grid[a][b] = grid[b][a] = float(r[column])
+            im = ax.imshow(grid, cmap=cmap)
+            ax.set_xticks(range(len(hosts)), hosts, rotation=90, fontsize=7)
+            ax.set_yticks(range(len(hosts)), hosts, fontsize=7)
+            fig.colorbar(im, ax=ax, label=unit, shrink=0.8)
+            ax.set_title(title, fontsize=8)
+            if quantity:
+                _mark_culprits(ax, pos, (tc.get('culprits') or {}).get(quantity, {}))
+        fig.suptitle(f'node pairs {tc["system"]}:{tc["partition"]} {tc["environ"]}', fontsize=9)
+        verdict = tc.get('attribution') or 'not attributed'
+        out.append(f'<figure>{img(fig, tight=True)}<figcaption><b>verdict</b>: {_esc(verdict)}'
                    '</figcaption></figure>')
     return '\n'.join(out)
 

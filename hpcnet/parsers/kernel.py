@@ -71,8 +71,10 @@ KNOWN_KEYS = frozenset({
     'second-exchange-us',
     # collectives
     'ops', 'root', 'reduction',
-    # pairs
+    # pairs; the outlier rule of its second pass and what it decided
     'pairs', 'rounds', 'schedule', 'lat-size', 'bw-size', 'samples', 'bw-samples',
+    'outlier-rule', 'mad-k', 'outlier-floor', 'lat-threshold-us', 'bw-threshold-mbps', 'retested',
+    'retest-rounds',
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
     'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
@@ -85,15 +87,21 @@ NUMERIC_HEADER_KEYS = frozenset({
     'ranks', 'warmup', 'precision-pct', 'time-per-size-ms', 'min-iters', 'max-iters', 'window',
     'window-bytes', 'recv-slots', 'batch-us', 'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
-    'samples', 'bw-samples', 'windows',
+    'samples', 'bw-samples', 'windows', 'mad-k', 'outlier-floor', 'lat-threshold-us',
+    'bw-threshold-mbps', 'retested', 'retest-rounds',
 })
+
+#: pairs: the outlier rules its second pass knows (src/pairs.c).
+PAIRS_OUTLIER_RULES = ('none', 'mad', 'clusterkit')
 
 #: Columns holding text (operation names, host names); all others are numbers.
 STRING_COLUMNS = frozenset({'op', 'host_a', 'host_b'})
 
 #: Numeric columns that must hold non-negative integers (p2p's `batch`:
 #: iterations per sample; outputs from before it have no such column).
-INTEGER_COLUMNS = frozenset({'size_bytes', 'iterations', 'batch', 'rank_a', 'rank_b', 'count'})
+INTEGER_COLUMNS = frozenset({'size_bytes', 'iterations', 'batch', 'rank_a', 'rank_b', 'count',
+                             'lat_outlier', 'bw_outlier', 'retest', 'lat_retest_outlier',
+                             'bw_retest_outlier'})
 
 # Lines the parser does not store in `header` (they have their own fields).
 _STRUCTURAL_KEYS = frozenset({'hpcnet-kernel', 'mpi-library', 'host', 'columns', 'row', 'done', 'error'})
@@ -286,6 +294,8 @@ def parse_kernel_output(text: str, source: str = '<output>',
                 raise fail(lineno, line, 'bytes-sent: expected one byte count per rank')
             elif key == 'rate-mbps' and not all(_number(r) is not None for r in value.split(',')):
                 raise fail(lineno, line, 'rate-mbps: expected rates (Mbit/s) separated by commas')
+            elif key == 'outlier-rule' and value not in PAIRS_OUTLIER_RULES:
+                raise fail(lineno, line, f'outlier-rule: expected one of {", ".join(PAIRS_OUTLIER_RULES)}')
             elif key == 'paced-sizes' and value != 'all' and not re.match(r'\d+(?:,\d+)*$', value):
                 raise fail(lineno, line, "paced-sizes: expected 'all' or sizes separated by commas")
             header[key] = value
