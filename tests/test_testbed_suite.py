@@ -77,8 +77,9 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
         assert c['judgement'].startswith('judged against'), c['judgement']
         ratio = values['bandwidth_4MiB' + CALIBRATED_SUFFIX]
         calibration = c['link_calibration']
-        assert ratio == pytest.approx(values['bandwidth_4MiB'] / statistics.mean(
-            [calibration['iperf3_before_MBps'], calibration['iperf3_after_MBps']]))
+        # Over the faster iperf3 run: a busy host only ever slows iperf3.
+        assert ratio == pytest.approx(values['bandwidth_4MiB'] / max(
+            calibration['iperf3_before_MBps'], calibration['iperf3_after_MBps']))
         assert (c['result'] == 'pass') == (ratio >= 1 - LOWER_BOUND[c['mode']]), (c['name'], ratio)
 
 
