@@ -329,7 +329,7 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR, measured: Baseline
         'hpcnet': metadata.version('hpcnet'),
         'suite_commit': suite_commit(),
         'tolerance': (f'max({floor:g}, {QUANTA} print steps, {WORST_MARGIN:g} x largest kept '
-                      f'deviation, expm1(t(dof, 1 - {RUN_ALPHA:g}/metrics) x sqrt(1 + 1/m) x s)); '
+                      f'deviation, expm1(t(dof, 1 - {RUN_ALPHA:g}/asserted values) x sqrt(1 + 1/m) x s)); '
                       f's: sd of log(session medians), moderated by the metrics of the same test, '
                       f'partition and unit (empirical Bayes, limma squeezeVar); the worse side '
                       f'only; above {TOLERANCE_CAP:g}: not asserted; outliers: |x - median| > '

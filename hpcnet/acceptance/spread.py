@@ -41,9 +41,10 @@ Per metric of a case key:
    with Smyth's empirical Bayes (limma's squeezeVar: a prior variance and its
    degrees of freedom fitted to the group's log variances, the metric's own
    variance weighted by its dof against the prior's); dof is the sum.
-   alpha = RUN_ALPHA / (metrics in the baseline): every value of a run is
-   one more chance to fail by chance, so the chance is shared out over them
-   (Bonferroni) and a clean run fails none with probability 1 - RUN_ALPHA.
+   alpha = RUN_ALPHA / (values the baseline asserts): every asserted value
+   of a run is one more chance to fail by chance, so the chance is shared
+   out over them (Bonferroni; hpcnet.acceptance.baseline.shared_estimates)
+   and a clean run fails none with probability 1 - RUN_ALPHA.
 
 Above TOLERANCE_CAP a metric gets no reference (Estimate.asserted is False):
 hpcnet.acceptance.baseline records it as not asserted, with the reason.
@@ -64,7 +65,7 @@ TOLERANCE_CAP = 0.4
 #: Modified z-score above which a sample is an outlier (Iglewicz-Hoaglin).
 OUTLIER_Z = 3.5
 #: Chance that a clean run right after the baseline fails any of its values
-#: (shared out over the metrics: alpha = RUN_ALPHA / metrics).
+#: (shared out over the values asserted: alpha = RUN_ALPHA / asserted).
 RUN_ALPHA = 0.01
 #: A tolerance is never tighter than this many steps of the printed figure.
 QUANTA = 2
