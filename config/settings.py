@@ -13,8 +13,11 @@ import sys
 
 from hpcnet import stacks
 from hpcnet.stacks import modules
-from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR
-from hpcnet.sites import load_site_files, system_directories, unmatched_host
+from hpcnet.acceptance import references
+from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
+from hpcnet.reframeargs import is_option, option_values
+from hpcnet.sites import (load_site_files, matching_system, shares_host_cores, system_directories,
+                          unmatched_host)
 
 REPORTS = str(DEFAULT_REPORTS_DIR)
 # The debug log and the reports are written here; ReFrame does not create it.
@@ -40,18 +43,50 @@ _systems = [_site.system for _site in _sites]
 # or run checks stops here, unless --system (or RFM_SYSTEM) names one.
 _SELECTING = ('-r', '--run', '--dry-run', '-l', '-L', '--list', '--list-detailed', '--describe',
               '--ci-generate')
-_unmatched = unmatched_host(_systems, socket.gethostname())
-if (_unmatched and not os.environ.get('RFM_SYSTEM')
-        and not any(a.split('=', 1)[0] == '--system' for a in sys.argv)
-        and any(a.split('=', 1)[0] in _SELECTING for a in sys.argv)):
-    print(f'hpcnet: error: {_unmatched}', file=sys.stderr)
+
+
+def _stop(message):
+    print(f'hpcnet: error: {message}', file=sys.stderr)
     sys.exit(2)
+
+
+_unmatched = unmatched_host(_systems, socket.gethostname())
+_named = option_values(sys.argv, '--system') or [os.environ.get('RFM_SYSTEM', '')]
+if _unmatched and not _named[0] and any(is_option(a, _SELECTING) for a in sys.argv):
+    _stop(_unmatched)
+
+# What decides verdicts lives here, so that `reframe -C config/settings.py
+# -c checks -r` judges as `hpcnet run` does (README, "hpcnet run and reframe -r").
+if any(a in ('-r', '--run') for a in sys.argv):
+    _chosen = ([s for s in _sites if s.system['name'] == _named[0].split(':')[0]] if _named[0]
+               else [m[0] for m in [matching_system(_sites, socket.gethostname())] if m])
+    # Timed jobs of one partition never overlap: its links are under test
+    # (max_jobs below).  Where the ranks share one host's cores, jobs of
+    # other partitions and builds disturb them too, and only the serial
+    # policy keeps those apart: ReFrame 4.10 has no configuration key for it.
+    if (_chosen and shares_host_cores(_chosen[0].system)
+            and option_values(sys.argv, '--exec-policy') != ['serial']):
+        _stop(f"system {_chosen[0].system['name']} ({_chosen[0].path}): its ranks share the "
+              'cores of one host, so timed runs must run one at a time: add '
+              '--exec-policy=serial (ReFrame cannot set it in a configuration; `hpcnet run` '
+              'adds it)')
+    # A broken reference file stops the session before anything runs (else
+    # every case of its system fails on it, one by one).
+    if references.reference_dir().is_dir():
+        try:
+            references.validate_directory()
+        except references.ReferenceFileError as err:
+            _stop(err)
 _found = _discovery(_systems)
-# Each system gets the environments its site file's `stacks` admits.
 for _site in _sites:
+    # Stage and output under the work directory, not wherever ReFrame was
+    # started (`hpcnet run` gives each session its own --prefix).
+    _site.system.setdefault('prefix', str(REFRAME_PREFIX))
+    # Each system gets the environments its site file's `stacks` admits.
     _environ_names = [e.name for e in stacks.chosen_environments(_found, _site.stacks)]
     for _part in _site.system['partitions']:
         _part.setdefault('environs', _environ_names + [stacks.BUILTIN_ENV])
+        _part.setdefault('max_jobs', 1)
 _environments = stacks.reframe_environments(
     _found, {_site.system['name']: _site.stacks for _site in _sites})
 # Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.modules).
@@ -60,6 +95,7 @@ modules.configure_reframe(_systems, _environments)
 _GENERAL = {
     'report_file': os.path.join(REPORTS, 'run-report-{sessionid}.json'),
     'check_search_path': [str(CHECKS_DIR)],
+    'check_search_recursive': True,     # as `hpcnet run -R`
     # A value per line for every variable of every case buries the verdict:
     # `-v` shows them; the perflogs and the report always hold them.
     'perf_info_level': 'verbose',

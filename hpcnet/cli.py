@@ -5,6 +5,7 @@
     hpcnet run [reframe args]    run the suite with ReFrame, keep the report
     hpcnet crosscheck            our kernel against IMB and OSU, ratios of medians
     hpcnet fabrics validate      check the fabric table and every system file
+    hpcnet config [--system S]   every setting and HPCNET_* variable in force, and its source
     hpcnet paper [--report R]    the Rocks cluster paper's tables beside a testbed session
     hpcnet refs validate [FILE]  check reference files
     hpcnet refs generate REPORT  references (with provenance) from a good run's JSON report
@@ -28,7 +29,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from hpcnet import exitcodes, model, runner, sites, stacks
+from hpcnet import exitcodes, model, runner, showconfig, sites, stacks
 from hpcnet.acceptance import baseline, compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
@@ -426,7 +427,7 @@ def cmd_report(args) -> int:
 
 #: Commands that write nothing in the work directory (HPCNET_WORK_DIR): they
 #: run wherever the user is.
-_READ_ONLY_COMMANDS = ('fabrics', 'refs', 'paper')
+_READ_ONLY_COMMANDS = ('fabrics', 'refs', 'paper', 'config')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -527,6 +528,8 @@ def build_parser() -> _Parser:
                         'report-<first session uuid, 8 characters>.html for other sessions, '
                         'compare-<before>-<after>.html for --compare)')
     p.set_defaults(func=cmd_report)
+
+    showconfig.add_parser(sub)
 
     p = sub.add_parser('refs', help='reference files')
     rs = p.add_subparsers(dest='refs_cmd', required=True)

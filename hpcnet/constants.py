@@ -7,28 +7,30 @@ from __future__ import annotations
 
 # The two roots (where the suite reads, where runs write) and the functions
 # on them live in hpcnet.paths; every directory below is named from them.
-from hpcnet.paths import DATA_DIR, HOME_ENV, PROJECT_ROOT, WORK_DIR, WORK_DIR_ENV  # noqa: F401
+from hpcnet.paths import DATA_DIR, PROJECT_ROOT, WORK_DIR  # noqa: F401
+# Every HPCNET_* variable is named in hpcnet.variables; these are re-exported.
+from hpcnet.variables import (FINALIZE_TIMEOUT_ENV, HOME_ENV, REFERENCE_DIR_ENV,  # noqa: F401
+                              REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV,
+                              TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV,
+                              WORK_DIR_ENV)
 
 #: Where runs keep what they create and nobody commits (git-ignored).
-STATE_DIR_ENV = 'HPCNET_STATE_DIR'
 DEFAULT_STATE_DIR = WORK_DIR / '.state'
 #: ReFrame's --prefix (stage/, output/) per session, and its performance logs.
 OUTPUT_DIR = WORK_DIR / 'output'
+#: ReFrame's prefix of a session hpcnet did not start (plain `reframe -r`);
+#: `hpcnet run` gives each of its sessions OUTPUT_DIR/<report name>.
+REFRAME_PREFIX = OUTPUT_DIR / 'reframe'
 PERFLOG_DIR = WORK_DIR / 'perflogs'
 DEFAULT_REPORTS_DIR = WORK_DIR / 'reports'
 
 CHECKS_DIR = DATA_DIR / 'checks'
 CONFIG_DIR = DATA_DIR / 'config'
 REFERENCE_DIR = DATA_DIR / 'reference'
-#: Overrides REFERENCE_DIR (a site's own reference repository, or tests).
-REFERENCE_DIR_ENV = 'HPCNET_REFERENCE_DIR'
-#: Where `hpcnet run`/`baseline` keep JSON and HTML reports (default reports/).
-REPORTS_DIR_ENV = 'HPCNET_REPORTS_DIR'
 SRC_DIR = DATA_DIR / 'src'
 FABRICS_FILE = CONFIG_DIR / 'fabrics.yaml'
 #: One file per system (a site is a file), and more directories of them.
 SYSTEMS_DIR = CONFIG_DIR / 'systems'
-SYSTEMS_DIRS_ENV = 'HPCNET_SYSTEMS_DIRS'
 
 
 class CompilerFamily:
@@ -132,7 +134,6 @@ DEFAULT_JOB_TIME_LIMIT = '3m'
 #: have a core finalize in well under a second; oversubscribed ranks (more
 #: than the cores the testbed's nodes share) finalize slowly without hanging,
 #: so they get longer (docs/known-issues.md).
-FINALIZE_TIMEOUT_ENV = 'HPCNET_FINALIZE_TIMEOUT_S'
 FINALIZE_TIMEOUT_S = 5
 FINALIZE_TIMEOUT_OVERSUBSCRIBED_S = 20
 #: How many times `hpcnet run` runs again a case whose failure names a known
@@ -155,11 +156,3 @@ class Scale:
     ALL_NODES = 'all_nodes'
     POINT_TO_POINT = (ONE_NODE, TWO_NODES)
     WHOLE_PARTITION = (ONE_NODE, ALL_NODES)
-
-
-#: Set by `hpcnet testbed run` for config/systems/testbed.py: the running
-#: testbed's compute node count and shaped link rate (bit/s; unset: unshaped).
-TESTBED_NODES_ENV = 'HPCNET_TESTBED_NODES'
-TESTBED_RATE_ENV = 'HPCNET_TESTBED_RATE_BPS'
-#: ... and the RDMA device its nodes have on eth0 (unset: none, no roce partition).
-TESTBED_RDMA_ENV = 'HPCNET_TESTBED_RDMA_DEVICE'

@@ -11,14 +11,14 @@ import shutil
 import sys
 from pathlib import Path
 
+from hpcnet.variables import HOME_ENV, WORK_DIR_ENV
+
 # Two roots.  DATA_DIR holds what the suite reads (checks/, config/,
 # reference/, src/); WORK_DIR is where runs write (.state/, reports/,
 # output/, perflogs/).  In a source tree (a git checkout, editable install)
 # both are that tree, as always.  An installed copy (Spack, EasyBuild) reads
 # <prefix>/share/hpcnet, named by HPCNET_HOME (its module sets it), and
 # writes in HPCNET_WORK_DIR, default the current directory (as ReFrame does).
-HOME_ENV = 'HPCNET_HOME'
-WORK_DIR_ENV = 'HPCNET_WORK_DIR'
 
 
 def _is_suite_tree(path: Path) -> bool:

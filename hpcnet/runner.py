@@ -28,6 +28,7 @@ from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_R
                               OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
+from hpcnet.reframeargs import is_option, option_values, option_values_removed
 
 
 def say(msg):
@@ -52,10 +53,6 @@ _ACTION_OPTIONS = ('-r', '--run', '--dry-run', *LISTING_OPTIONS)
 _SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag')
 
 
-def _is_option(arg: str, options) -> bool:
-    return arg.split('=', 1)[0] in options
-
-
 def reframe_cmd(name: str, reframe_args: list) -> tuple:
     '''(command, report path) of one ReFrame session of the suite.'''
     reports = reports_dir()
@@ -66,7 +63,7 @@ def reframe_cmd(name: str, reframe_args: list) -> tuple:
            '-c', str(CHECKS_DIR), '-R',
            '--prefix', str(OUTPUT_DIR / name),
            '--report-file', str(report), *reframe_args]
-    if not any(_is_option(a, _ACTION_OPTIONS) for a in reframe_args):
+    if not any(is_option(a, _ACTION_OPTIONS) for a in reframe_args):
         cmd.append('-r')
     if not any(a.startswith('--exec-policy') for a in reframe_args):
         # Timed runs must never share cores with each other.
@@ -116,31 +113,6 @@ def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env)
         if attempts > 1:
             retried.append({**tc, 'first_attempt': first.get('fail_reason'), 'attempts': attempts})
     return retried
-
-
-def option_values(args: list, *names) -> list:
-    '''Values of ``-p X``/``--prgenv=X``-style options among ReFrame's args.'''
-    values = []
-    for i, arg in enumerate(args):
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                values.append(args[i + 1])
-            elif arg.startswith(name + '=') and name.startswith('--'):
-                values.append(arg.split('=', 1)[1])
-    return values
-
-
-def option_values_removed(args: list, names) -> list:
-    '''``args`` without the options ``names`` and their values.'''
-    kept, skip = [], False
-    for arg in args:
-        if skip:
-            skip = False
-        elif arg in names:
-            skip = True
-        elif not any(arg.startswith(n + '=') for n in names if n.startswith('--')):
-            kept.append(arg)
-    return kept
 
 
 def check_selection(reframe_args: list, environments: list) -> None:
@@ -296,7 +268,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     say('running: ' + ' '.join(cmd))
     start = time.monotonic()
     rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
-    listing = any(_is_option(a, LISTING_OPTIONS) for a in reframe_args)
+    listing = any(is_option(a, LISTING_OPTIONS) for a in reframe_args)
     if listing:
         return rc   # a listing runs nothing and writes no report
     if not report.exists():

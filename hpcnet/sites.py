@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
-from hpcnet.model import ConfigError, check_system
+from hpcnet.model import ConfigError, PartitionKey, check_system
 
 
 class SiteKey:
@@ -147,8 +147,28 @@ def unmatched_host(systems: list, hostname: str) -> str | None:
             "'hostnames', or choose a system with --system (--system local runs on this host alone)")
 
 
+def matching_system(sites: list, hostname: str):
+    """(site, pattern): the first of ``sites`` (SiteFile, in ReFrame's order)
+    whose ``hostnames`` match ``hostname`` from its start, as ReFrame picks
+    a system without --system; None when none does."""
+    for site in sites:
+        for pattern in site.system.get('hostnames', []):
+            if re.match(pattern, hostname):
+                return site, pattern
+    return None
+
+
 def system_directories() -> list:
     """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
     (colon-separated: a site's own system files kept outside the checkout)."""
     extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
     return [SYSTEMS_DIR, *extra]
+
+
+def shares_host_cores(system: dict) -> bool:
+    """Whether the ranks of ``system`` share the cores of one host: its jobs
+    run where ReFrame runs (scheduler ``local``) or on nodes that share a
+    host (extras ``nodes_share_cores``, the testbed).  There, timed jobs of
+    different partitions, and a build beside a run, disturb each other."""
+    return any(p.get('scheduler') == 'local' or p['extras'].get(PartitionKey.NODES_SHARE_CORES)
+               for p in system['partitions'])

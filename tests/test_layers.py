@@ -133,7 +133,12 @@ def test_mpi_registry_is_a_leaf():
 
 
 def test_constants_imports_no_layer():
-    assert GRAPH['hpcnet.constants'] <= {'hpcnet.paths'}
+    assert GRAPH['hpcnet.constants'] <= {'hpcnet.paths', 'hpcnet.variables'}
+
+
+@pytest.mark.parametrize('module', ['hpcnet.variables', 'hpcnet.reframeargs'])
+def test_leaves_import_nothing_of_hpcnet(module):
+    assert GRAPH[module] == set()
 
 
 def test_no_long_file():

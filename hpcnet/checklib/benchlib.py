@@ -32,6 +32,7 @@ from hpcnet.parsers.imb import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
 from hpcnet.sizes import message_sizes
 from hpcnet.checklib.testlib import MpiBenchmark, build_mpiprobe
+from hpcnet.variables import MPI_PREFIXES_ENV
 
 #: The probe src/mpiprobe.c builds (hpcnet.checklib.testlib.build_mpiprobe).
 PROBE_LIBRARY = 'libhpcnet_mpiprobe.so'
@@ -205,7 +206,7 @@ def tool_missing_reason(tool: str, what: str, stack: Stack):
     where = ', '.join(os.path.join(prefix, sub) for sub in stacks.TOOL_SUBDIRS)
     return (f'{what} program {tool} not found in environment {stack.environ}: hpcnet.stacks '
             f'looked in {where} (tools found: {", ".join(name for name, _ in stack.tools) or "none"}); '
-            f'install {what} against this MPI, or list a prefix that has it in HPCNET_MPI_PREFIXES')
+            f'install {what} against this MPI, or list a prefix that has it in {MPI_PREFIXES_ENV}')
 
 
 def _under(path: str, root: str) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-SYSFS_ROOT_ENV = 'HPCNET_SYSFS_ROOT'
+from hpcnet.variables import SYSFS_ROOT_ENV
 
 #: How sysfs (and ibv_devinfo) name an active port (include/rdma/ib_verbs.h).
 PORT_ACTIVE = '4: ACTIVE'

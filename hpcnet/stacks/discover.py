@@ -374,6 +374,17 @@ def discover(state: Path | None = None, sources: list | None = None,
     return result
 
 
+def cached_discovery(state: Path | None = None) -> Discovery | None:
+    '''What the last discovery kept in the state directory, read without
+    probing and without checking that it is current (`hpcnet config`);
+    None where there is no readable cache.'''
+    cache = (Path(state) if state else state_dir()) / CACHE_FILE
+    try:
+        return _from_json(json.loads(cache.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 
 # --------------------------------------------------------------------------
 # ReFrame environments

@@ -48,9 +48,8 @@ from pathlib import Path
 from hpcnet import mpi
 from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
                                      wrapper_compiler)
+from hpcnet.variables import MODULEPATH_ENV
 
-#: More directories of modules to search, after MODULEPATH (colon separated).
-MODULEPATH_ENV = 'HPCNET_MODULEPATH'
 #: Where distributions install Lmod (Debian/Ubuntu ``lmod``, EPEL ``Lmod``):
 #: used when the shell has not initialised Lmod (no LMOD_CMD), as in CI.
 LMOD_COMMANDS = ('/usr/share/lmod/lmod/libexec/lmod',)

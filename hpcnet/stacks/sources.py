@@ -14,6 +14,8 @@ from pathlib import Path
 from hpcnet import mpi
 from hpcnet.stacks import spacklock
 from hpcnet.stacks.candidate import MpiCandidate, StackError, run_command
+from hpcnet.variables import (MPI_PREFIXES_ENV, SPACK_ENV_VAR, SPACK_INSTALL_TREE_ENV_VAR,
+                              SPACK_LOCK_ENV_VAR)
 
 
 def _shim_dir(state: Path, label: str, links: dict) -> str:
@@ -117,10 +119,10 @@ def extra_prefix_candidates(state: Path) -> list:
     points the suite at MPIs installed anywhere (EasyBuild, by hand, a Spack
     view).'''
     out = []
-    for i, p in enumerate(filter(None, os.environ.get('HPCNET_MPI_PREFIXES', '').split(':'))):
+    for i, p in enumerate(filter(None, os.environ.get(MPI_PREFIXES_ENV, '').split(':'))):
         cand = prefix_candidate(Path(p), f'prefix-{Path(p).name}-{i}', 'prefix')
         if cand is None:
-            raise StackError(f'HPCNET_MPI_PREFIXES: {p!r} has no bin/mpicc '
+            raise StackError(f'{MPI_PREFIXES_ENV}: {p!r} has no bin/mpicc '
                              '(valid: the installation prefix of an MPI)')
         out.append(cand)
     return out
@@ -129,7 +131,6 @@ def extra_prefix_candidates(state: Path) -> list:
 #: Spack's benchmark packages whose programs become tools of the MPI they
 #: were built against (the MPI packages are the families' spack_packages).
 SPACK_BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
-SPACK_ENV_VAR = 'HPCNET_SPACK_ENV'
 #: One line per installed spec: name, version, prefix, prefix of its MPI.
 SPACK_FORMAT = '{name}|{version}|{prefix}|{^mpi.prefix}'
 
@@ -170,8 +171,6 @@ def spack_candidates(state: Path) -> list:
     return out
 
 
-SPACK_LOCK_ENV_VAR = 'HPCNET_SPACK_LOCK'
-SPACK_INSTALL_TREE_ENV_VAR = 'HPCNET_SPACK_INSTALL_TREE'
 
 
 def spack_lock_candidates(state: Path) -> list:

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from hpcnet.testbed.cluster import Testbed
 from hpcnet.testbed.config import DEFAULTS, HEAD, TestbedError
+from hpcnet.variables import TESTBED_STATE_DIR_ENV
 
 
 def add_up_options(parser: argparse.ArgumentParser):
@@ -34,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument('--state-dir', default=None,
                         help='state directory (default /run/<name>-testbed, '
-                             'or $HPCNET_TESTBED_STATE_DIR)')
+                             f'or ${TESTBED_STATE_DIR_ENV})')
     common.add_argument('--name', default=DEFAULTS.name,
                         help='testbed name, prefix of its network namespaces '
                              f'(default {DEFAULTS.name})')

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence
 
 from hpcnet.constants import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.templates import render
+from hpcnet.variables import TESTBED_TEMPLATES_ENV
 from hpcnet.testbed import softirq
 from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, HEAD,
                                    HOST_OFFSET, IFACE, MAX_NODES, REQUIRED_TOOLS, NETMASK_BITS,
@@ -290,7 +291,7 @@ class Testbed(Daemons, Teardown):
         if not self.template_dir.is_dir():
             raise StepError('check prerequisites',
                             f'template dir {self.template_dir} not found '
-                            '(set HPCNET_TESTBED_TEMPLATES)')
+                            f'(set {TESTBED_TEMPLATES_ENV})')
         out = self._cmd('check prerequisites', ['slurmd', '-C'])
         hw = dict(re.findall(r'(\w+)=(\S+)', out.splitlines()[0]))
         self._hw = {k: hw[k] for k in ('CPUs', 'Boards', 'SocketsPerBoard',

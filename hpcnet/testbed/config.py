@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet.constants import DATA_DIR
+from hpcnet.variables import TESTBED_STATE_DIR_ENV, TESTBED_TEMPLATES_ENV
 
 
 @dataclass(frozen=True)
@@ -90,14 +91,14 @@ def burst_bytes(burst: str) -> int:
 
 
 def default_state_dir(name: str = DEFAULTS.name) -> Path:
-    env = os.environ.get('HPCNET_TESTBED_STATE_DIR')
+    env = os.environ.get(TESTBED_STATE_DIR_ENV)
     if env and name == DEFAULTS.name:
         return Path(env)
     return Path(f'/run/{name}-testbed')
 
 
 def default_template_dir() -> Path:
-    env = os.environ.get('HPCNET_TESTBED_TEMPLATES')
+    env = os.environ.get(TESTBED_TEMPLATES_ENV)
     if env:
         return Path(env)
     return DATA_DIR / 'ci' / 'testbed'

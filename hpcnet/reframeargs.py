@@ -1,0 +1,33 @@
+"""ReFrame's command-line options as hpcnet reads them: `hpcnet run`
+before it starts ReFrame, config/settings.py inside ReFrame (from sys.argv)."""
+from __future__ import annotations
+
+
+def is_option(arg: str, options) -> bool:
+    '''``arg`` is one of ``options`` (``--name=value`` counts).'''
+    return arg.split('=', 1)[0] in options
+
+
+def option_values(args: list, *names) -> list:
+    '''Values of ``-p X``/``--prgenv=X``-style options among ReFrame's args.'''
+    values = []
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                values.append(args[i + 1])
+            elif arg.startswith(name + '=') and name.startswith('--'):
+                values.append(arg.split('=', 1)[1])
+    return values
+
+
+def option_values_removed(args: list, names) -> list:
+    '''``args`` without the options ``names`` and their values.'''
+    kept, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in names:
+            skip = True
+        elif not any(arg.startswith(n + '=') for n in names if n.startswith('--')):
+            kept.append(arg)
+    return kept

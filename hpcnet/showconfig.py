@@ -1,0 +1,204 @@
+"""`hpcnet config`: every setting in force and where it came from, as
+EasyBuild's `eb --show-config` prints its own.
+
+Each line is ``name = value  [source]``; a source is ``default``,
+``environment variable NAME``, ``site file PATH`` or ``command line``.
+Nothing is probed: the environments are those the last discovery cached.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpcnet import sites, stacks
+from hpcnet.constants import (DATA_DIR, DEFAULT_REPORTS_DIR, OUTPUT_DIR, PERFLOG_DIR, PROJECT_ROOT,
+                              REFERENCE_DIR, REFRAME_PREFIX, SYSTEMS_DIR, WORK_DIR)
+from hpcnet.exitcodes import Exit
+from hpcnet.model import PartitionKey
+from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE
+from hpcnet.variables import (HOME_ENV, REFERENCE_DIR_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV,
+                              SYSTEMS_DIRS_ENV, VARIABLES, WORK_DIR_ENV)
+
+DEFAULT = 'default'
+COMMAND_LINE = 'command line'
+#: ReFrame's own variables that move what the configuration sets.
+RFM_RESULTS_DB_ENV = 'RFM_SQLITE_DB_FILE'
+RFM_PERFLOG_DIR_ENV = 'RFM_PERFLOG_DIR'
+RFM_PREFIX_ENV = 'RFM_PREFIX'
+RFM_SYSTEM_ENV = 'RFM_SYSTEM'
+
+
+def env_source(name: str) -> str:
+    return f'environment variable {name}'
+
+
+def site_source(path) -> str:
+    return f'site file {path}'
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+    source: str
+
+
+def _from_env(name: str, env_var: str, default, environ) -> Setting:
+    '''A directory or file that ``env_var`` moves from ``default``.'''
+    if environ.get(env_var):
+        return Setting(name, environ[env_var], env_source(env_var))
+    return Setting(name, str(default), DEFAULT)
+
+
+def _systems_dirs(environ) -> list:
+    dirs = [Setting('systems dir', str(SYSTEMS_DIR), DEFAULT)]
+    dirs += [Setting('systems dir', d, env_source(SYSTEMS_DIRS_ENV))
+             for d in environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
+    return dirs
+
+
+def system_settings(system_option: str | None, hostname: str, environ) -> tuple:
+    '''(settings, the chosen SiteFile or None, why none was chosen or None).'''
+    loaded = sites.load_site_files(*sites.system_directories())
+    by_name = {s.system['name']: s for s in loaded}
+    out = [Setting('hostname', hostname, 'socket.gethostname(), as ReFrame reads it')]
+    named, source = system_option, COMMAND_LINE + ' (--system)'
+    if not named and environ.get(RFM_SYSTEM_ENV):
+        named, source = environ[RFM_SYSTEM_ENV], env_source(RFM_SYSTEM_ENV)
+    if named:
+        name = named.split(':')[0]
+        if name not in by_name:
+            return out, None, (f'--system {named}: no such system (valid: '
+                               f'{", ".join(sorted(by_name))})')
+        site = by_name[name]
+    else:
+        unmatched = sites.unmatched_host([s.system for s in loaded], hostname)
+        match = None if unmatched else sites.matching_system(loaded, hostname)
+        if match is None:
+            return out, None, unmatched or f'host {hostname!r} matches no site file'
+        site, pattern = match
+        source = f'hostname matches {pattern!r} of {site_source(site.path)}'
+    out.append(Setting('system', site.system['name'], source))
+    out.append(Setting('site file', site.path, 'in ' + (env_source(SYSTEMS_DIRS_ENV)
+                                                       if Path(site.path).parent != SYSTEMS_DIR
+                                                       else f'{SYSTEMS_DIR} ({DEFAULT})')))
+    where = site_source(site.path)
+    for part in site.system['partitions']:
+        extras = part.get('extras', {})
+        fields = [f'fabric {extras.get(PartitionKey.FABRIC)}',
+                  f'scheduler {part.get("scheduler")}', f'launcher {part.get("launcher")}']
+        if extras.get(PartitionKey.PMI):
+            fields.append(f'pmi {extras[PartitionKey.PMI]}')
+        if part.get('access'):
+            fields.append(f'access {" ".join(part["access"])}')
+        fields.append(f'max_jobs {part.get("max_jobs", "1 (config/settings.py)")}')
+        out.append(Setting(f'partition {part["name"]}', ', '.join(fields), where))
+    choice = site.stacks
+    if choice.include or choice.exclude or not choice.pypi_stacks:
+        rules = [f'include {[p.pattern for p in choice.include]}',
+                 f'exclude {[p.pattern for p in choice.exclude]}',
+                 f'pypi_stacks {choice.pypi_stacks}']
+        out.append(Setting('stacks', ', '.join(rules), where))
+    else:
+        out.append(Setting('stacks', 'every environment found', DEFAULT))
+    policy = ('serial only: its ranks share the cores of one host'
+              if sites.shares_host_cores(site.system) else
+              'serial under hpcnet run; one job per partition at a time under either policy')
+    out.append(Setting('execution policy', policy, 'config/settings.py'))
+    return out, site, None
+
+
+def stage_settings(site, environ) -> list:
+    '''Where ReFrame stages and keeps the output of a session.'''
+    system = site.system if site else {}
+    where = site_source(site.path) if site else None
+    out = []
+    for key in ('stagedir', 'outputdir'):
+        if system.get(key):
+            out.append(Setting(key, system[key], where))
+    if environ.get(RFM_PREFIX_ENV):
+        plain = Setting('prefix (reframe -r)', environ[RFM_PREFIX_ENV],
+                        env_source(RFM_PREFIX_ENV))
+    elif system.get('prefix'):
+        plain = Setting('prefix (reframe -r)', system['prefix'], where)
+    else:
+        plain = Setting('prefix (reframe -r)', str(REFRAME_PREFIX), 'config/settings.py')
+    return [*out, Setting('prefix (hpcnet run)', str(OUTPUT_DIR / '<report name>'),
+                          'hpcnet run --prefix (default report name: run)'), plain]
+
+
+def path_settings(environ) -> list:
+    out = [Setting('data dir', str(DATA_DIR),
+                   'the checkout' if PROJECT_ROOT else env_source(HOME_ENV)),
+           Setting('work dir', str(WORK_DIR),
+                   env_source(WORK_DIR_ENV) if environ.get(WORK_DIR_ENV)
+                   else 'the checkout' if PROJECT_ROOT else 'the current directory'),
+           *_systems_dirs(environ)]
+    state = _from_env('state dir', STATE_DIR_ENV, stacks.state_dir(), environ)
+    out.append(state)
+    for name, file in (('stacks cache', stacks.CACHE_FILE),
+                       ('modules cache', MODULES_CACHE_FILE)):
+        path = Path(state.value) / file
+        out.append(Setting(name, f'{path}{"" if path.exists() else " (none yet)"}',
+                           state.source))
+    refs = _from_env('reference dir', REFERENCE_DIR_ENV, REFERENCE_DIR, environ)
+    reports = _from_env('reports dir', REPORTS_DIR_ENV, DEFAULT_REPORTS_DIR, environ)
+    out += [refs, reports,
+            _from_env('results database', RFM_RESULTS_DB_ENV,
+                      DEFAULT_REPORTS_DIR / 'results.db', environ),
+            _from_env('perflogs', RFM_PERFLOG_DIR_ENV, PERFLOG_DIR, environ)]
+    return out
+
+
+def environment_settings(site) -> list:
+    found = stacks.cached_discovery()
+    if found is None:
+        return [Setting('environments', 'none cached yet: `hpcnet stacks` finds them', DEFAULT)]
+    envs = found.environments
+    source = f'{stacks.state_dir() / stacks.CACHE_FILE} (`hpcnet stacks --refresh` probes again)'
+    if site is not None:
+        envs = stacks.chosen_environments(found, site.stacks)
+        source += f', admitted by {site_source(site.path)}'
+    return [Setting('environments', ', '.join(e.name for e in envs) or 'none', source)]
+
+
+def variable_settings(environ) -> list:
+    return [Setting(v.name, environ[v.name], 'environment') if environ.get(v.name)
+            else Setting(v.name, f'unset: {v.unset}', DEFAULT) for v in VARIABLES]
+
+
+def render(groups: list) -> str:
+    width = max(len(s.name) for title, settings in groups for s in settings)
+    lines = ['#', '# hpcnet configuration in force: name = value  [where it came from]', '#']
+    for title, settings in groups:
+        lines.append(f'# {title}')
+        lines += [f'{s.name:{width}} = {s.value}  [{s.source}]' for s in settings]
+    return '\n'.join(lines)
+
+
+def cmd_config(args) -> int:
+    environ = os.environ
+    system, site, problem = system_settings(args.system, socket.gethostname(), environ)
+    rfm = [Setting(k, v, 'environment') for k, v in sorted(environ.items()) if k.startswith('RFM_')]
+    groups = [('system', system), ('directories and files', path_settings(environ)),
+              ('stage and output', stage_settings(site, environ)),
+              ('environments', environment_settings(site)),
+              ('HPCNET_* variables (docs/site-guide.md)', variable_settings(environ))]
+    if rfm:
+        groups.append(("ReFrame's variables", rfm))
+    print(render(groups))
+    if problem:
+        print(f'hpcnet: error: {problem}', file=sys.stderr)
+        return Exit.USAGE
+    return Exit.OK
+
+
+def add_parser(sub) -> None:
+    '''Register `hpcnet config` on the CLI's subparsers.'''
+    p = sub.add_parser('config', help='every setting and variable in force, and where it came from')
+    p.add_argument('--system', metavar='NAME',
+                   help='the system to show (default: the one this host matches)')
+    p.set_defaults(func=cmd_config)
