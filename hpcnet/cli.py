@@ -405,15 +405,19 @@ def cmd_report(args) -> int:
             sides = [compare.load_side(x) for x in specs]
             reports = [r for side in sides for r in side.reports]
             retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
-            final = {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
-                     for r in reports for run in r.get('runs', []) for tc in run['testcases']}
-            # A report of an older hpcnet does not count a retried case's attempts.
-            lines, _ = runner.summary(final, [{'attempts': '?', **tc} for r in reports
-                                              for tc in r.get('hpcnet_retried', [])])
+            lines, _ = runner.reports_summary(reports)
             page = hpcnet_report.render(reports, retried, verdict=lines[-1],
                                         title='hpcnet ' + ' '.join(s.spec for s in sides))
             name = ('latest.html' if [Path(s).resolve() for s in specs] == [latest.resolve()]
                     else f'report-{sides[0].sessions[0][:8]}.html')
+            # A stored session (of hpcnet run or plain reframe -r) gets its run report too.
+            stored = [r for side in sides if not Path(side.spec).is_file() for r in side.reports]
+            for data in stored:
+                path = reports_dir() / f'report-{data["session_info"]["uuid"][:8]}.json'
+                path.write_text(json.dumps(data, indent=1))
+                _say(f'run report: {path}')
+            for line in lines:
+                _say(line)
     except compare.CompareError as err:
         raise SelectionError(str(err)) from None
     output = Path(args.output) if args.output else reports_dir() / name

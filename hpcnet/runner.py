@@ -146,7 +146,7 @@ def rerun_command(tc: dict) -> str:
     return ' '.join(shlex.quote(a) for a in [
         reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR),
         '-n', f'/{tc.get("hashcode", "")}', '-p', f'^{tc["environ"]}$',
-        '--system', f'{tc["system"]}:{tc["partition"]}', '-r'])
+        '--system', f'{tc["system"]}:{tc["partition"]}', '-r', '--exec-policy=serial'])
 
 
 def _case_name(tc: dict) -> str:
@@ -210,6 +210,17 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         last += f'; performance is judged by {judged_elsewhere}'
     lines.append(last)
     return lines, code
+
+
+def reports_summary(reports: list) -> tuple:
+    """(lines, exit code) of summary() over the final cases of ``reports``
+    (run reports or stored sessions, of hpcnet run or of plain reframe -r):
+    the verdict `hpcnet run` gives the same cases."""
+    final = {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
+             for r in reports for run in r.get('runs', []) for tc in run['testcases']}
+    # A report of an older hpcnet does not count a retried case's attempts.
+    return summary(final, [{'attempts': '?', **tc} for r in reports
+                           for tc in r.get('hpcnet_retried', [])])
 
 
 @dataclass(frozen=True)

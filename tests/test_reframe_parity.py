@@ -1,0 +1,119 @@
+"""Plain `reframe -C config/settings.py -c checks -r` judges as `hpcnet run`:
+what decides a verdict lives in the configuration and the checks, and
+`hpcnet report SESSION` makes the run report, the HTML page and the verdict
+of a session the wrapper did not start (README, "hpcnet run and reframe -r")."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpcnet import stacks
+from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, PROJECT_ROOT, REFRAME_PREFIX
+
+BIN = Path(sys.executable).parent
+#: Two cases, one per partition of `local`, as short as the kernel allows.
+SELECTION = ['-n', r'hpcnet_p2p.*scale=1_node.*mode=pingpong',
+             '-S', 'time_per_size_ms=2']
+#: latency_8B passes on local:shm (below 1000 us) and fails on local:tcp
+#: (above 0.001 us): one verdict of each kind to compare.
+REFERENCES = '''\
+hpcnet_p2p:
+  $index: [$partition, mpi_family, mode]
+  local:shm:
+    .*:
+      pingpong:
+        latency_8B: [1.0, null, 1000.0, us]
+  local:tcp:
+    .*:
+      pingpong:
+        latency_8B: [0.001, -0.1, 0.0, us]
+$not_asserted:
+  hpcnet_p2p:
+    'local:(shm|tcp)/.*/pingpong/(latency_0B|bandwidth_.*|efficiency_.*)': not under test
+$unbounded:
+  hpcnet_p2p:
+    'local:shm/.*/pingpong/latency_8B': only the verdict's kind is under test
+'''
+
+
+def _run(cmd, env, cwd=PROJECT_ROOT):
+    return subprocess.run(['nice', '-n', '19', *cmd], text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, env={**os.environ, **env}, cwd=cwd,
+                          timeout=600)
+
+
+def _verdicts(report: Path) -> dict:
+    '''(name, partition, environ) -> (result, failing phase) of each case.'''
+    data = json.loads(report.read_text())
+    return {(tc['name'], tc['partition'], tc['environ']): (tc['result'], tc['fail_phase'])
+            for run in data['runs'] for tc in run['testcases'] if not tc.get('fixture')}
+
+
+@pytest.fixture(scope='module')
+def openmpi_env():
+    found = [e.name for e in stacks.discover().environments
+             if e.primary and e.mpi.family == 'openmpi']
+    if not found:
+        pytest.skip('no Open MPI found (Debian package openmpi-bin, or `make stacks`)')
+    return found[0]
+
+
+def test_plain_reframe_judges_as_hpcnet_run(openmpi_env, tmp_path):
+    refs = tmp_path / 'refs'
+    refs.mkdir()
+    (refs / 'local.yaml').write_text(REFERENCES)
+    env = {'HPCNET_REFERENCE_DIR': str(refs)}
+    select = [*SELECTION, '-p', f'^{openmpi_env}$', '--system', 'local']
+    wrapped = _run([str(BIN / 'hpcnet'), 'run', '--report-name', 'parity', *select], env)
+    plain_report = tmp_path / 'plain.json'
+    # As a site types it (the report file only keeps the test's report apart).
+    plain = _run([str(BIN / 'reframe'), '-C', str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR),
+                  '-r', '--exec-policy=serial', '--report-file', str(plain_report),
+                  *select], env, cwd=tmp_path)
+    by_hpcnet = _verdicts(Path(os.environ['HPCNET_REPORTS_DIR']) / 'parity-latest.json')
+    by_reframe = _verdicts(plain_report)
+    assert sorted(k[1] for k in by_reframe) == ['shm', 'tcp'], plain.stdout[-3000:]
+    assert by_reframe == by_hpcnet, (wrapped.stdout[-2000:], plain.stdout[-2000:])
+    assert {k[1]: v for k, v in by_reframe.items()} == {
+        'shm': ('pass', None), 'tcp': ('fail', 'performance')}, plain.stdout[-3000:]
+    assert wrapped.returncode == plain.returncode == 1
+    # Stage and output are the configuration's, under the work directory,
+    # not where reframe was started.
+    cases = [tc for run in json.loads(plain_report.read_text())['runs']
+             for tc in run['testcases']]
+    assert all(Path(tc['stagedir']).is_relative_to(REFRAME_PREFIX)
+               for tc in cases if tc['stagedir'])
+    assert not (tmp_path / 'stage').exists() and not (tmp_path / 'output').exists()
+
+    # The plain session, from the results database: its run report, its page
+    # and the verdict hpcnet run gave.
+    uuid = json.loads(plain_report.read_text())['session_info']['uuid']
+    made = _run([str(BIN / 'hpcnet'), 'report', uuid], env)
+    assert made.returncode == 0, made.stdout[-2000:]
+    reports = Path(os.environ['HPCNET_REPORTS_DIR'])
+    stored = json.loads((reports / f'report-{uuid[:8]}.json').read_text())
+    assert _verdicts(reports / f'report-{uuid[:8]}.json') == by_reframe
+    assert stored['session_info']['uuid'] == uuid
+    assert (reports / f'report-{uuid[:8]}.html').is_file()
+    assert f'FAILED: hpcnet_p2p %scale=1_node %mode=pingpong @local:tcp+{openmpi_env}' \
+        in made.stdout, made.stdout
+    # The verdict line hpcnet run printed for its own session.
+    verdict = [line for line in wrapped.stdout.splitlines()
+               if line.startswith('hpcnet: FAILED: 1 fail, ')]
+    assert len(verdict) == 1 and verdict[0] in made.stdout.splitlines(), (verdict, made.stdout)
+
+
+def test_plain_reframe_on_shared_cores_needs_the_serial_policy(tmp_path):
+    '''ReFrame 4.10 cannot set the execution policy in a configuration: on
+    a system whose ranks share one host's cores the configuration refuses
+    a run under any other policy, naming the option.'''
+    for policy in ([], ['--exec-policy=async']):
+        res = _run([str(BIN / 'reframe'), '-C', str(CONFIG_DIR / 'settings.py'), '-c',
+                    str(CHECKS_DIR / 'preflight.py'), '-r', '--system', 'local', *policy], {}, cwd=tmp_path)
+        assert res.returncode == 2, res.stdout[-2000:]
+        assert ('hpcnet: error: system local (' in res.stdout
+                and 'add --exec-policy=serial' in res.stdout), res.stdout[-2000:]
+        assert 'Traceback' not in res.stdout
