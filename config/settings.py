@@ -15,7 +15,7 @@ from hpcnet import stacks
 from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
-from hpcnet.reframeargs import is_option, option_values
+from hpcnet.reframeargs import is_option, option_values, unmatched_prgenv
 from hpcnet.sites import (load_site_files, matching_system, shares_host_cores, system_directories,
                           unmatched_host)
 
@@ -89,6 +89,11 @@ for _site in _sites:
         _part.setdefault('max_jobs', 1)
 _environments = stacks.reframe_environments(
     _found, {_site.system['name']: _site.stacks for _site in _sites})
+# A -p that matches no environment would select nothing, and ReFrame pass.
+if any(is_option(a, _SELECTING) for a in sys.argv):
+    _unmatched_prgenv = unmatched_prgenv(sys.argv, [e['name'] for e in _environments])
+    if _unmatched_prgenv:
+        _stop(_unmatched_prgenv)
 # Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.modules).
 modules.configure_reframe(_systems, _environments)
 

@@ -2,6 +2,8 @@
 before it starts ReFrame, config/settings.py inside ReFrame (from sys.argv)."""
 from __future__ import annotations
 
+import re
+
 
 def is_option(arg: str, options) -> bool:
     '''``arg`` is one of ``options`` (``--name=value`` counts).'''
@@ -31,3 +33,14 @@ def option_values_removed(args: list, names) -> list:
         elif not any(arg.startswith(n + '=') for n in names if n.startswith('--')):
             kept.append(arg)
     return kept
+
+
+def unmatched_prgenv(args: list, environments: list) -> str | None:
+    """Why a ``-p`` among ``args`` selects nothing (it matches none of
+    ``environments``, searched as ReFrame does), or None: ReFrame would run
+    no case and pass."""
+    for pattern in option_values(args, '-p', '--prgenv'):
+        if not any(re.search(pattern, name) for name in environments):
+            return (f'-p {pattern}: matches no environment (valid: {", ".join(environments)}; '
+                    '`hpcnet stacks` says why others are out)')
+    return None

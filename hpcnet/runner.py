@@ -28,7 +28,8 @@ from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_R
                               OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
-from hpcnet.reframeargs import is_option, option_values, option_values_removed
+from hpcnet.reframeargs import (is_option, option_values, option_values_removed,
+                                unmatched_prgenv)
 
 
 def say(msg):
@@ -133,11 +134,9 @@ def check_selection(reframe_args: list, environments: list) -> None:
         if part and part not in valid[name]:
             raise SelectionError(f'--system {chosen}: system {name} has no partition {part!r} '
                                  f'(valid: {", ".join(valid[name])})')
-    names = environments + [stacks.BUILTIN_ENV]
-    for pattern in option_values(reframe_args, '-p', '--prgenv'):
-        if not any(re.search(pattern, n) for n in names):
-            raise SelectionError(f'-p {pattern}: matches no environment (valid: '
-                                 f'{", ".join(names)}; `hpcnet stacks` says why others are out)')
+    unmatched = unmatched_prgenv(reframe_args, environments + [stacks.BUILTIN_ENV])
+    if unmatched:
+        raise SelectionError(unmatched)
 
 
 def rerun_command(tc: dict) -> str:

@@ -117,3 +117,14 @@ def test_plain_reframe_on_shared_cores_needs_the_serial_policy(tmp_path):
         assert ('hpcnet: error: system local (' in res.stdout
                 and 'add --exec-policy=serial' in res.stdout), res.stdout[-2000:]
         assert 'Traceback' not in res.stdout
+
+
+def test_plain_reframe_refuses_an_environment_pattern_that_selects_nothing(tmp_path):
+    '''ReFrame would select no case and pass; the configuration stops, as
+    `hpcnet run` does (tests/test_cli.py).'''
+    res = _run([str(BIN / 'reframe'), '-C', str(CONFIG_DIR / 'settings.py'), '-c',
+                str(CHECKS_DIR / 'preflight.py'), '-r', '--exec-policy=serial', '--system',
+                'local', '-p', '^no-such-env$'], {}, cwd=tmp_path)
+    assert res.returncode == 2, res.stdout[-2000:]
+    assert 'hpcnet: error: -p ^no-such-env$: matches no environment (valid: ' in res.stdout
+    assert 'Traceback' not in res.stdout
