@@ -130,7 +130,7 @@ def stage_settings(site, environ) -> list:
                           'hpcnet run --prefix (default report name: run)'), plain]
 
 
-def path_settings(environ) -> list:
+def path_settings(site, environ) -> list:
     out = [Setting('data dir', str(DATA_DIR),
                    'the checkout' if PROJECT_ROOT else env_source(HOME_ENV)),
            Setting('work dir', str(WORK_DIR),
@@ -146,7 +146,12 @@ def path_settings(environ) -> list:
                            state.source))
     refs = _from_env('reference dir', REFERENCE_DIR_ENV, REFERENCE_DIR, environ)
     reports = _from_env('reports dir', REPORTS_DIR_ENV, DEFAULT_REPORTS_DIR, environ)
-    out += [refs, reports,
+    out.append(refs)
+    if site is not None:
+        path = Path(refs.value) / f'{site.system["name"]}.yaml'
+        missing = '' if path.exists() else ' (none: runs record values and judge none)'
+        out.append(Setting('reference file', f'{path}{missing}', refs.source))
+    out += [reports,
             _from_env('results database', RFM_RESULTS_DB_ENV,
                       DEFAULT_REPORTS_DIR / 'results.db', environ),
             _from_env('perflogs', RFM_PERFLOG_DIR_ENV, PERFLOG_DIR, environ)]
@@ -183,7 +188,7 @@ def cmd_config(args) -> int:
     environ = os.environ
     system, site, problem = system_settings(args.system, socket.gethostname(), environ)
     rfm = [Setting(k, v, 'environment') for k, v in sorted(environ.items()) if k.startswith('RFM_')]
-    groups = [('system', system), ('directories and files', path_settings(environ)),
+    groups = [('system', system), ('directories and files', path_settings(site, environ)),
               ('stage and output', stage_settings(site, environ)),
               ('environments', environment_settings(site)),
               ('HPCNET_* variables (docs/site-guide.md)', variable_settings(environ))]

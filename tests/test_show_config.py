@@ -91,6 +91,8 @@ def test_config_says_where_each_setting_came_from(tmp_path):
                                     where)
     assert got['stacks'] == ("include [], exclude ['impi'], pypi_stacks False", where)
     assert got['reference dir'] == (str(refs), 'environment variable HPCNET_REFERENCE_DIR')
+    assert got['reference file'] == (f'{refs / "mysite.yaml"} (none: runs record values and '
+                                     'judge none)', 'environment variable HPCNET_REFERENCE_DIR')
     assert got['HPCNET_REFERENCE_DIR'] == (str(refs), 'environment')
     assert got['HPCNET_SPACK_LOCK'][1] == 'default'
     assert got['prefix (reframe -r)'] == (str(tmp_path / 'rfm'), 'environment variable RFM_PREFIX')
