@@ -103,10 +103,12 @@ def test_fault_matrix(tmp_path, own_history, one_env_per_stack):
     proc2, cases2 = run_reframe(tmp_path / 'badref', '-c', str(P2P), '-n', 'hpcnet_p2p.*mode=pingpong',
                                 '-p', env_regex(envs[:1]), retries=0, system='local:tcp',
                                 env={'HPCNET_REFERENCE_DIR': str(refdir)})
-    (bad,) = [c for c in cases2 if c['name'].startswith('hpcnet_p2p')]
-    rows.append(('a malformed reference file', bad['result'], bad['fail_reason']))
-    assert bad['result'] == 'fail'
-    assert "latency_8B: reference value 'fast' is not a finite number" in bad['fail_reason']
+    # Plain ReFrame too: the configuration validates the reference directory.
+    reason = proc2.stdout.strip().splitlines()[-1]
+    rows.append(('a malformed reference file', f'exit {proc2.returncode}', reason))
+    assert proc2.returncode == 2 and cases2 == [], proc2.stdout[-2000:]
+    assert reason.startswith(f'hpcnet: error: {refdir / "local.yaml"}') and \
+        "latency_8B: reference value 'fast' is not a finite number" in reason, reason
 
     missing = tmp_path / 'no-mpi-here'
     res = subprocess.run([str(HPCNET), 'run', '-n', 'hpcnet_p2p'], text=True,
