@@ -65,7 +65,7 @@ if any(a in ('-r', '--run') for a in sys.argv):
     # other partitions and builds disturb them too, and only the serial
     # policy keeps those apart: ReFrame 4.10 has no configuration key for it.
     if (_chosen and shares_host_cores(_chosen[0].system)
-            and option_values(sys.argv, '--exec-policy') != ['serial']):
+            and (option_values(sys.argv, '--exec-policy') or ['async'])[-1] != 'serial'):
         _stop(f"system {_chosen[0].system['name']} ({_chosen[0].path}): its ranks share the "
               'cores of one host, so timed runs must run one at a time: add '
               '--exec-policy=serial (ReFrame cannot set it in a configuration; `hpcnet run` '
