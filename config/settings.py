@@ -16,7 +16,7 @@ from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
 from hpcnet.reframeargs import is_option, option_values, unmatched_prgenv
-from hpcnet.sites import (load_site_files, matching_system, shares_host_cores, system_directories,
+from hpcnet.sites import (load_site_files, selected_site, shares_host_cores, system_directories,
                           unmatched_host)
 
 REPORTS = str(DEFAULT_REPORTS_DIR)
@@ -58,15 +58,14 @@ if _unmatched and not _named[0] and any(is_option(a, _SELECTING) for a in sys.ar
 # What decides verdicts lives here, so that `reframe -C config/settings.py
 # -c checks -r` judges as `hpcnet run` does (README, "hpcnet run and reframe -r").
 if any(a in ('-r', '--run') for a in sys.argv):
-    _chosen = ([s for s in _sites if s.system['name'] == _named[0].split(':')[0]] if _named[0]
-               else [m[0] for m in [matching_system(_sites, socket.gethostname())] if m])
+    _chosen = selected_site(_sites, _named[0], socket.gethostname())
     # Timed jobs of one partition never overlap: its links are under test
     # (max_jobs below).  Where the ranks share one host's cores, jobs of
     # other partitions and builds disturb them too, and only the serial
     # policy keeps those apart: ReFrame 4.10 has no configuration key for it.
-    if (_chosen and shares_host_cores(_chosen[0].system)
+    if (_chosen and shares_host_cores(_chosen.system)
             and (option_values(sys.argv, '--exec-policy') or ['async'])[-1] != 'serial'):
-        _stop(f"system {_chosen[0].system['name']} ({_chosen[0].path}): its ranks share the "
+        _stop(f"system {_chosen.system['name']} ({_chosen.path}): its ranks share the "
               'cores of one host, so timed runs must run one at a time: add '
               '--exec-policy=serial (ReFrame cannot set it in a configuration; `hpcnet run` '
               'adds it)')

@@ -158,6 +158,16 @@ def matching_system(sites: list, hostname: str):
     return None
 
 
+def selected_site(sites: list, named: str, hostname: str):
+    """The SiteFile a session runs on: the system ``named`` (a --system
+    value, ``name`` or ``name:partition``) or, without one, the first whose
+    ``hostnames`` match ``hostname``; None when there is none such."""
+    if named:
+        return next((s for s in sites if s.system['name'] == named.split(':')[0]), None)
+    match = matching_system(sites, hostname)
+    return match[0] if match else None
+
+
 def system_directories() -> list:
     """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
     (colon-separated: a site's own system files kept outside the checkout)."""

@@ -146,3 +146,14 @@ def test_systems_whose_ranks_share_a_host():
     assert sites.shares_host_cores(system(scheduler='local'))
     assert sites.shares_host_cores(system(extras={'nodes_share_cores': True}))
     assert not sites.shares_host_cores(system())
+
+
+def test_the_session_runs_on_the_named_system_else_the_matching_one():
+    def site(name, *patterns):
+        return sites.SiteFile(f'{name}.py', {'name': name, 'hostnames': list(patterns),
+                                             'partitions': []}, sites.StackChoice())
+    chosen = [site('a', r'^login\d$'), site('local', '.*')]
+    assert sites.selected_site(chosen, 'local:tcp', 'login1').system['name'] == 'local'
+    assert sites.selected_site(chosen, '', 'login1').system['name'] == 'a'
+    assert sites.selected_site(chosen, 'nosuch', 'login1') is None
+    assert sites.selected_site(chosen[:1], '', 'x') is None
