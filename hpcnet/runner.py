@@ -25,7 +25,7 @@ from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
 from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
-                              OUTPUT_DIR, PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
+                              PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 from hpcnet.reframeargs import (is_option, option_values, option_values_removed,
@@ -54,6 +54,15 @@ _ACTION_OPTIONS = ('-r', '--run', '--dry-run', *LISTING_OPTIONS)
 _SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag')
 
 
+def session_prefix(name: str, reframe_args: list) -> Path:
+    '''ReFrame's --prefix of session ``name``: its own directory under the
+    chosen system's sites.sessions_dir().'''
+    named = (option_values(reframe_args, '--system') or [os.environ.get('RFM_SYSTEM', '')])[-1]
+    site = sites.selected_site(sites.load_site_files(*sites.system_directories()), named,
+                               socket.gethostname())
+    return sites.sessions_dir(site) / name
+
+
 def reframe_cmd(name: str, reframe_args: list) -> tuple:
     '''(command, report path) of one ReFrame session of the suite.'''
     reports = reports_dir()
@@ -62,7 +71,7 @@ def reframe_cmd(name: str, reframe_args: list) -> tuple:
     report = reports / f'{name}-{stamp}.json'
     cmd = [reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
            '-c', str(CHECKS_DIR), '-R',
-           '--prefix', str(OUTPUT_DIR / name),
+           '--prefix', str(session_prefix(name, reframe_args)),
            '--report-file', str(report), *reframe_args]
     if not any(is_option(a, _ACTION_OPTIONS) for a in reframe_args):
         cmd.append('-r')
@@ -296,7 +305,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
         return Exit.UNDECIDED
     if '--dry-run' in cmd:
         say(f'dry run: {len(cases)} cases generated their job scripts under '
-            f'{OUTPUT_DIR / name}; nothing was submitted (reframe exit code {rc})')
+            f'{session_prefix(name, reframe_args)}; nothing was submitted (reframe exit code {rc})')
         return Exit.FAILED if rc else Exit.OK
     retried = _retry_known_issues(name, cases, reframe_args, prefix, env) if rc != 0 else []
     wall = time.monotonic() - start

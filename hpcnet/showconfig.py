@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet import sites, stacks
-from hpcnet.constants import (DATA_DIR, DEFAULT_REPORTS_DIR, OUTPUT_DIR, PERFLOG_DIR, PROJECT_ROOT,
+from hpcnet.constants import (DATA_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, PROJECT_ROOT,
                               REFERENCE_DIR, REFRAME_PREFIX, SYSTEMS_DIR, WORK_DIR)
 from hpcnet.exitcodes import Exit
 from hpcnet.model import PartitionKey
@@ -126,8 +126,11 @@ def stage_settings(site, environ) -> list:
         plain = Setting('prefix (reframe -r)', system['prefix'], where)
     else:
         plain = Setting('prefix (reframe -r)', str(REFRAME_PREFIX), 'config/settings.py')
-    return [*out, Setting('prefix (hpcnet run)', str(OUTPUT_DIR / '<report name>'),
-                          'hpcnet run --prefix (default report name: run)'), plain]
+    base = sites.sessions_dir(site)
+    run = Setting('prefix (hpcnet run)', str(base / '<report name>'),
+                  f'hpcnet run --prefix under {where if system.get("prefix") else DEFAULT} '
+                  '(default report name: run)')
+    return [*out, run, plain]
 
 
 def path_settings(site, environ) -> list:

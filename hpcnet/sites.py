@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
+from hpcnet.constants import OUTPUT_DIR, SYSTEMS_DIR, SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, PartitionKey, check_system
 
 
@@ -166,6 +166,13 @@ def selected_site(sites: list, named: str, hostname: str):
         return next((s for s in sites if s.system['name'] == named.split(':')[0]), None)
     match = matching_system(sites, hostname)
     return match[0] if match else None
+
+
+def sessions_dir(site) -> Path:
+    """Where `hpcnet run` gives each session its ReFrame prefix (stage and
+    output): the ``prefix`` the site file sets (a filesystem the compute
+    nodes see), else the work directory's output/."""
+    return Path(site.system['prefix']) if site and site.system.get('prefix') else OUTPUT_DIR
 
 
 def system_directories() -> list:

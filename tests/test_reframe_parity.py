@@ -128,3 +128,20 @@ def test_plain_reframe_refuses_an_environment_pattern_that_selects_nothing(tmp_p
     assert res.returncode == 2, res.stdout[-2000:]
     assert 'hpcnet: error: -p ^no-such-env$: matches no environment (valid: ' in res.stdout
     assert 'Traceback' not in res.stdout
+
+
+def test_hpcnet_run_stages_under_the_prefix_a_site_file_sets(tmp_path, monkeypatch):
+    from hpcnet import runner
+    from hpcnet.constants import OUTPUT_DIR
+    systems = tmp_path / 'sites'
+    systems.mkdir()
+    (systems / 'mysite.py').write_text(
+        'from hpcnet.model import partition_extras\n'
+        "system = {'name': 'mysite', 'hostnames': [r'^mysite-login$'], 'prefix': '/scratch/rfm',\n"
+        "          'partitions': [{'name': 'eth', 'scheduler': 'slurm', 'launcher': 'srun',\n"
+        "                          'extras': partition_extras(fabric='tcp', iface='eno1')}]}\n")
+    monkeypatch.setenv('HPCNET_SYSTEMS_DIRS', str(systems))
+    cmd, _ = runner.reframe_cmd('nightly', ['--system', 'mysite:eth'])
+    assert cmd[cmd.index('--prefix') + 1] == '/scratch/rfm/nightly'
+    cmd, _ = runner.reframe_cmd('nightly', ['--system', 'local'])
+    assert cmd[cmd.index('--prefix') + 1] == str(OUTPUT_DIR / 'nightly')

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from hpcnet import sites, variables
-from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR
+from hpcnet.constants import OUTPUT_DIR, PROJECT_ROOT, REFERENCE_DIR
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
 #: Where the code reads variables (src/: the kernels; Makefile: the build).
@@ -96,6 +96,8 @@ def test_config_says_where_each_setting_came_from(tmp_path):
     assert got['HPCNET_REFERENCE_DIR'] == (str(refs), 'environment')
     assert got['HPCNET_SPACK_LOCK'][1] == 'default'
     assert got['prefix (reframe -r)'] == (str(tmp_path / 'rfm'), 'environment variable RFM_PREFIX')
+    assert got['prefix (hpcnet run)'] == (str(OUTPUT_DIR / '<report name>'), 'hpcnet run --prefix '
+                                          'under default (default report name: run)')
     assert got['execution policy'][0].startswith('serial under hpcnet run')
     # Every variable of the table has its line.
     assert {v.name for v in variables.VARIABLES} <= set(got)
