@@ -65,13 +65,14 @@ def system_settings(system_option: str | None, hostname: str, environ) -> tuple:
     loaded = sites.load_site_files(*sites.system_directories())
     by_name = {s.system['name']: s for s in loaded}
     out = [Setting('hostname', hostname, 'socket.gethostname(), as ReFrame reads it')]
-    named, source = system_option, COMMAND_LINE + ' (--system)'
+    named, source, given = system_option, COMMAND_LINE + ' (--system)', f'--system {system_option}'
     if not named and environ.get(RFM_SYSTEM_ENV):
         named, source = environ[RFM_SYSTEM_ENV], env_source(RFM_SYSTEM_ENV)
+        given = f'{RFM_SYSTEM_ENV}={named}'
     if named:
         name = named.split(':')[0]
         if name not in by_name:
-            return out, None, (f'--system {named}: no such system (valid: '
+            return out, None, (f'{given}: no such system (valid: '
                                f'{", ".join(sorted(by_name))})')
         site = by_name[name]
     else:

@@ -159,3 +159,11 @@ def test_the_session_runs_on_the_named_system_else_the_matching_one():
     assert sites.selected_site(chosen, '', 'login1').system['name'] == 'a'
     assert sites.selected_site(chosen, 'nosuch', 'login1') is None
     assert sites.selected_site(chosen[:1], '', 'x') is None
+
+
+def test_config_follows_reframes_own_system_variable():
+    res = _config(env={'RFM_SYSTEM': 'example'})
+    assert res.returncode == 0, res.stderr
+    assert _settings(res.stdout)['system'] == ('example', 'environment variable RFM_SYSTEM')
+    res = _config(env={'RFM_SYSTEM': 'nosuch'})
+    assert res.returncode == 2 and 'hpcnet: error: RFM_SYSTEM=nosuch: no such system' in res.stderr
