@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import running_testbed
 
-from hpcnet import stacks
-from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, PROJECT_ROOT, REFRAME_PREFIX
+from hpcnet import runner, stacks
+from hpcnet import testbed as tbm
+from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, PROJECT_ROOT, REFRAME_PREFIX, WORK_DIR
+from hpcnet.exitcodes import Exit
 
 BIN = Path(sys.executable).parent
 #: Two cases, one per partition of `local`, as short as the kernel allows.
@@ -61,6 +64,7 @@ def openmpi_env():
     return found[0]
 
 
+@pytest.mark.integration
 def test_plain_reframe_judges_as_hpcnet_run(openmpi_env, tmp_path):
     refs = tmp_path / 'refs'
     refs.mkdir()
@@ -145,3 +149,32 @@ def test_hpcnet_run_stages_under_the_prefix_a_site_file_sets(tmp_path, monkeypat
     assert cmd[cmd.index('--prefix') + 1] == '/scratch/rfm/nightly'
     cmd, _ = runner.reframe_cmd('nightly', ['--system', 'local'])
     assert cmd[cmd.index('--prefix') + 1] == str(OUTPUT_DIR / 'nightly')
+
+
+@pytest.mark.testbed
+@pytest.mark.integration
+@pytest.mark.skipif(tbm.unavailable_reason() is not None,
+                    reason=tbm.unavailable_reason() or '')
+def test_plain_reframe_judges_as_hpcnet_run_under_slurm(openmpi_env, tmp_path):
+    '''The same on the Slurm testbed, two nodes per case, judged against
+    reference/testbed.yaml (each case over iperf3 on its own link, measured
+    in the same case): hpcnet run as `hpcnet testbed run` starts it, plain
+    reframe on the head node as a site types it.'''
+    select = ['-n', r'hpcnet_p2p.*scale=2_nodes.*mode=(pingpong|bw)', '-p', f'^{openmpi_env}$',
+              '--system', 'testbed', '-S', 'time_per_size_ms=5']
+    plain_report = tmp_path / 'plain.json'
+    with running_testbed('hpcnetr') as tb:
+        with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
+            wrapped_code = runner.run_suite('tbparity', select)
+        plain = subprocess.run(
+            [*tb.head_prefix(cwd=str(tmp_path)), str(BIN / 'reframe'), '-C',
+             str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR), '-r', '--exec-policy=serial',
+             '--report-file', str(plain_report), *select],
+            env=tb.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            timeout=900)
+    by_hpcnet = _verdicts(Path(os.environ['HPCNET_REPORTS_DIR']) / 'tbparity-latest.json')
+    by_reframe = _verdicts(plain_report)
+    assert len(by_reframe) == 2, plain.stdout[-3000:]
+    assert by_reframe == by_hpcnet, plain.stdout[-3000:]
+    # Exit codes differ only where the wrapper's contract adds 3 (not decided).
+    assert (wrapped_code == Exit.FAILED) == (plain.returncode != 0), plain.stdout[-3000:]
