@@ -76,18 +76,14 @@ if any(a in ('-r', '--run') for a in sys.argv):
             references.validate_directory()
         except references.ReferenceFileError as err:
             _stop(err)
-_found = _discovery(_systems)
 for _site in _sites:
     # Stage and output under the work directory, not wherever ReFrame was
     # started (`hpcnet run` gives each session its own --prefix).
     _site.system.setdefault('prefix', str(REFRAME_PREFIX))
-    # Each system gets the environments its site file's `stacks` admits.
-    _environ_names = [e.name for e in stacks.chosen_environments(_found, _site.stacks)]
     for _part in _site.system['partitions']:
-        _part.setdefault('environs', _environ_names + [stacks.BUILTIN_ENV])
         _part.setdefault('max_jobs', 1)
-_environments = stacks.reframe_environments(
-    _found, {_site.system['name']: _site.stacks for _site in _sites})
+# Each system gets the environments its site file's `stacks` admits.
+_environments = stacks.site_environments(_discovery(_systems), _sites)
 # A -p that matches no environment would select nothing, and ReFrame pass.
 if any(is_option(a, _SELECTING) for a in sys.argv):
     _unmatched_prgenv = unmatched_prgenv(sys.argv, [e['name'] for e in _environments])
