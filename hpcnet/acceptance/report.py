@@ -533,13 +533,15 @@ figure { display: inline-block; margin: 4px; }
 
 
 def render(reports: list, retried: set | None = None, *, verdict: str,
-           title: str = 'hpcnet report', comparison_of: tuple | None = None) -> str:
+           title: str = 'hpcnet report', comparison_of: tuple | None = None,
+           trend: str = '') -> str:
     """The whole page.  ``verdict`` is the line that states the verdict in
     the exit-code contract's words (runner.summary's last line, say);
     ``title`` says what produced the sessions; ``comparison_of`` is
     (outcome, before side, after side) of a comparison, whose after side's
     cases are the ones judged; ``retried`` (default: read from the judged
-    reports) holds the cases that passed only when run again."""
+    reports) holds the cases that passed only when run again; ``trend`` is
+    the trend section of `hpcnet history` (hpcnet.acceptance.trend)."""
     outcome, before, after = comparison_of or (None, None, None)
     cases = _cases(reports)
     judged_reports = after.reports if after else reports
@@ -551,7 +553,8 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
              ('Skipped and not judged, by reason', 'reasons', skips(judged)),
              ('Verdicts: the cells that are not plain passes', 'matrix',
               matrix_section(judged, retried))]
-    evidence = [('Before and after', 'compare',
+    evidence = [('Trend over the sessions', 'trend', trend),
+                ('Before and after', 'compare',
                  comparison(outcome.rows, before, after) if outcome else ''),
                 ('Point-to-point: the whole message-size curve', 'p2p', p2p_curves(cases)),
                 ('Node pairs', 'pairs', pair_heatmaps(cases)),
