@@ -27,10 +27,12 @@ The rule, per series (find_changes):
    (both as in `hpcnet compare`).  The weakest candidate that fails goes,
    its neighbours' levels grow and are tested again, until every one left
    passes.
-4. Outliers: within each level, a session's value more than 3.5 robust
-   standard deviations and more than THRESHOLD from the level's median
-   (hpcnet.acceptance.spread.outliers, the rule baselines leave repeats out
-   by) is an outlier: reported, never a change.
+4. Outliers: a session's value more than 3.5 robust standard deviations
+   and more than THRESHOLD from its level's median (each value over its
+   level's median, pooled over the series, judged by
+   hpcnet.acceptance.spread.outliers, the rule baselines leave repeats out
+   by) is an outlier: reported, never a change, and left out of the levels
+   step 3 tests.  A level needs MIN_SEGMENT sessions without its outliers.
 
 Each change says its session, the levels before and after, its size
 (after / before - 1), its p, whether it is worse (by the unit's better side,
@@ -125,8 +127,12 @@ def _levels_differ(before: list, after: list, *, relative: bool, min_segment: in
                    alpha: float, threshold: float) -> tuple:
     """(whether the two levels differ, p, median before, after): the
     two-sided Mann-Whitney U p times the number of places the levels' border
-    could have been put (Bonferroni: the search tried them all)."""
+    could have been put (Bonferroni: the search tried them all); levels of
+    fewer than ``min_segment`` values (outliers taken out) never differ."""
     low, high = statistics.median(before), statistics.median(after)
+    if min(len(before), len(after)) < min_segment:
+        # A level whose sessions disagree (outliers taken out) is no level.
+        return False, 1.0, low, high
     direction = 'greater' if high > low else 'less'
     borders = max(1, len(before) + len(after) - 2 * min_segment + 1)
     p = min(1.0, 2 * borders * statcompare.mann_whitney_p(before, after, direction))
@@ -134,11 +140,17 @@ def _levels_differ(before: list, after: list, *, relative: bool, min_segment: in
     return p < alpha and moved, p, low, high
 
 
-def _without_outliers(level: list, floor: float) -> list:
-    """A level's values without its outliers: one bad night says nothing
-    about the level it stands in (a baseline leaves it out by the same rule)."""
-    out = set(spread_outliers(level, floor))
-    return [v for i, v in enumerate(level) if i not in out]
+def _outliers(values: list, bounds: list, relative: bool, threshold: float) -> list:
+    """Positions of the values far from their level: each value over its
+    level's median (minus it, for counts) pooled over the series, by the
+    rule baselines leave repeats out by (spread.outliers: 3.5 robust sd and
+    ``threshold``); pooled, because a level of a few sessions says little
+    about its own spread."""
+    residuals = []
+    for start, end in zip(bounds, bounds[1:]):
+        level = statistics.median(values[start:end])
+        residuals += [v / level if relative else v - level for v in values[start:end]]
+    return spread_outliers(residuals, threshold if relative else 0.0)
 
 
 def _candidates(values: list, relative: bool, min_segment: int) -> list:
@@ -158,28 +170,26 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
     if n < sessions_needed(min_segment, alpha):
         return Finding((), (), ((0, n),), True)
     relative = _relative(values)
-    floor = threshold if relative else 0.0
     kept = _candidates(values, relative, min_segment)
     while True:
         bounds = [0, *kept, n]
-        tests = [_levels_differ(_without_outliers(values[bounds[i]:bounds[i + 1]], floor),
-                                _without_outliers(values[bounds[i + 1]:bounds[i + 2]], floor),
-                                relative=relative, min_segment=min_segment, alpha=alpha,
-                                threshold=threshold)
+        # One bad night says nothing about the level it stands in.
+        out = set(_outliers(values, bounds, relative, threshold))
+        levels = [[values[j] for j in range(start, end) if j not in out]
+                  for start, end in zip(bounds, bounds[1:])]
+        tests = [_levels_differ(levels[i], levels[i + 1], relative=relative,
+                                min_segment=min_segment, alpha=alpha, threshold=threshold)
                  for i in range(len(kept))]
         weak = [i for i, t in enumerate(tests) if not t[0]]
         if not weak:
             break
         # The weakest goes first: its neighbours' levels grow and are tested again.
         del kept[max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))]
-    bounds = [0, *kept, n]
-    changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], b - bounds[i],
-                           bounds[i + 2] - b) for i, b in enumerate(kept))
-    found = []
-    for start, end in zip(bounds, bounds[1:]):
-        level = values[start:end]
-        found += [Outlier(start + i, level[i], statistics.median(level))
-                  for i in spread_outliers(level, floor)]
+    changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
+                           len(levels[i + 1])) for i, b in enumerate(kept))
+    found = [Outlier(i, values[i], statistics.median(level))
+             for (start, end), level in zip(zip(bounds, bounds[1:]), levels)
+             for i in sorted(out) if start <= i < end]
     return Finding(changes, tuple(found), tuple(zip(bounds, bounds[1:])), False)
 
 

@@ -41,8 +41,9 @@ def plot(series: hist.Series) -> str:
     for change in finding.changes:
         colour = _WORSE if series.worse(change) else _BETTER
         ax.axvline(x[change.position] - 0.5, color=colour, ls='--', lw=1.2)
-        ax.annotate(f'{change.size:+.1%}', (x[change.position] - 0.5, ax.get_ylim()[1]),
-                    xytext=(3, -10), textcoords='offset points', color=colour, fontsize=8)
+        ax.annotate(f'{change.before:.4g} → {change.after:.4g} ({change.size:+.1%})',
+                    (x[change.position] - 0.5, ax.get_ylim()[1]), xytext=(3, -10),
+                    textcoords='offset points', color=colour, fontsize=8)
     for outlier in finding.outliers:
         ax.plot([x[outlier.position]], [outlier.value], 'o', mfc='none', mec=_OUTLIER, ms=9)
     test, partition, environ, metric = series.key
