@@ -67,14 +67,16 @@ def test_a_step_with_an_outlier_before_it_is_still_found():
     assert [o.position for o in found.outliers] == [3]
 
 
-@pytest.mark.parametrize('spread', [0.01, 0.02])
-def test_flat_series_rarely_show_a_change(spread):
-    """Sessions that scatter less than the practical threshold: a change
-    found in a flat series is a false alarm, and the search-corrected test
-    keeps them below ALPHA (300 series of 12 and of 30 sessions)."""
+@pytest.mark.parametrize('spread,most', [(0.01, 0), (0.02, history.ALPHA), (0.03, 1.5 * history.ALPHA)])
+def test_flat_series_rarely_show_a_change(spread, most):
+    """A change found in a flat series is a false alarm: none where the
+    sessions scatter by 1 %, fewer than ALPHA of the series at 2 %, about
+    ALPHA at 3 %, as wide as the practical threshold (150 series of 12 and
+    150 of 30 sessions; docs/acceptance.md quotes the counts printed)."""
     false = [(n, seed) for n in (12, 30) for seed in range(150)
              if history.find_changes(_noisy(n, spread=spread, seed=seed)).changes]
-    assert len(false) < history.ALPHA * 300, false
+    print(f'\n{spread:.0%} spread: {len(false)} of 300 flat series show a change')
+    assert len(false) <= most * 300, false
 
 
 def test_a_change_smaller_than_the_threshold_is_no_change():
