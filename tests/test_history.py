@@ -2,6 +2,9 @@
 session, no change, too short), and the command's contract (usage errors,
 "not decided") on real stored sessions."""
 import math
+import os
+import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,3 +140,34 @@ def test_a_usage_error_is_one_line_and_exit_2(args, says):
     res = _hpcnet(*args)
     assert res.returncode == Exit.USAGE, res.stderr
     assert says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+@pytest.mark.integration
+def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_path,
+                                                                          one_env_per_stack):
+    '''Two `hpcnet run` sessions of one small case in a scratch database:
+    "not decided" (exit 3), saying how many sessions decide; each session
+    keeps the suite's commit and the kernel of the host running ReFrame.'''
+    scratch = {'RFM_SQLITE_DB_FILE': str(tmp_path / 'results.db'),
+               'HPCNET_REPORTS_DIR': str(tmp_path / 'reports'),
+               'RFM_PERFLOG_DIR': str(tmp_path / 'perflogs')}
+    for _ in range(2):
+        run = subprocess.run([str(HPCNET), 'run', '--system', 'local:shm', '-n',
+                              'hpcnet_p2p.*scale=1_node.*mode=pingpong', '-p',
+                              f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=5'],
+                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             env={**os.environ, **scratch})
+        assert run.returncode == Exit.OK, run.stdout[-3000:]
+    res = _hpcnet('--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
+    assert res.returncode == Exit.UNDECIDED, res.stdout + res.stderr
+    needed = history.sessions_needed()
+    assert 'TOO SHORT ' in res.stdout and f'fewer than {needed} sessions' in res.stdout
+    assert res.stdout.splitlines()[-1].startswith(
+        f'hpcnet: NOT DECIDED: history: 0 changed for the worse'), res.stdout
+    assert res.stdout.splitlines()[-1].endswith(f'{needed} sessions of a metric decide it')
+    found = history.load(db=Path(scratch['RFM_SQLITE_DB_FILE']), system='local')
+    assert len(found.sessions) == 2
+    for session in found.sessions:
+        info = session.report['session_info']
+        assert re.fullmatch('[0-9a-f]{40}', info[history.SUITE_COMMIT_TAG])
+        assert info[history.OS_KERNEL_TAG] == platform.release()

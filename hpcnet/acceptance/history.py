@@ -39,7 +39,8 @@ Each change says its session, the levels before and after, its size
 hpcnet.acceptance.statcompare.better_direction; a value with no better side,
 an MTU, counts as worse when it changes, as `hpcnet compare` judges it) and
 what the session's cases recorded differently from the session before
-(hpcnet.acceptance.compare.provenance, ReFrame's version and host).
+(hpcnet.acceptance.compare.provenance; ReFrame's version and host, and the
+suite's commit and the host's kernel that `hpcnet run` stores with the session).
 
 Exit code (hpcnet.exitcodes): a change for the worse in the period is
 FAILED; otherwise a series too short to judge is UNDECIDED; else OK.
@@ -68,6 +69,12 @@ MIN_SEGMENT = 4
 ALPHA = compare.ALPHA
 #: Smallest relative change of level that is a change (as `hpcnet compare`).
 THRESHOLD = compare.THRESHOLD
+
+
+#: Session extras `hpcnet run` stores with every session (hpcnet.runner): what
+#: no case records.
+SUITE_COMMIT_TAG = 'hpcnet_suite_commit'
+OS_KERNEL_TAG = 'hpcnet_os_kernel'
 
 
 class HistoryError(ValueError):
@@ -241,7 +248,9 @@ def facts(session: Session, provenance: dict, case: tuple) -> dict:
     session's ReFrame version and host."""
     info = session.report.get('session_info', {})
     facts = dict(provenance.get(case, {}))
-    for what, key in (('ReFrame', 'version'), ('host running ReFrame', 'hostname')):
+    for what, key in (('ReFrame', 'version'), ('host running ReFrame', 'hostname'),
+                      ('kernel of the host running ReFrame', OS_KERNEL_TAG),
+                      ('suite commit', SUITE_COMMIT_TAG)):
         if info.get(key):
             facts[what] = [str(info[key])]
     return facts
