@@ -163,7 +163,7 @@ def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_
     needed = history.sessions_needed()
     assert 'TOO SHORT ' in res.stdout and f'fewer than {needed} sessions' in res.stdout
     assert res.stdout.splitlines()[-1].startswith(
-        f'hpcnet: NOT DECIDED: history: 0 changed for the worse'), res.stdout
+        'hpcnet: NOT DECIDED: history: 0 changed for the worse'), res.stdout
     assert res.stdout.splitlines()[-1].endswith(f'{needed} sessions of a metric decide it')
     found = history.load(db=Path(scratch['RFM_SQLITE_DB_FILE']), system='local')
     assert len(found.sessions) == 2
