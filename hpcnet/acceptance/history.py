@@ -99,7 +99,7 @@ class Change:
     position: int
     before: float           #: median of the level before
     after: float            #: median of the level after
-    p_value: float          #: two-sided Mann-Whitney U of the two levels
+    p_value: float          #: two-sided Mann-Whitney U p x the borders searched
     n_before: int
     n_after: int
 
