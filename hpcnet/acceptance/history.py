@@ -304,13 +304,15 @@ class History:
 
     def session_changes(self, session: Session) -> list:
         """What the cases of ``session`` recorded differently from the
-        session before, over the cases both ran ('what: a -> b (N cases)')."""
+        session before, over the selected cases both ran ('what: a -> b (N
+        cases)')."""
         if session.index == 1:
             return []
         before = self.sessions[session.index - 2]
         now_cases, before_cases = self.provenance[session.uuid], self.provenance[before.uuid]
+        selected = {s.case for s in self.series}
         counted: dict = {}
-        for case in sorted(set(now_cases) & set(before_cases)):
+        for case in sorted(set(now_cases) & set(before_cases) & selected):
             for line in compare.what_changed(facts(before, before_cases, case),
                                              facts(session, now_cases, case)):
                 counted[line] = counted.get(line, 0) + 1
