@@ -12,6 +12,7 @@
     hpcnet baseline [--repeats K] K repeats -> reference/<system>.yaml with provenance
     hpcnet compare BEFORE AFTER  did anything get worse: rank test + practical threshold
     hpcnet accept [--repeats K]  K repeats compared with the baseline, more until decided
+    hpcnet history [--period P]  every metric's trend over the stored sessions, and when it changed
     hpcnet report [SESSIONS]     one self-contained HTML page (also written by every run)
     hpcnet testbed ...           the Slurm virtual cluster, and run|baseline|accept on it
                                  (see docs/testbed.md)
@@ -29,7 +30,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from hpcnet import exitcodes, model, runner, showconfig, sites, stacks
+from hpcnet import argtypes, exitcodes, history_cli, model, runner, showconfig, sites, stacks
 from hpcnet.acceptance import baseline, compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
@@ -165,29 +166,6 @@ def cmd_testbed(args) -> int:
         _say('testbed down')
         if no_roce:
             _say(no_roce)
-
-
-def _fraction(text: str) -> float:
-    '''argparse type: a number strictly between 0 and 1.'''
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a fraction between 0 and 1 '
-                                         '(e.g. 0.05 for 5 %)')
-    return value
-
-
-def _positive_int(text: str) -> int:
-    '''argparse type: an integer >= 1.'''
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{text!r} is not an integer >= 1')
-    return value
 
 
 def cmd_crosscheck(args) -> int:
@@ -473,18 +451,18 @@ def build_parser() -> _Parser:
     p = sub.add_parser('run', help='run the suite with ReFrame')
     p.add_argument('--report-name', default='run',
                    help='report name (reports/<name>-latest.json); ReFrame\'s -n/--name select checks')
-    p.add_argument('--repeats', type=_positive_int, default=1,
+    p.add_argument('--repeats', type=argtypes.positive_int, default=1,
                    help='samples of every metric (ReFrame --reruns K-1; default 1)')
     p.set_defaults(func=cmd_run, takes_reframe_args=True)
 
     p = sub.add_parser('crosscheck', help='our kernel against IMB and OSU (ratios of medians)')
     p.add_argument('--report', help='use this ReFrame JSON report instead of running')
-    p.add_argument('--repeats', type=_positive_int, default=5,
+    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='runs of each side in the session; figures are medians (default 5)')
     p.set_defaults(func=cmd_crosscheck, takes_reframe_args=True)
 
     p = sub.add_parser('baseline', help='K repeats -> references with provenance')
-    p.add_argument('--repeats', type=_positive_int, default=5,
+    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='sessions of samples (default 5)')
     p.add_argument('--floor', type=float, default=baseline.TOLERANCE_FLOOR,
                    help='tightest tolerance (fraction, default %(default)s)')
@@ -495,9 +473,9 @@ def build_parser() -> _Parser:
     p = sub.add_parser('compare', help='before/after, with statistics: regressed or not')
     p.add_argument('before', help='session UUID, time period (now-1d:now), baseline, or a report')
     p.add_argument('after')
-    p.add_argument('--alpha', type=_fraction, default=compare.ALPHA,
+    p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA,
                    help='one-sided significance level (default %(default)s)')
-    p.add_argument('--threshold', type=_fraction, default=compare.THRESHOLD,
+    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD,
                    help='smallest relative change that matters (default %(default)s = 3 %%)')
     p.add_argument('--system', help="whose baseline the word 'baseline' names "
                                     '(default: the system the other side ran on)')
@@ -508,9 +486,9 @@ def build_parser() -> _Parser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser('accept', help='K repeats compared with the baseline; more until decided')
-    p.add_argument('--repeats', type=_positive_int, default=5,
+    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='samples of every metric in the first round (default 5)')
-    p.add_argument('--max-repeats', type=_positive_int, default=15,
+    p.add_argument('--max-repeats', type=argtypes.positive_int, default=15,
                    help='samples of any metric in all rounds together (default 15)')
     p.add_argument('--time-budget', type=float, default=3600, metavar='SECONDS',
                    help='no new round starts after this (default 3600)')
@@ -518,11 +496,13 @@ def build_parser() -> _Parser:
                    help="the before side (default: the system's latest baseline session)")
     p.add_argument('--pair', action='append', metavar='OLD=NEW',
                    help='pair an environment an upgrade renamed (repeatable)')
-    p.add_argument('--alpha', type=_fraction, default=compare.ALPHA)
-    p.add_argument('--threshold', type=_fraction, default=compare.THRESHOLD)
+    p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA)
+    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD)
     p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
                    help="whose baseline (default: the system of --system)")
     p.set_defaults(func=cmd_accept, takes_reframe_args=True)
+
+    history_cli.add_parser(sub)
 
     p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
     p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')

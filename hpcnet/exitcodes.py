@@ -14,13 +14,14 @@ class Exit(enum.IntEnum):
     #: Everything was judged (or, without references, passed its sanity
     #: with performance recorded) and nothing is worse.
     OK = 0
-    #: A case failed, a metric regressed, or a metric measured before is
-    #: missing after.
+    #: A case failed, a metric regressed, a metric measured before is
+    #: missing after, or a metric's history changed for the worse.
     FAILED = 1
     #: A usage or configuration error: one line names the thing and what is valid.
     USAGE = 2
-    #: Not decided: too few samples, metrics on one side only, nothing
-    #: matched or judged, or cases skipped that the partition declares.
+    #: Not decided: too few samples, metrics on one side only, a history too
+    #: short to say, nothing matched or judged, or cases skipped that the
+    #: partition declares.
     UNDECIDED = 3
 
 

@@ -8,6 +8,7 @@ import contextlib
 import datetime
 import json
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Callable
 
 from hpcnet import sites, stacks
-from hpcnet.acceptance import references
+from hpcnet.acceptance import baseline, references
+from hpcnet.acceptance.history import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
 from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
@@ -78,6 +80,10 @@ def reframe_cmd(name: str, reframe_args: list) -> tuple:
     if not any(a.startswith('--exec-policy') for a in reframe_args):
         # Timed runs must never share cores with each other.
         cmd.append('--exec-policy=serial')
+    # What no case records, kept with the session for `hpcnet history`
+    # (ReFrame splits extras at commas).
+    extras = {SUITE_COMMIT_TAG: baseline.suite_commit(), OS_KERNEL_TAG: platform.release()}
+    cmd += ['--session-extras', ','.join(f'{k}={v.replace(",", ";")}' for k, v in extras.items())]
     return cmd, report
 
 

@@ -44,6 +44,7 @@ DEPENDENCY_NAMES = {
     'PyYAML': ('py-pyyaml', 'PyYAML'),
     'matplotlib': ('py-matplotlib', 'matplotlib'),
     'scipy': ('py-scipy', 'SciPy-bundle'),
+    'ruptures': ('py-ruptures', 'ruptures'),
 }
 #: EasyBuild bundles: the bundle's version -> the version of the PyPI package
 #: it holds (SciPy-bundle's easyconfig lists its scipy).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import statistics
 import subprocess
@@ -38,6 +39,8 @@ THRESHOLD = 0.03
 ALPHA = 0.05
 #: The word that names the system's latest baseline as a side.
 BASELINE = 'baseline'
+#: A period that holds every stored session (ReFrame's period syntax).
+ALL_TIME = 'now-3650d:now'
 _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
 
 
@@ -61,9 +64,13 @@ class Side:
         return {tc['system'] for tc in measured_cases(self.reports)}
 
 
-def _stored_sessions(query: str) -> list:
+def stored_sessions(query: str, db: Path | None = None) -> list:
+    """The stored sessions ``query`` selects, as ReFrame's storage gives them
+    (`reframe --describe-stored-sessions`), from its configured results
+    database or from ``db`` (ReFrame's RFM_SQLITE_DB_FILE)."""
+    env = {**os.environ, 'RFM_SQLITE_DB_FILE': str(db)} if db is not None else None
     res = subprocess.run([reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
-                          '--describe-stored-sessions', query], text=True,
+                          '--describe-stored-sessions', query], text=True, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if res.returncode != 0:
         raise CompareError(f'{query}: reframe --describe-stored-sessions failed: '
@@ -85,7 +92,7 @@ def latest_baseline(system: str | None, reports: list | None = None) -> list:
     None and only one system has baselines), among ``reports`` or every
     stored session. `hpcnet baseline` tags each of its K sessions with one
     baseline id; a baseline is all the sessions of its id."""
-    tagged = [s for s in (reports if reports is not None else _stored_sessions('now-3650d:now'))
+    tagged = [s for s in (reports if reports is not None else stored_sessions(ALL_TIME))
               if is_baseline(s)]
     if not tagged:
         raise CompareError(f'{BASELINE}: no stored session was made by `hpcnet baseline` '
@@ -123,7 +130,7 @@ def load_side(spec: str, *, system: str | None = None, include_baselines: bool =
             raise CompareError(f'{spec}: not a readable ReFrame JSON report ({err})') from None
     if spec == BASELINE:
         return Side(spec, latest_baseline(system))
-    reports = _stored_sessions(spec)
+    reports = stored_sessions(spec)
     if not _UUID.fullmatch(spec) and not include_baselines:
         reports = [r for r in reports if not is_baseline(r)]
     if not reports:
@@ -240,17 +247,27 @@ def _link_errors(tc: dict) -> int:
                for c in ('tx_errors', 'rx_errors', 'tx_dropped', 'rx_dropped'))
 
 
+def _shaped(tc: dict) -> list:
+    """The rates of the tc shapers a calibrated case found on its nodes
+    ('900 Mbit/s', 'unshaped'), without the hosts: a run on other nodes
+    of the same links is no change."""
+    shaped = (tc.get('link_calibration') or {}).get('shaped_bps') or {}
+    return sorted({f'{rate / 1e6:g} Mbit/s' if rate else 'unshaped' for rate in shaped.values()})
+
+
 def provenance(side: Side) -> dict:
     """{(test, partition, environment): {what: sorted values}} of a side."""
     out: dict = {}
     for tc in measured_cases(side.reports):
         facts = out.setdefault(_case_key(tc), {'MPI library': set(), 'transport': set(),
                                                 'nodes': set(), 'link rate': set(),
+                                                'link shaped (tc)': set(),
                                                 'link errors+drops': set()})
         for what, value in (('MPI library', tc.get('mpi_library')),
                             ('transport', tc.get('transport')),
                             ('nodes', ','.join(tc.get('job_nodelist') or []) or None),
                             ('link rate', tc.get('link_rate_bps')),
+                            ('link shaped (tc)', ', '.join(_shaped(tc)) or None),
                             ('link errors+drops', _link_errors(tc))):
             if value not in (None, '', 'none'):
                 facts[what].add(str(value))

@@ -533,13 +533,16 @@ figure { display: inline-block; margin: 4px; }
 
 
 def render(reports: list, retried: set | None = None, *, verdict: str,
-           title: str = 'hpcnet report', comparison_of: tuple | None = None) -> str:
+           title: str = 'hpcnet report', comparison_of: tuple | None = None,
+           trend: str = '') -> str:
     """The whole page.  ``verdict`` is the line that states the verdict in
     the exit-code contract's words (runner.summary's last line, say);
     ``title`` says what produced the sessions; ``comparison_of`` is
     (outcome, before side, after side) of a comparison, whose after side's
     cases are the ones judged; ``retried`` (default: read from the judged
-    reports) holds the cases that passed only when run again."""
+    reports) holds the cases that passed only when run again; ``trend``, the
+    trend section of `hpcnet history` (hpcnet.acceptance.trend), comes
+    right after the verdict, which is the history's."""
     outcome, before, after = comparison_of or (None, None, None)
     cases = _cases(reports)
     judged_reports = after.reports if after else reports
@@ -547,7 +550,8 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
     if retried is None:
         retried = set().union(*(retried_keys(r) for r in judged_reports))
     page_title, answer = heading(reports, judged, verdict, title)
-    first = [('', 'attention', findings(judged, retried, outcome)),
+    first = [('Trend over the sessions', 'trend', trend),
+             ('', 'attention', findings(judged, retried, outcome)),
              ('Skipped and not judged, by reason', 'reasons', skips(judged)),
              ('Verdicts: the cells that are not plain passes', 'matrix',
               matrix_section(judged, retried))]

@@ -33,6 +33,8 @@ class Hpcnet(PythonPackage):
     depends_on("py-pyyaml@6:", type=("build", "run"))
     depends_on("py-matplotlib@3.6:", type=("build", "run"))
     depends_on("py-scipy@1.15:", type=("build", "run"))
+    # From this repository's py-ruptures recipe (Spack's builtin packages have none).
+    depends_on("py-ruptures@1.1.9:", type=("build", "run"))
 
     @run_after("install")
     def install_data(self):

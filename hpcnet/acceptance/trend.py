@@ -1,0 +1,112 @@
+"""The report's trend section (`hpcnet history --html`): one small plot per
+metric that changed (its value in each session, the change points marked,
+the level before and after each), the changes and outliers with what their
+session recorded differently, and a table of the sessions with the
+provenance each changed."""
+from __future__ import annotations
+
+import html
+import statistics
+
+import matplotlib
+
+matplotlib.use('Agg')   # no display: files only
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+from hpcnet.acceptance import history as hist  # noqa: E402
+from hpcnet.acceptance.figures import img  # noqa: E402
+
+#: Plots drawn at most; the other changed metrics are in the table only,
+#: so a night when everything moved still gives a page of a few hundred KB.
+MAX_PLOTS = 24
+_WORSE, _BETTER, _OUTLIER, _SERIES = '#c62828', '#2e7d32', '#ef6c00', '#1565c0'
+
+
+def _esc(text) -> str:
+    return html.escape(str(text))
+
+
+def plot(series: hist.Series) -> str:
+    """A series against its session numbers: each level's median as a line
+    over its sessions, a dashed line at each change (red when worse, green
+    when better), outliers circled."""
+    x = [s.index for s in series.sessions]
+    fig, ax = plt.subplots(figsize=(4.6, 2.5))
+    fig.subplots_adjust(left=0.16, right=0.98, bottom=0.19, top=0.83)
+    ax.plot(x, series.values, marker='.', lw=0.8, color=_SERIES)
+    finding = series.finding
+    for start, end in finding.levels:
+        level = statistics.median(series.values[start:end])
+        ax.hlines(level, x[start] - 0.4, x[end - 1] + 0.4, color='grey', lw=1.6, alpha=0.7)
+    for change in finding.changes:
+        colour = _WORSE if series.worse(change) else _BETTER
+        ax.axvline(x[change.position] - 0.5, color=colour, ls='--', lw=1.2)
+        ax.annotate(f'{change.before:.4g} → {change.after:.4g} ({change.size:+.1%})',
+                    (x[change.position] - 0.5, ax.get_ylim()[1]), xytext=(3, -10),
+                    textcoords='offset points', color=colour, fontsize=8)
+    for outlier in finding.outliers:
+        ax.plot([x[outlier.position]], [outlier.value], 'o', mfc='none', mec=_OUTLIER, ms=9)
+    test, partition, environ, metric = series.key
+    ax.set_title(f'{metric} · {test}\n@{partition} +{environ}', fontsize=7.5)
+    ax.set_xlabel('session', fontsize=8)
+    ax.set_ylabel(series.unit, fontsize=8)
+    ax.tick_params(labelsize=7)
+    return img(fig)
+
+
+def _findings_table(found: hist.History) -> str:
+    rows = []
+    for series, change in found.changes(worse=True) + found.changes(worse=False):
+        word = 'worse' if series.worse(change) else 'better'
+        rows.append((f'<td class="{word}">changed, {word}</td>', series,
+                     series.sessions[change.position],
+                     f'{change.before:.4g} → {change.after:.4g} ({change.size:+.1%}), '
+                     f'p={change.p_value:.2g}, {change.n_before}+{change.n_after} sessions',
+                     change.position))
+    for series, outlier in found.outliers():
+        rows.append(('<td class="outlier">outlier</td>', series,
+                     series.sessions[outlier.position],
+                     f'{outlier.value:.4g} against a level of {outlier.level:.4g} '
+                     f'({outlier.value / outlier.level - 1:+.1%})' if outlier.level else
+                     f'{outlier.value:.4g} against a level of 0', outlier.position))
+    if not rows:
+        return ''
+    body = ''.join(
+        f'<tr>{word}<td>{_esc(s.key[3])} [{_esc(s.unit)}]<br><small>{_esc(s.key[0])} '
+        f'@{_esc(s.key[1])} +{_esc(s.key[2])}</small></td><td>{session.index}<br><small>'
+        f'{_esc(session.when)}</small></td><td>{_esc(what)}</td>'
+        f'<td>{_esc("; ".join(s.changed.get(position) or ["no recorded change"]))}</td></tr>'
+        for word, s, session, what, position in rows)
+    return ('<table class="trend"><tr><th>finding</th><th>metric</th><th>session</th>'
+            f'<th>levels</th><th>what changed that session</th></tr>{body}</table>')
+
+
+def _sessions_table(found: hist.History) -> str:
+    body = ''.join(
+        f'<tr><td>{s.index}</td><td>{_esc(s.when)}</td><td><code>{_esc(s.uuid)}</code></td>'
+        f'<td>{"<br>".join(_esc(c) for c in found.session_changes(s)) or "—"}</td></tr>'
+        for s in found.sessions)
+    return ('<details open><summary>The sessions, and what each recorded differently from '
+            'the one before</summary><table class="trend"><tr><th>#</th><th>started</th>'
+            f'<th>session</th><th>provenance changed</th></tr>{body}</table></details>')
+
+
+def section(found: hist.History) -> str:
+    """The trend section's HTML (hpcnet.acceptance.report.render's ``trend``)."""
+    changed = []
+    for series, _ in found.changes(worse=True) + found.changes(worse=False):
+        if series not in changed:
+            changed.append(series)
+    plots = [plot(s) for s in changed[:MAX_PLOTS]]
+    more = (f'<p>{len(changed) - MAX_PLOTS} more changed metrics are in the table only.</p>'
+            if len(changed) > MAX_PLOTS else '')
+    grid = (f'<div class="plots" style="grid-template-columns: repeat(auto-fill, '
+            f'minmax(440px, 1fr))">{"".join(plots)}</div>' if plots else '')
+    short = found.too_short()
+    too_short = (f'<p>{len(short)} metrics have fewer than {found.needed} sessions: too few to '
+                 'tell a change.</p>' if short else '')
+    return (f'<p>{_esc(found.summary())}.</p><p><small>{_esc(found.method())}</small></p>'
+            f'{grid}{more}{_findings_table(found)}{too_short}{_sessions_table(found)}'
+            '<style>table.trend td.worse { background: #ffcdd2; } '
+            'table.trend td.better { background: #c8e6c9; } '
+            'table.trend td.outlier { background: #ffe0b2; }</style>')

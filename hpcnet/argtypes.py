@@ -1,0 +1,28 @@
+"""argparse types of hpcnet's commands: a bad value is one line naming the
+option and what is valid (argparse adds the option's name)."""
+from __future__ import annotations
+
+import argparse
+
+
+def fraction(text: str) -> float:
+    '''A number strictly between 0 and 1.'''
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a fraction between 0 and 1 '
+                                         '(e.g. 0.05 for 5 %)')
+    return value
+
+
+def positive_int(text: str) -> int:
+    '''An integer >= 1.'''
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{text!r} is not an integer >= 1')
+    return value

@@ -1,0 +1,70 @@
+"""`hpcnet history`: every metric's trend over the stored sessions, the
+session each changed, and the verdict (hpcnet.acceptance.history states the
+rule); ``--html FILE`` writes the trend page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcnet import argtypes, exitcodes, runner
+from hpcnet.acceptance import compare, history, trend
+from hpcnet.acceptance import report as hpcnet_report
+
+
+def cmd_history(args) -> int:
+    if args.min_segment < 2:
+        raise runner.SelectionError(f'--min-segment {args.min_segment}: a level of one session '
+                                    'is one bad night, not a change (valid: 2 or more)')
+    try:
+        found = history.load(args.period, db=Path(args.db) if args.db else None,
+                             system=args.system, name=args.name,
+                             min_segment=args.min_segment, alpha=args.alpha,
+                             threshold=args.threshold)
+    except history.HistoryError as err:
+        raise runner.SelectionError(str(err)) from None
+    print(history.text(found))
+    code = found.exit_code
+    verdict = f'{exitcodes.WORDS[code]}: history: {found.summary()}'
+    if code == exitcodes.Exit.UNDECIDED:
+        verdict += f'; {found.needed} sessions of a metric decide it'
+    if args.html:
+        latest = found.sessions[-1]
+        page = hpcnet_report.render(
+            [latest.report], verdict=verdict,
+            title=f'hpcnet history {args.period} ({len(found.sessions)} sessions; the cases '
+                  f'below are those of the latest, {latest.label()})',
+            trend=trend.section(found))
+        output = Path(args.html)
+        try:
+            output.write_text(page)
+        except OSError as err:
+            raise runner.SelectionError(f'--html {output}: cannot write the page: '
+                                        f'{err.strerror}') from None
+        runner.say(f'trend page: {output}')
+    runner.say(verdict)
+    return code
+
+
+def add_parser(sub) -> None:
+    """Register `hpcnet history` on the subcommands of hpcnet.cli."""
+    p = sub.add_parser('history', help="every metric's trend over the stored sessions, "
+                                       'and the session it changed')
+    p.add_argument('--period', default=compare.ALL_TIME,
+                   help='the sessions, as ReFrame selects stored sessions (now-30d:now, '
+                        'a session UUID; default: every stored session)')
+    p.add_argument('--db', metavar='FILE',
+                   help="ReFrame's results database (default: the configured one, "
+                        'reports/results.db or RFM_SQLITE_DB_FILE)')
+    p.add_argument('--system', help='only the cases of this system')
+    p.add_argument('-n', '--name', metavar='REGEX',
+                   help='only the tests whose name (with its parameters) this finds')
+    p.add_argument('--min-segment', type=argtypes.positive_int, default=history.MIN_SEGMENT,
+                   help='the fewest sessions of one level: fewer bad sessions in a row are '
+                        'outliers, not a change (default %(default)s)')
+    p.add_argument('--alpha', type=argtypes.fraction, default=history.ALPHA,
+                   help='significance level of a change, corrected for the search '
+                        '(default %(default)s)')
+    p.add_argument('--threshold', type=argtypes.fraction, default=history.THRESHOLD,
+                   help='smallest relative change of level that counts (default %(default)s)')
+    p.add_argument('--html', metavar='FILE', help='also write the trend page (HTML) here')
+    p.set_defaults(func=cmd_history)
+

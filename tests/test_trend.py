@@ -1,0 +1,76 @@
+"""The trend section of the report (`hpcnet history --html`) over a recorded
+history: twelve testbed sessions of one streaming case, the links cut by
+10 % from session 8 on and session 4 alone slower still
+(tests/data/history/README.md); rendered for real in headless Chromium."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_report import VIEWPORT, _chromium
+
+from hpcnet.acceptance import history, report, trend
+from hpcnet.constants import CALIBRATED_SUFFIX
+from hpcnet.exitcodes import WORDS, Exit
+
+RECORDED = Path(__file__).parent / 'data' / 'history' / 'testbed-12-sessions.json'
+#: Where the screenshot of the trend section is kept to look at.
+SCREENSHOT = Path('/tmp/report-trend.png')
+
+
+@pytest.fixture(scope='module')
+def judged() -> history.History:
+    sessions, series = history.series_of(json.loads(RECORDED.read_text()), system='testbed')
+    return history.judge(sessions, series)
+
+
+@pytest.fixture(scope='module')
+def page(judged, tmp_path_factory) -> Path:
+    latest = judged.sessions[-1]
+    text = report.render([latest.report], verdict=f'{WORDS[judged.exit_code]}: history: '
+                         f'{judged.summary()}', title='hpcnet history (recorded testbed history)',
+                         trend=trend.section(judged))
+    out = tmp_path_factory.mktemp('trend') / 'trend.html'
+    out.write_text(text)
+    return out
+
+
+def test_the_recorded_history_changes_at_the_cut_and_not_at_the_slow_session(judged):
+    by_metric = {s.key[3]: s for s in judged.series}
+    raw = by_metric['bandwidth_4MiB']
+    (change,) = raw.finding.changes
+    assert raw.sessions[change.position].index in (7, 8, 9) and raw.worse(change)
+    assert 'link rate: 1000000000 -> 900000000' in raw.changed[change.position]
+    assert [raw.sessions[o.position].index for o in raw.finding.outliers] == [4]
+    assert not by_metric['bandwidth_4MiB' + CALIBRATED_SUFFIX].finding.changes
+    assert judged.exit_code == Exit.FAILED
+
+
+def test_the_trend_section_plots_each_changed_metric_and_tables_the_sessions(page, judged):
+    text = page.read_text()
+    section = re.search(r'<section id="trend"><h2>Trend over the sessions</h2>(.*?)</section>',
+                        text, re.S).group(1)
+    # The history's verdict, then its trend, before the latest session's cases.
+    assert text.index('id="verdict"') < text.index('id="trend"') < text.index('id="attention"')
+    changed = {id(s) for s, _ in judged.changes()}
+    assert section.count('<img') == min(len(changed), trend.MAX_PLOTS) > 0
+    # Every change and outlier has its row, with what its session recorded.
+    assert section.count('<td class="worse">') + section.count('<td class="better">') \
+        == len(judged.changes())
+    assert section.count('<td class="outlier">') == len(judged.outliers())
+    assert 'link rate: 1000000000 -&gt; 900000000' in section
+    # One row per session, each with what it changed from the one before.
+    sessions = re.search(r'<summary>The sessions.*?</table>', section, re.S).group(0)
+    assert sessions.count('<tr><td>') == len(judged.sessions) == 12
+    assert len(text.encode()) < 500_000
+
+
+def test_chromium_shows_the_trend_section(page):
+    size = f'--window-size={VIEWPORT[0]},{VIEWPORT[1]}'
+    dom = _chromium(size, '--dump-dom', page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    body = re.search(r'<body[^>]*>', dom.stdout).group(0)
+    assert 'data-errors' not in body and 'data-broken-plots="0"' in body, body
+    SCREENSHOT.unlink(missing_ok=True)
+    shot = _chromium(f'--screenshot={SCREENSHOT}', size, page.as_uri())
+    assert shot.returncode == 0 and SCREENSHOT.stat().st_size > 30_000, shot.stderr[-2000:]
