@@ -234,20 +234,20 @@ def test_sbatch_exit_codes_via_sacct_completion(tb, tmp_path):
     assert 'accounting storage is disabled' in plain.stderr
 
 
-def _iperf(tb):
-    a1, a2 = tb.addresses()['cn1'], tb.addresses()['cn2']
+def _iperf(tb, server_node='cn1', client_node='cn2'):
+    a1, a2 = tb.addresses()[server_node], tb.addresses()[client_node]
     server = subprocess.Popen(
-        tb.node_prefix('cn1', '/') + ['iperf3', '-s', '-1', '-B', a1],
+        tb.node_prefix(server_node, '/') + ['iperf3', '-s', '-1', '-B', a1],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env=tb.env())
     try:
         deadline = time.monotonic() + 10
         while True:         # until the server listens (bounded)
-            ss = tb.run('cn1', ['ss', '-Hltn', f'src {a1}:5201'], cwd='/')
+            ss = tb.run(server_node, ['ss', '-Hltn', f'src {a1}:5201'], cwd='/')
             if ss.stdout.strip() or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        r = tb.run('cn2', ['iperf3', '-c', a1, '-B', a2, '-t', '2', '-J'],
+        r = tb.run(client_node, ['iperf3', '-c', a1, '-B', a2, '-t', '2', '-J'],
                    cwd='/', timeout=20)
         assert r.returncode == 0, r.stdout[-500:] + r.stderr
         end = json.loads(r.stdout)['end']
@@ -383,6 +383,38 @@ def test_shaping_iperf3(tb):
     assert LINK_FLOOR * wire / 2 <= at_500m <= (1 + WIRE_TOLERANCE) * wire / 2, at_500m
     assert LINK_FLOOR * wire / 2 <= slow_node <= (1 + WIRE_TOLERANCE) * wire / 2, slow_node
     assert tb.rate == '1gbit'
+
+
+@pytest.mark.skipif(not shutil.which('iperf3'), reason='iperf3 not installed')
+def test_one_path_slowed_and_no_other(tb):
+    '''One pair's path at half rate: both directions across it are at most
+    half the wire; the paths from each of its nodes to a third node are not
+    slowed (judged against the slowed path, measured in the same test).'''
+    wire = 1000 * WIRE_PAYLOAD_FRACTION
+    assert run_cli(['shape', '--name', NAME, '--node', 'cn1', '--peer', 'cn2',
+                    '--rate', '500mbit']) == 0
+    try:
+        tb.load()               # what the command saved
+        status = tb.status()
+        paths = {n['name']: n['paths'] for n in status['nodes']}
+        assert paths['cn1'] == {'cn2': '500mbit'} and paths['cn2'] == {'cn1': '500mbit'}, paths
+        assert paths['cn3'] == {} and 'htb' in [n for n in status['nodes']
+                                                 if n['name'] == 'cn1'][0]['qdisc']
+        slowed = {(s, c): _iperf(tb, s, c) for s, c in (('cn1', 'cn2'), ('cn2', 'cn1'))}
+        others = {(s, c): best_of(lambda: (_iperf(tb, s, c),) * 2,
+                                  lambda mbit: mbit >= LINK_FLOOR * wire)[0]
+                  for s, c in (('cn3', 'cn1'), ('cn2', 'cn3'))}
+    finally:
+        assert run_cli(['shape', '--name', NAME, '--node', 'cn1', '--peer', 'cn2',
+                        '--rate', 'none']) == 0
+        tb.load()
+    print(f'iperf3 Mbit/s, path cn1-cn2 at 500mbit: {slowed}; other paths: {others}')
+    for pair, mbit in slowed.items():
+        assert mbit <= (1 + WIRE_TOLERANCE) * wire / 2, (pair, mbit)
+    for pair, mbit in others.items():
+        assert mbit > 1.5 * max(slowed.values()), (pair, mbit, slowed)
+    shaped_as_declared(tb, nodes=('cn1', 'cn2', 'cn3'))      # back to the link's own tbf
+    assert all(not n['paths'] for n in tb.status()['nodes'])
 
 
 def _p2p_across_nodes(tb, p2p, mode):
