@@ -443,6 +443,31 @@ def test_pairs_in_rounds_of_disjoint_pairs(built, ranks, rounds):
     assert all(len(r) == len(set(r)) for r in by_round.values()), by_round
 
 
+def test_pairs_sample_of_rounds_and_schedule_first(built):
+    '''--rounds measures only those rounds (5 ranks: 2 of 5, every rank in
+    one at least); the schedule and the expected time come before any row.'''
+    proc = _run(built, 'pairs', '--samples', '5', '--bw-samples', '2', '--bw-size', '4K',
+                '--rounds', '0,3', '--pair-seconds', '0.5', '--outlier-rule', 'clusterkit',
+                ranks=5)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = parse_kernel_output(proc.stdout, expect_kernel='pairs')
+    assert (out.header['rounds'], out.header['rounds-of-all-pairs'], out.header['pairs']) == \
+        ('2', '5', '4')
+    assert {int(r['round']) for r in out.rows} == {0, 3} and len(out.rows) == 4
+    assert {int(r[k]) for r in out.rows for k in ('rank_a', 'rank_b')} == set(range(5))
+    assert float(out.header['first-pass-seconds']) > 0
+    lines = proc.stdout.splitlines()
+    schedule = [i for i, line in enumerate(lines) if line.startswith('# ')][:3]
+    assert lines[schedule[0]] == ('# schedule: 5 ranks, 2 of 5 rounds of 2 disjoint pairs, 4 pairs, '
+                                  'the pairs of a round at once')
+    assert lines[schedule[1]] == '# expected first pass: 1 s at 0.5 s per pair'     # 2 rounds
+    assert lines[schedule[2]].startswith('# first round: ')
+    assert schedule[2] < min(i for i, line in enumerate(lines) if line.startswith('row: '))
+    bad = _run(built, 'pairs', '--rounds', '0,5', ranks=5)
+    assert bad.returncode == 2 and "--rounds: '0,5' is not a comma-separated list of rounds 0..4" \
+        in bad.stderr, bad.stderr
+
+
 def test_bad_argument_under_launcher_exits_2(built):
     proc = _run(built, 'p2p', '--max-size', '-1')
     assert proc.returncode == 2, proc.stdout + proc.stderr
