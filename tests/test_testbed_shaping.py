@@ -12,6 +12,7 @@ import pytest
 
 from hpcnet import testbed as tbm
 from hpcnet.testbed import shaping
+from hpcnet.testbed.cli import main as run_cli
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
 
 
@@ -106,3 +107,9 @@ def test_frames_to_the_slowed_peer_take_its_class(veth_pair):
     sent = {h: after[h] - before.get(h, 0) for h in after}
     assert sent['1:2'] == 30, sent
     assert sent['1:1'] >= 20, sent            # and whatever else the stack sent
+
+
+def test_peer_without_node_is_a_usage_error(capsys):
+    assert run_cli(['shape', '--name', 'hpcnetnone', '--peer', 'cn2', '--rate', '700mbit']) == 2
+    assert capsys.readouterr().err == ('hpcnet testbed shape: --peer needs --node '
+                                       '(the path between them)\n')
