@@ -181,7 +181,7 @@ def test_pair_matrix_on_two_nodes_reports_the_pair_and_attributes_nothing(tb, tm
                                    'putting a slow pair on a node or a link needs at least 3 nodes')
     assert case['schedule']['rounds'] == [0] and case['schedule']['order'] == 'turns'
     perf = {k.split(':')[-1] for k in case['perfvalues']}
-    assert {'bandwidth_median_pair', 'latency_median_pair'} <= perf
+    assert 'bandwidth_median_pair' in perf, perf
     assert not perf & {'bandwidth_worst_pair', 'bandwidth_outlier_nodes'}, perf
 
 
