@@ -28,8 +28,9 @@
  * broadcasts the pairs to measure again: every outlier pair, and one control
  * pair for each of their endpoints (the endpoint with a rank that is the
  * endpoint of no outlier pair, where there is one).  The second pass runs
- * them in greedy rounds of disjoint pairs, scheduled as the first, and judges
- * them against the first pass's thresholds.  The rows say, per pair, what
+ * them in greedy rounds of disjoint pairs, scheduled as the first, twice
+ * (RETESTS), and judges each pair at its better measurement (the lower
+ * latency, the higher bandwidth) against the first pass's thresholds.  The rows say, per pair, what
  * each pass found; what the findings mean (a bad node, a bad link) is for the
  * reader of the output (hpcnet.checklib.analysis).
  *
@@ -62,6 +63,9 @@ enum { R_FIRST, R_LMEAN, R_LSD, R_LMIN, R_LMAX, R_BMEAN, R_BSD, R_BMIN, R_BMAX, 
 
 enum outlier_rule { RULE_NONE, RULE_MAD, RULE_CLUSTERKIT };
 static const char *const RULE_NAMES[] = {"none", "mad", "clusterkit"};
+/* The second pass measures its pairs this many times; a pair is an outlier
+ * in it when it is one even at its better measurement. */
+#define RETESTS 2
 /* Why a pair is in the second pass (the row's 'retest' column). */
 enum { RETEST_NO, RETEST_OUTLIER, RETEST_CONTROL };
 
@@ -434,8 +438,9 @@ int main(int argc, char **argv)
     int *round_lo = (int *)calloc((size_t)n, sizeof *round_lo), *round_hi = (int *)calloc((size_t)n, sizeof *round_hi);
     double *all = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all) : NULL;
     double *all2 = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all2) : NULL;
+    double *all3 = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all3) : NULL;
     double *scratch = me == 0 ? (double *)calloc((size_t)npairs, sizeof *scratch) : NULL;
-    if (!lat || !res || !res2 || !why || !measured || !round_lo || !round_hi || (me == 0 && (!all || !all2 || !scratch)))
+    if (!lat || !res || !res2 || !why || !measured || !round_lo || !round_hi || (me == 0 && (!all || !all2 || !all3 || !scratch)))
         hk_fatal("out of memory (%ld pairs)", npairs);
 
     unsigned long long sent = 0; /* payload bytes this rank sent */
@@ -511,9 +516,19 @@ int main(int argc, char **argv)
             retested = retest_selection(all, measured, &limit, n, why);
         }
         MPI_Bcast(why, (int)npairs, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
-        pair_buffers buf2 = {sbuf, rbuf, lat, res2};
-        retest_rounds = retest_pass(&buf2, &opt, why, &sent);
-        MPI_Reduce(res2, all2, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        /* Twice, at two moments: a pair slowed by a passing load (another
+         * job's burst, a host's busy core) is rarely slowed again at both. */
+        for (int again = 0; again < RETESTS; again++) {
+            pair_buffers buf2 = {sbuf, rbuf, lat, res2};
+            memset(res2, 0, (size_t)npairs * NRES * sizeof *res2);
+            retest_rounds += retest_pass(&buf2, &opt, why, &sent);
+            MPI_Reduce(res2, again ? all3 : all2, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        }
+        if (me == 0) /* each retested pair at its better measurement */
+            for (long p = 0; p < npairs; p++) {
+                all2[p * NRES + R_LMEAN] = fmin(all2[p * NRES + R_LMEAN], all3[p * NRES + R_LMEAN]);
+                all2[p * NRES + R_BMEAN] = fmax(all2[p * NRES + R_BMEAN], all3[p * NRES + R_BMEAN]);
+            }
     }
 
     char *hosts = hk_gather_hosts();
@@ -562,6 +577,7 @@ int main(int argc, char **argv)
     hk_print_done();
 
     free(scratch);
+    free(all3);
     free(all2);
     free(all);
     free(round_hi);
