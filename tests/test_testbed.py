@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import env_regex, run_reframe
 
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
-from hpcnet.constants import HOST_OVERLOADED, SRC_DIR
+from hpcnet.constants import CHECKS_DIR, HOST_OVERLOADED, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
@@ -415,6 +416,32 @@ def test_one_path_slowed_and_no_other(tb):
         assert mbit > 1.5 * max(slowed.values()), (pair, mbit, slowed)
     shaped_as_declared(tb, nodes=('cn1', 'cn2', 'cn3'))      # back to the link's own tbf
     assert all(not n['paths'] for n in tb.status()['nodes'])
+
+
+def test_pair_matrix_on_two_nodes_reports_the_pair_and_attributes_nothing(tb, tmp_path,
+                                                                          one_env_per_stack):
+    '''A partition of two nodes: the one pair is measured and reported, no
+    outlier rule or attribution is applied, and the check says why.'''
+    env = [e for e in one_env_per_stack if 'openmpi' in e][:1] or one_env_per_stack[:1]
+    two = dict(tb.env(), **{TESTBED_NODES_ENV: '2'})
+    proc, cases = run_reframe(tmp_path, '-c', str(CHECKS_DIR / 'pairs.py'), '-n', 'hpcnet_pairs',
+                              '-p', env_regex(env), '-S', 'samples=20', '-S', 'bw_samples=2',
+                              system='testbed:eth', timeout=600, retries=0,
+                              prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=two)
+    found = [c for c in cases if c['name'].startswith('hpcnet_pairs')]
+    assert len(found) == 1, proc.stdout[-3000:]
+    (case,) = found
+    # Measured and reported (the figures are judged against the references,
+    # whatever the host's load made of them).
+    assert case['fail_phase'] in (None, 'performance'), (case.get('fail_reason'),
+                                                         proc.stdout[-3000:])
+    assert len(case['pair_table']) == 1 and case['culprits'] == {}, case['pair_table']
+    assert case['attribution'] == ('not computed: 2 nodes are one pair, reported as measured; '
+                                   'putting a slow pair on a node or a link needs at least 3 nodes')
+    assert case['schedule']['rounds'] == [0] and case['schedule']['order'] == 'turns'
+    perf = {k.split(':')[-1] for k in case['perfvalues']}
+    assert 'bandwidth_median_pair' in perf, perf
+    assert not perf & {'bandwidth_worst_pair', 'bandwidth_outlier_nodes'}, perf
 
 
 def _p2p_across_nodes(tb, p2p, mode):

@@ -19,8 +19,7 @@ from conftest import env_regex, run_reframe, running_testbed, unexplained_failur
 
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
-from hpcnet.constants import (CALIBRATED_SUFFIX, CHECKS_DIR, HOST_OVERLOADED, TESTBED_NODES_ENV,
-                              WORK_DIR, P2PMode)
+from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, HOST_OVERLOADED, WORK_DIR, P2PMode
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -159,30 +158,6 @@ def test_pair_matrix_runs_in_rounds_and_names_the_slow_node(tb, tmp_path, one_en
     # The healthy testbed's reference: no outlier node; here one, so it fails.
     assert case['result'] == 'fail' and 'bandwidth_outlier_nodes' in case['fail_reason'], \
         proc.stdout[-3000:]
-
-
-def test_pair_matrix_on_two_nodes_reports_the_pair_and_attributes_nothing(tb, tmp_path,
-                                                                          one_env_per_stack):
-    '''A partition of two nodes: the one pair is measured and reported, no
-    outlier rule or attribution is applied, and the check says why.'''
-    env = [e for e in one_env_per_stack if 'openmpi' in e][:1] or one_env_per_stack[:1]
-    two = dict(tb.env(), **{TESTBED_NODES_ENV: '2'})
-    proc, cases = run_reframe(tmp_path, '-c', str(CHECKS / 'pairs.py'), '-n', 'hpcnet_pairs',
-                              '-p', env_regex(env), '-S', 'samples=20', '-S', 'bw_samples=2',
-                              system='testbed:eth', timeout=600, retries=0,
-                              prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=two)
-    case = one_case(proc, cases, 'hpcnet_pairs')
-    # Measured and reported (the figures are judged against the references,
-    # whatever the host's load made of them).
-    assert case['fail_phase'] in (None, 'performance'), (case.get('fail_reason'),
-                                                         proc.stdout[-3000:])
-    assert len(case['pair_table']) == 1 and case['culprits'] == {}, case['pair_table']
-    assert case['attribution'] == ('not computed: 2 nodes are one pair, reported as measured; '
-                                   'putting a slow pair on a node or a link needs at least 3 nodes')
-    assert case['schedule']['rounds'] == [0] and case['schedule']['order'] == 'turns'
-    perf = {k.split(':')[-1] for k in case['perfvalues']}
-    assert 'bandwidth_median_pair' in perf, perf
-    assert not perf & {'bandwidth_worst_pair', 'bandwidth_outlier_nodes'}, perf
 
 
 def one_case(proc, cases, prefix):
