@@ -14,9 +14,10 @@ again at its better second-pass measurement is bad (``outlier_rule``):
 - ``mad``: one-sided median + k x MAD over the pairs (latency above, bandwidth
   below; a pair faster than the rest is no fault), MAD scaled to a standard
   deviation as ``scipy.stats.median_abs_deviation(scale='normal')``.
-  ``MAD_K`` = 3: a bad node's pairs are 2/N of all pairs (25 % on 8 nodes)
-  and widen the MAD with them: on the testbed 4 MADs put the bound among the
-  pairs of a node at 70 % of its rate, and the node went unnamed.  A
+  ``MAD_K`` = 3: a bad node's pairs are 2/N of all pairs (a quarter on 8
+  nodes) and widen the MAD with them, so that k = 4 can put the bound among
+  the slowed node's own pairs and leave the node unnamed (docs/measurements.md,
+  "Finding the bad node or link").  A
   first-pass outlier only costs its retests, so k can sit below Intel
   Cluster Checker's 6 (two-sided, no retest); what keeps healthy pairs from
   blame is the second pass, two measurements at two moments, both beyond
