@@ -7,19 +7,24 @@ pair reports its mean latency and bandwidth, its first exchange (what a
 connection costs to set up) and its jitter (standard deviation).
 
 Judging, retest before blame: the kernel calls a pair an outlier by one of
-two rules, measures the outlier pairs again with a control pair for each of
-their nodes, and only a pair that is an outlier both times is bad
-(``outlier_rule``):
+two rules, measures the outlier pairs again, twice, with a control pair for
+each of their nodes, and only a pair that is an outlier in the first pass and
+again at its better second-pass measurement is bad (``outlier_rule``):
 
 - ``mad``: one-sided median + k x MAD over the pairs (latency above, bandwidth
   below; a pair faster than the rest is no fault), MAD scaled to a standard
   deviation as ``scipy.stats.median_abs_deviation(scale='normal')``.
-  ``MAD_K`` = 4: a first-pass outlier only costs its retest, so k can sit
-  below Intel Cluster Checker's 6 (two-sided, no retest), which lets a pair
-  5 MADs slow pass; for Gaussian noise a pair passes 4 one-sided with
-  p = 3.2e-5 per pass, so on 1024 nodes (523,776 pairs) about 17 healthy
-  pairs are retested and 5e-4 are reported bad per run, where k = 3 would
-  report about one healthy pair per run.  ``OUTLIER_FLOOR`` = 10 % of the
+  ``MAD_K`` = 3: a bad node's pairs are 2/N of all pairs (a quarter on 8
+  nodes) and widen the MAD with them, so that k = 4 can put the bound among
+  the slowed node's own pairs and leave the node unnamed (docs/measurements.md,
+  "Finding the bad node or link").  A
+  first-pass outlier only costs its retests, so k can sit below Intel
+  Cluster Checker's 6 (two-sided, no retest); what keeps healthy pairs from
+  blame is the second pass, two measurements at two moments, both beyond
+  the bound: for Gaussian noise a pair passes 3 one-sided with p = 1.35e-3,
+  all three times with p = 2.5e-9, so on 1024 nodes (523,776 pairs) about
+  700 healthy pairs are retested (a few rounds of disjoint pairs) and 1e-3
+  are reported bad per run.  ``OUTLIER_FLOOR`` = 10 % of the
   median: where the pairs are all alike the MAD is near 0 and k x MAD would
   call a 1 % wobble a fault; a fault worth a visit to the rack costs more
   than a tenth of a pair's rate (ClusterKit's own bandwidth margin is 7 %).
@@ -34,6 +39,18 @@ Attribution (hpcnet.checklib.analysis.culprits): a node when more than half
 of its pairs are bad, a link when that pair is the only bad pair of both its
 nodes, "inconclusive" otherwise; counted per quantity.
 
+Scale (hpcnet.checklib.pairschedule): the pairs of a round run at once
+(``pair_order`` concurrent, as on a real cluster) or take turns (``turns``,
+where a partition's nodes share the host's cores); ``auto`` (default) takes
+the partition's ``nodes_share_cores``.  ``sample_rounds`` > 0 measures a
+random sample of that many rounds (drawn with ``sample_seed``, or a seed
+drawn and recorded), which covers every node, for clusters too large for all
+pairs nightly.  The schedule (rounds, pairs, order, and the expected time
+from a stated ``pair_seconds``) is logged before the run, kept in the
+report's ``schedule`` with what the run took, and printed by the kernel
+first in the job output, with the time its first round took and the time
+that predicts.
+
 A pair needs two nodes: on one node (scale ``1_node``) the check does not
 run and says why.  Two nodes are one pair: it is reported, but neither the
 rule (one pair is its own median and best) nor attribution can judge it; the
@@ -43,10 +60,9 @@ check says that attribution needs three nodes.
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeError, SanityError
 
-from hpcnet.checklib import sanity
-from hpcnet.checklib import analysis
+from hpcnet.checklib import analysis, pairschedule, sanity
 from hpcnet.checklib.analysis import NODES_FOR_ATTRIBUTION, QUANTITY_PREFIX, worst_median
 from hpcnet.constants import Feature, Scale, Unit
 from hpcnet.checklib.testlib import KernelRun
@@ -55,9 +71,10 @@ from hpcnet.checklib.testlib import KernelRun
 NODES_FOR_A_PAIR = 2
 #: The outlier rules (module docstring) and their constants.
 OUTLIER_RULES = ('auto', 'mad', 'clusterkit')
-MAD_K = 4.0
+MAD_K = 3.0
 OUTLIER_FLOOR = 0.10
 MAD_RULE_MIN_NODES = 5
+PAIR_ORDERS = ('auto', pairschedule.CONCURRENT, pairschedule.TURNS)
 #: What two nodes cannot tell: the pair is the median and the worst pair.
 ATTRIBUTION_VARIABLES = tuple(f'{quantity}_{what}' for quantity in QUANTITY_PREFIX
                               for what in ('worst_pair', 'worst_over_median'))
@@ -83,6 +100,17 @@ class hpcnet_pairs(KernelRun):
     #: The mad rule's k and its floor (a fraction of the median).
     mad_k = variable(float, value=MAD_K)
     outlier_floor = variable(float, value=OUTLIER_FLOOR)
+    #: The pairs of a round at once or in turns: one of PAIR_ORDERS.
+    pair_order = variable(typ.Str['|'.join(PAIR_ORDERS)], value='auto')
+    #: Rounds of a random sample (0: every round), and its seed (None: drawn).
+    sample_rounds = variable(int, value=0)
+    sample_seed = variable(int, type(None), value=None)
+    #: Seconds one pair takes, stated (e.g. a previous run's), for the
+    #: expected time printed before the run.
+    pair_seconds = variable(float, type(None), value=None)
+    #: What was planned and what the run took (pairschedule.Schedule.as_dict,
+    #: first_pass_seconds, retested, retest_rounds).
+    schedule = variable(typ.Dict[str, object], value={}, loggable=True)
     #: The whole matrix: one dict per pair (JSON report).
     pair_table = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: By quantity, what the bad pairs blame: {'bandwidth': {'nodes': ['cn3'],
@@ -107,15 +135,38 @@ class hpcnet_pairs(KernelRun):
 
     def kernel_args(self) -> list:
         self.descr = f'Per-pair MPI latency/bandwidth over {self.current_partition.fullname}'
-        # Where the nodes share one host's cores, concurrent pairs would
-        # measure CPU contention: the pairs of a round then take turns.
-        turns = ['--one-pair-at-a-time'] if self.partition.nodes_share_cores else []
+        planned = self.planned()
+        turns = ['--one-pair-at-a-time'] if planned.order == pairschedule.TURNS else []
+        sample = ['--rounds', ','.join(map(str, planned.rounds))] if planned.seed is not None else []
+        stated = ['--pair-seconds', str(self.pair_seconds)] if self.pair_seconds else []
         rule = self.rule_in_force()
         mad = (['--mad-k', str(self.mad_k), '--outlier-floor', str(self.outlier_floor)]
                if rule == 'mad' else [])
         return ['--lat-size', str(self.lat_size), '--bw-size', str(self.bw_size),
                 '--samples', str(self.samples), '--bw-samples', str(self.bw_samples),
-                '--outlier-rule', rule] + mad + turns
+                '--outlier-rule', rule] + mad + turns + sample + stated
+
+    def planned(self) -> pairschedule.Schedule:
+        '''The schedule, planned once (a drawn seed is then the run's).'''
+        if not self.schedule:
+            # Where the nodes share one host's cores, concurrent pairs would
+            # measure CPU contention: the pairs of a round then take turns.
+            order = self.pair_order if self.pair_order != 'auto' else (
+                pairschedule.TURNS if self.partition.nodes_share_cores else pairschedule.CONCURRENT)
+            try:
+                planned = pairschedule.plan(self.num_nodes, order, self.sample_rounds,
+                                            self.sample_seed, self.pair_seconds)
+            except pairschedule.ScheduleError as err:
+                raise ReframeError(f'{self.display_name}: {err}') from None
+            self.schedule = planned.as_dict()
+        s = self.schedule
+        return pairschedule.Schedule(s['nodes'], s['order'], tuple(s['rounds']), s['seed'],
+                                     s['pair_seconds'])
+
+    @run_before('run')
+    def log_schedule(self):
+        self.logger.info(f'{self.display_name} on {self.current_partition.fullname}: '
+                         f'{self.planned().describe()}')
 
     @run_after('setup')
     def needs_pairs_of_nodes(self):
@@ -178,10 +229,9 @@ class hpcnet_pairs(KernelRun):
     @sanity_function
     def assert_valid(self):
         out = self.kernel_output('pairs')
-        ranks = len(out.hosts)
-        expected = ranks * (ranks - 1) // 2
+        expected = self.planned().pairs
         if len(out.rows) != expected:
-            raise SanityError(f'{len(out.rows)} pairs measured, {ranks} ranks have {expected}')
+            raise SanityError(f'{len(out.rows)} pairs measured, the schedule has {expected}')
         if out.header.get('outlier-rule') != self.rule_in_force():
             raise SanityError(f"the kernel applied outlier rule {out.header.get('outlier-rule')!r}, "
                               f'the check asked for {self.rule_in_force()!r}')
@@ -190,10 +240,13 @@ class hpcnet_pairs(KernelRun):
                                          'bw_mean_MBps', 'bw_min_MBps', 'bw_max_MBps'), what='pair')
         self.prove(out.mpi_library, out.hosts, sanity.bytes_sent_by_host(out))
         self.pair_table = [dict(r) for r in out.rows]
+        self.schedule = dict(self.schedule, first_pass_seconds=out.header_float('first-pass-seconds'),
+                             retested=int(out.header.get('retested', 0)),
+                             retest_rounds=int(out.header.get('retest-rounds', 0)))
         if self.num_nodes >= NODES_FOR_ATTRIBUTION:
             found = {q: self._culprits(q) for q in QUANTITY_PREFIX}
             self.culprits = {q: c.as_dict() for q, c in found.items()}
             self.attribution = (f'rule {self.rule_in_force()}, {out.header["retested"]} pairs '
-                                'measured again; bad twice: '
+                                'measured again, twice; bad in both passes: '
                                 + '; '.join(f'{q}: {c.describe()}' for q, c in found.items()))
         return True

@@ -28,10 +28,18 @@
  * broadcasts the pairs to measure again: every outlier pair, and one control
  * pair for each of their endpoints (the endpoint with a rank that is the
  * endpoint of no outlier pair, where there is one).  The second pass runs
- * them in greedy rounds of disjoint pairs, scheduled as the first, and judges
- * them against the first pass's thresholds.  The rows say, per pair, what
+ * them in greedy rounds of disjoint pairs, scheduled as the first, twice
+ * (RETESTS), and judges each pair at its better measurement (the lower
+ * latency, the higher bandwidth) against the first pass's thresholds.  The rows say, per pair, what
  * each pass found; what the findings mean (a bad node, a bad link) is for the
  * reader of the output (hpcnet.checklib.analysis).
+ *
+ * Scale: --rounds R,R,... measures only those rounds of the first pass (a
+ * sample, chosen by the caller; each round of an even count holds every rank,
+ * so one round covers every node), and the rule judges the pairs measured.
+ * Rank 0 prints the schedule as "# " lines before the first round (rounds,
+ * pairs, order, and with --pair-seconds the expected time), and after the
+ * first round what it took and the time it predicts for the whole first pass.
  *
  * Output: "hpcnet kernel output format 1" (README.md), rows at the end,
  * followed by latency and bandwidth matrices as "# " comment lines.
@@ -55,6 +63,9 @@ enum { R_FIRST, R_LMEAN, R_LSD, R_LMIN, R_LMAX, R_BMEAN, R_BSD, R_BMIN, R_BMAX, 
 
 enum outlier_rule { RULE_NONE, RULE_MAD, RULE_CLUSTERKIT };
 static const char *const RULE_NAMES[] = {"none", "mad", "clusterkit"};
+/* The second pass measures its pairs this many times; a pair is an outlier
+ * in it when it is one even at its better measurement. */
+#define RETESTS 2
 /* Why a pair is in the second pass (the row's 'retest' column). */
 enum { RETEST_NO, RETEST_OUTLIER, RETEST_CONTROL };
 
@@ -89,6 +100,8 @@ static void usage(void)
            "  --samples N       latency samples per pair after the first (default 50)\n"
            "  --bw-samples N    bandwidth samples per pair (default 10)\n"
            "  --one-pair-at-a-time  the pairs of a round take turns (nodes that share cores)\n"
+           "  --rounds R,R,...  only these rounds of the first pass (0-based; default all)\n"
+           "  --pair-seconds S  stated time of one pair, for the expected time printed first\n"
            "  --outlier-rule R  none (default), mad or clusterkit: measure the outlier pairs again\n"
            "  --mad-k K         mad: outlier beyond median + K x scaled MAD (required with mad)\n"
            "  --outlier-floor F mad: ... and beyond median x (1 +- F) (required with mad)\n"
@@ -213,12 +226,15 @@ static void median_mad(double *v, long n, double *median, double *mad)
  * above median + max(k x MAD, floor x median), bandwidth below median minus
  * the same; the floor keeps a uniform matrix (MAD near 0) from calling a
  * wobble an outlier.  clusterkit: its ratios to the best pair. */
-static thresholds outlier_thresholds(const double *all, long npairs, const outlier_options *o, double *scratch)
+static thresholds outlier_thresholds(const double *all, const unsigned char *measured, long npairs,
+                                     const outlier_options *o, double *scratch)
 {
     thresholds t;
     if (o->rule == RULE_CLUSTERKIT) {
-        double least_lat = all[R_LMEAN], most_bw = all[R_BMEAN];
-        for (long p = 1; p < npairs; p++) {
+        double least_lat = INFINITY, most_bw = 0.0;
+        for (long p = 0; p < npairs; p++) {
+            if (!measured[p])
+                continue;
             least_lat = fmin(least_lat, all[p * NRES + R_LMEAN]);
             most_bw = fmax(most_bw, all[p * NRES + R_BMEAN]);
         }
@@ -227,13 +243,17 @@ static thresholds outlier_thresholds(const double *all, long npairs, const outli
         return t;
     }
     double median, mad;
+    long m = 0;
     for (long p = 0; p < npairs; p++)
-        scratch[p] = all[p * NRES + R_LMEAN];
-    median_mad(scratch, npairs, &median, &mad);
+        if (measured[p])
+            scratch[m++] = all[p * NRES + R_LMEAN];
+    median_mad(scratch, m, &median, &mad);
     t.lat_us = median + fmax(o->mad_k * mad, o->floor * median);
+    m = 0;
     for (long p = 0; p < npairs; p++)
-        scratch[p] = all[p * NRES + R_BMEAN];
-    median_mad(scratch, npairs, &median, &mad);
+        if (measured[p])
+            scratch[m++] = all[p * NRES + R_BMEAN];
+    median_mad(scratch, m, &median, &mad);
     t.bw_MBps = median - fmax(o->mad_k * mad, o->floor * median);
     return t;
 }
@@ -248,11 +268,13 @@ static int bandwidth_outlier(const double *r, const thresholds *t)
     return r[R_BMEAN] < t->bw_MBps;
 }
 
-/* The second pass, as why[pair] (RETEST_*): every outlier pair of 'all',
- * and for each of their endpoints a control pair with the next rank (in
- * rank order, wrapping) that is the endpoint of no outlier pair, if any.
- * Returns the number of pairs to retest. */
-static long retest_selection(const double *all, const thresholds *t, int n, unsigned char *why)
+/* The second pass, as why[pair] (RETEST_*): every outlier pair of 'all'
+ * (among the measured pairs), and for each of their endpoints a control pair
+ * with the next rank (in rank order, wrapping) that is the endpoint of no
+ * outlier pair, if any, and was measured in the first pass.  Returns the
+ * number of pairs to retest. */
+static long retest_selection(const double *all, const unsigned char *measured, const thresholds *t, int n,
+                             unsigned char *why)
 {
     unsigned char *suspect = (unsigned char *)calloc((size_t)n, 1);
     if (!suspect)
@@ -262,7 +284,7 @@ static long retest_selection(const double *all, const thresholds *t, int n, unsi
         for (int b = a + 1; b < n; b++) {
             const long p = pair_index(a, b, n);
             why[p] = RETEST_NO;
-            if (latency_outlier(all + p * NRES, t) || bandwidth_outlier(all + p * NRES, t)) {
+            if (measured[p] && (latency_outlier(all + p * NRES, t) || bandwidth_outlier(all + p * NRES, t))) {
                 why[p] = RETEST_OUTLIER;
                 suspect[a] = suspect[b] = 1;
                 count++;
@@ -273,9 +295,9 @@ static long retest_selection(const double *all, const thresholds *t, int n, unsi
             continue;
         for (int step = 1; step < n; step++) {
             const int c = (e + step) % n;
-            if (suspect[c])
-                continue;
             const long p = e < c ? pair_index(e, c, n) : pair_index(c, e, n);
+            if (suspect[c] || !measured[p])
+                continue;
             if (why[p] == RETEST_NO) {
                 why[p] = RETEST_CONTROL;
                 count++;
@@ -339,7 +361,10 @@ static void print_matrix(const char *title, const double *res, int col, int deci
                 continue;
             }
             long p = a < b ? pair_index(a, b, n) : pair_index(b, a, n);
-            printf(" %10.*f", decimals, res[p * NRES + col]);
+            if (res[p * NRES + R_LMEAN] == 0.0) /* a pair of no round measured */
+                printf(" %10s", ".");
+            else
+                printf(" %10.*f", decimals, res[p * NRES + col]);
         }
         printf("\n");
     }
@@ -359,6 +384,8 @@ int main(int argc, char **argv)
 
     pair_options opt = {8, 1u << 20, 50, 10, 0};
     outlier_options rule = {RULE_NONE, -1.0, -1.0};
+    const char *rounds_wanted = NULL; /* --rounds, parsed once the rank count is known */
+    double pair_seconds = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         if (hk_flag(argv[i], "--one-pair-at-a-time")) {
@@ -373,6 +400,10 @@ int main(int argc, char **argv)
             opt.samples = hc_parse_long("--samples", v, 1, HK_MAX_ITERS);
         } else if (hk_opt(argc, argv, &i, "--bw-samples", &v)) {
             opt.bw_samples = hc_parse_long("--bw-samples", v, 1, HK_MAX_ITERS);
+        } else if (hk_opt(argc, argv, &i, "--rounds", &v)) {
+            rounds_wanted = v;
+        } else if (hk_opt(argc, argv, &i, "--pair-seconds", &v)) {
+            pair_seconds = hk_parse_positive("--pair-seconds", v, 1e6);
         } else if (hk_opt(argc, argv, &i, "--outlier-rule", &v)) {
             rule.rule = parse_rule(v);
         } else if (hk_opt(argc, argv, &i, "--mad-k", &v)) {
@@ -403,29 +434,76 @@ int main(int argc, char **argv)
     double *res = (double *)calloc((size_t)npairs * NRES, sizeof *res);
     double *res2 = (double *)calloc((size_t)npairs * NRES, sizeof *res2);
     unsigned char *why = (unsigned char *)calloc((size_t)npairs, 1);
+    unsigned char *measured = (unsigned char *)calloc((size_t)npairs, 1);
     int *round_lo = (int *)calloc((size_t)n, sizeof *round_lo), *round_hi = (int *)calloc((size_t)n, sizeof *round_hi);
     double *all = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all) : NULL;
     double *all2 = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all2) : NULL;
+    double *all3 = me == 0 ? (double *)calloc((size_t)npairs * NRES, sizeof *all3) : NULL;
     double *scratch = me == 0 ? (double *)calloc((size_t)npairs, sizeof *scratch) : NULL;
-    if (!lat || !res || !res2 || !why || !round_lo || !round_hi || (me == 0 && (!all || !all2 || !scratch)))
+    if (!lat || !res || !res2 || !why || !measured || !round_lo || !round_hi || (me == 0 && (!all || !all2 || !all3 || !scratch)))
         hk_fatal("out of memory (%ld pairs)", npairs);
 
     unsigned long long sent = 0; /* payload bytes this rank sent */
     const int slots = n + n % 2, rounds = slots - 1;
+    unsigned char *in_sample = (unsigned char *)calloc((size_t)rounds, 1);
+    if (!in_sample)
+        hk_fatal("out of memory (%d rounds)", rounds);
+    int rounds_run = rounds;
+    if (rounds_wanted) {
+        rounds_run = 0;
+        for (const char *c = rounds_wanted; *c;) {
+            char *end;
+            const long r = strtol(c, &end, 10);
+            if (end == c || (*end && *end != ',') || r < 0 || r >= rounds)
+                hk_usage_error("--rounds: '%s' is not a comma-separated list of rounds 0..%d", rounds_wanted,
+                               rounds - 1);
+            if (!in_sample[r])
+                rounds_run++;
+            in_sample[r] = 1;
+            c = *end ? end + 1 : end;
+        }
+        if (rounds_run == 0)
+            hk_usage_error("--rounds: no round given");
+    } else {
+        memset(in_sample, 1, (size_t)rounds);
+    }
+    const int per_round = n / 2;
+    const long pairs_run = (long)rounds_run * per_round;
+    if (me == 0) {
+        printf("# schedule: %d ranks, %d of %d rounds of %d disjoint pairs, %ld pairs, %s\n", n, rounds_run, rounds,
+               per_round, pairs_run, opt.one_at_a_time ? "one pair at a time" : "the pairs of a round at once");
+        if (pair_seconds > 0.0)
+            printf("# expected first pass: %.0f s at %g s per pair\n",
+                   pair_seconds * (opt.one_at_a_time ? (double)pairs_run : (double)rounds_run), pair_seconds);
+        fflush(stdout);
+    }
     pair_buffers buf = {sbuf, rbuf, lat, res};
+    const double started = MPI_Wtime();
+    int round_count = 0;
     for (int round = 0; round < rounds; round++) {
-        if (round > 0) /* the first round starts without any prior communication */
+        if (!in_sample[round])
+            continue;
+        if (round_count++ > 0) /* the first round starts without any prior communication */
             MPI_Barrier(MPI_COMM_WORLD);
+        if (round_count == 2 && me == 0) {
+            const double took = MPI_Wtime() - started;
+            printf("# first round: %.2f s, %.3f s per pair: expected first pass %.0f s\n", took, took / per_round,
+                   took * rounds_run);
+            fflush(stdout);
+        }
         int count = 0; /* this round's pairs, in the order of their lower rank */
         for (int lo = 0; lo < n; lo++) {
             int hi = round_partner(lo, round, slots);
             if (hi > lo && hi < n) { /* else the pair is listed by hi, or lo sits this round out */
+                measured[pair_index(lo, hi, n)] = 1;
                 round_lo[count] = lo;
                 round_hi[count++] = hi;
             }
         }
         sent += measure_round(&buf, &opt, round_lo, round_hi, count, round);
     }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double first_pass_seconds = MPI_Wtime() - started;
     /* every pair's results live on its rank_a only (zeros elsewhere) */
     MPI_Reduce(res, all, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 
@@ -434,20 +512,32 @@ int main(int argc, char **argv)
     int retest_rounds = 0;
     if (rule.rule != RULE_NONE) {
         if (me == 0) {
-            limit = outlier_thresholds(all, npairs, &rule, scratch);
-            retested = retest_selection(all, &limit, n, why);
+            limit = outlier_thresholds(all, measured, npairs, &rule, scratch);
+            retested = retest_selection(all, measured, &limit, n, why);
         }
         MPI_Bcast(why, (int)npairs, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
-        pair_buffers buf2 = {sbuf, rbuf, lat, res2};
-        retest_rounds = retest_pass(&buf2, &opt, why, &sent);
-        MPI_Reduce(res2, all2, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        /* Twice, at two moments: a pair slowed by a passing load (another
+         * job's burst, a host's busy core) is rarely slowed again at both. */
+        for (int again = 0; again < RETESTS; again++) {
+            pair_buffers buf2 = {sbuf, rbuf, lat, res2};
+            memset(res2, 0, (size_t)npairs * NRES * sizeof *res2);
+            retest_rounds += retest_pass(&buf2, &opt, why, &sent);
+            MPI_Reduce(res2, again ? all3 : all2, (int)(npairs * NRES), MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        }
+        if (me == 0) /* each retested pair at its better measurement */
+            for (long p = 0; p < npairs; p++) {
+                all2[p * NRES + R_LMEAN] = fmin(all2[p * NRES + R_LMEAN], all3[p * NRES + R_LMEAN]);
+                all2[p * NRES + R_BMEAN] = fmax(all2[p * NRES + R_BMEAN], all3[p * NRES + R_BMEAN]);
+            }
     }
 
     char *hosts = hk_gather_hosts();
     hk_print_preamble(hosts);
     if (me == 0) {
-        printf("pairs: %ld\n", npairs);
-        printf("rounds: %d\n", rounds);
+        printf("pairs: %ld\n", pairs_run);
+        printf("rounds: %d\n", rounds_run);
+        printf("rounds-of-all-pairs: %d\n", rounds);
+        printf("first-pass-seconds: %.3f\n", first_pass_seconds);
         printf("schedule: %s\n", opt.one_at_a_time ? "one-pair-at-a-time" : "concurrent");
         printf("lat-size: %zu\n", opt.lat_size);
         printf("bw-size: %zu\n", opt.bw_size);
@@ -470,6 +560,8 @@ int main(int argc, char **argv)
         for (int a = 0; a < n; a++)
             for (int b = a + 1; b < n; b++) {
                 const long p = pair_index(a, b, n);
+                if (!measured[p])
+                    continue;
                 const double *r = all + p * NRES, *r2 = all2 + p * NRES;
                 const int again = why[p] != RETEST_NO;
                 printf("row: %d %d %s %s %.4f %.4f %.4f %.4f %.4f %.6g %.6g %.6g %.6g %d %d %d %d %.4f %.6g %d %d\n", a,
@@ -485,10 +577,13 @@ int main(int argc, char **argv)
     hk_print_done();
 
     free(scratch);
+    free(all3);
     free(all2);
     free(all);
     free(round_hi);
     free(round_lo);
+    free(in_sample);
+    free(measured);
     free(why);
     free(res2);
     free(res);

@@ -172,8 +172,9 @@ def _agrees(flag, value, threshold, above: bool, tolerance: float) -> bool:
 def _assert_second_pass(out, lat_tol: float = 2e-4, bw_rel: float = 1e-5):
     """What the kernel retested follows its first pass: every outlier pair,
     one control per endpoint with a rank that is no outlier's endpoint, the
-    flags of both passes against the printed thresholds, and each rank's
-    payload covering both passes."""
+    flags of both passes against the printed thresholds (the second pass's
+    value is a pair's better of its two measurements), and each rank's
+    payload covering the first pass and the second's two."""
     lat_limit, bw_limit = out.header_float('lat-threshold-us'), out.header_float('bw-threshold-mbps')
     suspects, controls = set(), []
     for r in out.rows:
@@ -203,7 +204,8 @@ def _assert_second_pass(out, lat_tol: float = 2e-4, bw_rel: float = 1e-5):
     retested = [r for r in out.rows if r['retest']]
     assert out.header_float('retested') == len(retested)
     assert (out.header_float('retest-rounds') > 0) == bool(retested)
-    pairs_of = [ranks - 1 + sum(1 for r in retested if rank in (r['rank_a'], r['rank_b']))
+    # The second pass measures each of its pairs twice.
+    pairs_of = [ranks - 1 + 2 * sum(1 for r in retested if rank in (r['rank_a'], r['rank_b']))
                 for rank in range(ranks)]
     assert out.header['bytes-sent'] == ' '.join(str(PAIRS_SMALL_PAYLOAD * n) for n in pairs_of)
 
@@ -441,6 +443,31 @@ def test_pairs_in_rounds_of_disjoint_pairs(built, ranks, rounds):
         by_round.setdefault(int(row['round']), []).extend([int(row['rank_a']), int(row['rank_b'])])
     assert sorted(by_round) == list(range(rounds))
     assert all(len(r) == len(set(r)) for r in by_round.values()), by_round
+
+
+def test_pairs_sample_of_rounds_and_schedule_first(built):
+    '''--rounds measures only those rounds (5 ranks: 2 of 5, every rank in
+    one at least); the schedule and the expected time come before any row.'''
+    proc = _run(built, 'pairs', '--samples', '5', '--bw-samples', '2', '--bw-size', '4K',
+                '--rounds', '0,3', '--pair-seconds', '0.5', '--outlier-rule', 'clusterkit',
+                ranks=5)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = parse_kernel_output(proc.stdout, expect_kernel='pairs')
+    assert (out.header['rounds'], out.header['rounds-of-all-pairs'], out.header['pairs']) == \
+        ('2', '5', '4')
+    assert {int(r['round']) for r in out.rows} == {0, 3} and len(out.rows) == 4
+    assert {int(r[k]) for r in out.rows for k in ('rank_a', 'rank_b')} == set(range(5))
+    assert float(out.header['first-pass-seconds']) >= 0          # milliseconds here
+    lines = proc.stdout.splitlines()
+    schedule = [i for i, line in enumerate(lines) if line.startswith('# ')][:3]
+    assert lines[schedule[0]] == ('# schedule: 5 ranks, 2 of 5 rounds of 2 disjoint pairs, 4 pairs, '
+                                  'the pairs of a round at once')
+    assert lines[schedule[1]] == '# expected first pass: 1 s at 0.5 s per pair'     # 2 rounds
+    assert lines[schedule[2]].startswith('# first round: ')
+    assert schedule[2] < min(i for i, line in enumerate(lines) if line.startswith('row: '))
+    bad = _run(built, 'pairs', '--rounds', '0,5', ranks=5)
+    assert bad.returncode == 2 and "--rounds: '0,5' is not a comma-separated list of rounds 0..4" \
+        in bad.stderr, bad.stderr
 
 
 def test_bad_argument_under_launcher_exits_2(built):

@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import env_regex, run_reframe
 
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
-from hpcnet.constants import HOST_OVERLOADED, SRC_DIR
+from hpcnet.constants import CHECKS_DIR, HOST_OVERLOADED, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
@@ -234,20 +235,20 @@ def test_sbatch_exit_codes_via_sacct_completion(tb, tmp_path):
     assert 'accounting storage is disabled' in plain.stderr
 
 
-def _iperf(tb):
-    a1, a2 = tb.addresses()['cn1'], tb.addresses()['cn2']
+def _iperf(tb, server_node='cn1', client_node='cn2'):
+    a1, a2 = tb.addresses()[server_node], tb.addresses()[client_node]
     server = subprocess.Popen(
-        tb.node_prefix('cn1', '/') + ['iperf3', '-s', '-1', '-B', a1],
+        tb.node_prefix(server_node, '/') + ['iperf3', '-s', '-1', '-B', a1],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env=tb.env())
     try:
         deadline = time.monotonic() + 10
         while True:         # until the server listens (bounded)
-            ss = tb.run('cn1', ['ss', '-Hltn', f'src {a1}:5201'], cwd='/')
+            ss = tb.run(server_node, ['ss', '-Hltn', f'src {a1}:5201'], cwd='/')
             if ss.stdout.strip() or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        r = tb.run('cn2', ['iperf3', '-c', a1, '-B', a2, '-t', '2', '-J'],
+        r = tb.run(client_node, ['iperf3', '-c', a1, '-B', a2, '-t', '2', '-J'],
                    cwd='/', timeout=20)
         assert r.returncode == 0, r.stdout[-500:] + r.stderr
         end = json.loads(r.stdout)['end']
@@ -383,6 +384,64 @@ def test_shaping_iperf3(tb):
     assert LINK_FLOOR * wire / 2 <= at_500m <= (1 + WIRE_TOLERANCE) * wire / 2, at_500m
     assert LINK_FLOOR * wire / 2 <= slow_node <= (1 + WIRE_TOLERANCE) * wire / 2, slow_node
     assert tb.rate == '1gbit'
+
+
+@pytest.mark.skipif(not shutil.which('iperf3'), reason='iperf3 not installed')
+def test_one_path_slowed_and_no_other(tb):
+    '''One pair's path at half rate: both directions across it are at most
+    half the wire; the paths from each of its nodes to a third node are not
+    slowed (judged against the slowed path, measured in the same test).'''
+    wire = 1000 * WIRE_PAYLOAD_FRACTION
+    assert run_cli(['shape', '--name', NAME, '--node', 'cn1', '--peer', 'cn2',
+                    '--rate', '500mbit']) == 0
+    try:
+        tb.load()               # what the command saved
+        status = tb.status()
+        paths = {n['name']: n['paths'] for n in status['nodes']}
+        assert paths['cn1'] == {'cn2': '500mbit'} and paths['cn2'] == {'cn1': '500mbit'}, paths
+        assert paths['cn3'] == {} and 'htb' in [n for n in status['nodes']
+                                                 if n['name'] == 'cn1'][0]['qdisc']
+        slowed = {(s, c): _iperf(tb, s, c) for s, c in (('cn1', 'cn2'), ('cn2', 'cn1'))}
+        others = {(s, c): best_of(lambda: (_iperf(tb, s, c),) * 2,
+                                  lambda mbit: mbit >= LINK_FLOOR * wire)[0]
+                  for s, c in (('cn3', 'cn1'), ('cn2', 'cn3'))}
+    finally:
+        assert run_cli(['shape', '--name', NAME, '--node', 'cn1', '--peer', 'cn2',
+                        '--rate', 'none']) == 0
+        tb.load()
+    print(f'iperf3 Mbit/s, path cn1-cn2 at 500mbit: {slowed}; other paths: {others}')
+    for pair, mbit in slowed.items():
+        assert mbit <= (1 + WIRE_TOLERANCE) * wire / 2, (pair, mbit)
+    for pair, mbit in others.items():
+        assert mbit > 1.5 * max(slowed.values()), (pair, mbit, slowed)
+    shaped_as_declared(tb, nodes=('cn1', 'cn2', 'cn3'))      # back to the link's own tbf
+    assert all(not n['paths'] for n in tb.status()['nodes'])
+
+
+def test_pair_matrix_on_two_nodes_reports_the_pair_and_attributes_nothing(tb, tmp_path,
+                                                                          one_env_per_stack):
+    '''A partition of two nodes: the one pair is measured and reported, no
+    outlier rule or attribution is applied, and the check says why.'''
+    env = [e for e in one_env_per_stack if 'openmpi' in e][:1] or one_env_per_stack[:1]
+    two = dict(tb.env(), **{TESTBED_NODES_ENV: '2'})
+    proc, cases = run_reframe(tmp_path, '-c', str(CHECKS_DIR / 'pairs.py'), '-n', 'hpcnet_pairs',
+                              '-p', env_regex(env), '-S', 'samples=20', '-S', 'bw_samples=2',
+                              system='testbed:eth', timeout=600, retries=0,
+                              prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=two)
+    found = [c for c in cases if c['name'].startswith('hpcnet_pairs')]
+    assert len(found) == 1, proc.stdout[-3000:]
+    (case,) = found
+    # Measured and reported (the figures are judged against the references,
+    # whatever the host's load made of them).
+    assert case['fail_phase'] in (None, 'performance'), (case.get('fail_reason'),
+                                                         proc.stdout[-3000:])
+    assert len(case['pair_table']) == 1 and case['culprits'] == {}, case['pair_table']
+    assert case['attribution'] == ('not computed: 2 nodes are one pair, reported as measured; '
+                                   'putting a slow pair on a node or a link needs at least 3 nodes')
+    assert case['schedule']['rounds'] == [0] and case['schedule']['order'] == 'turns'
+    perf = {k.split(':')[-1] for k in case['perfvalues']}
+    assert 'bandwidth_median_pair' in perf, perf
+    assert not perf & {'bandwidth_worst_pair', 'bandwidth_outlier_nodes'}, perf
 
 
 def _p2p_across_nodes(tb, p2p, mode):

@@ -3,7 +3,8 @@ worst pair, and what its bad pairs blame.
 
 Which pairs are outliers, in the first pass and when measured again, is
 decided by the pairs kernel (src/pairs.c, the one place of that rule); here
-its decisions are read: a pair is bad when it was an outlier twice, and the
+its decisions are read: a pair is bad when it was an outlier in the first
+pass and again in the second (at the better of its two measurements), and the
 bad pairs are put on a node, on a link, or on nothing certain.
 """
 from __future__ import annotations
@@ -49,8 +50,9 @@ class Culprits:
 
 
 def bad_twice(row: dict, quantity: str) -> bool:
-    '''An outlier in the first pass and again when measured again: the only
-    pairs reported bad (a pair slow once may have met a passing load).'''
+    '''An outlier in the first pass and again when measured again (at the
+    better of the second pass's two measurements): the only pairs reported
+    bad (a pair slow once may have met a passing load).'''
     prefix = QUANTITY_PREFIX[quantity]
     return bool(row[f'{prefix}_outlier'] and row['retest'] == RETEST_OUTLIER
                 and row[f'{prefix}_retest_outlier'])

@@ -74,7 +74,7 @@ KNOWN_KEYS = frozenset({
     # pairs; the outlier rule of its second pass and what it decided
     'pairs', 'rounds', 'schedule', 'lat-size', 'bw-size', 'samples', 'bw-samples',
     'outlier-rule', 'mad-k', 'outlier-floor', 'lat-threshold-us', 'bw-threshold-mbps', 'retested',
-    'retest-rounds',
+    'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds',
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
     'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
@@ -88,7 +88,7 @@ NUMERIC_HEADER_KEYS = frozenset({
     'window-bytes', 'recv-slots', 'batch-us', 'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
     'samples', 'bw-samples', 'windows', 'mad-k', 'outlier-floor', 'lat-threshold-us',
-    'bw-threshold-mbps', 'retested', 'retest-rounds',
+    'bw-threshold-mbps', 'retested', 'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds',
 })
 
 #: pairs: the outlier rules its second pass knows (src/pairs.c).

@@ -9,7 +9,8 @@ whose other end is a port of a bridge living in a namespace of its own
 namespaces; the root namespace gets none and no route. A private munged,
 slurmctld (head node) and one ``slurmd -N cnX`` per compute node run with
 configuration generated into the state directory, from the templates in
-``ci/testbed/``. Every link can be shaped with a ``tbf`` qdisc.
+``ci/testbed/``. Every link can be shaped with a ``tbf`` qdisc, and one
+pair's path with a ``tbf`` per peer under an ``htb`` (hpcnet.testbed.shaping).
 
 Everything ``up`` creates is recorded, as it is created, in
 ``<state-dir>/state.json``; ``down`` (and a failed ``up``) undo exactly that,

@@ -53,10 +53,13 @@ def _parser() -> argparse.ArgumentParser:
     stp = sub.add_parser('status', parents=[common], help='show the testbed')
     stp.add_argument('--json', action='store_true')
     sh = sub.add_parser('shape', parents=[common],
-                        help="change the tbf rate of every link, or of one node's")
+                        help="change the tbf rate of every link, of one node's, or of one path's")
     sh.add_argument('--rate', required=True, help='e.g. 500mbit, or "none"')
     sh.add_argument('--burst', default=None)
     sh.add_argument('--node', default=None, help='only this compute node (e.g. cn3)')
+    sh.add_argument('--peer', default=None,
+                    help='with --node: only the path between the two nodes, both directions '
+                         '("none": back to the nodes\' own rate)')
     return p
 
 
@@ -110,9 +113,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 d = ', '.join(f'{p["label"]} {p["pid"]} '
                               f'{"running" if p["alive"] else "DEAD"}'
                               for p in n['daemons'])
+                paths = ', '.join(f'{peer} {rate}' for peer, rate in sorted(n['paths'].items()))
                 print(f'  {n["name"]:5} {n["addr"]:12} netns {n["netns"]:12} '
-                      f'{n["qdisc"] or "no qdisc"}' + (f'  [{d}]' if d else ''))
+                      f'{n["qdisc"] or "no qdisc"}' + (f'  [{d}]' if d else '')
+                      + (f'  path to {paths}' if paths else ''))
             print(s['sinfo'])
+            return 0
+        if args.cmd == 'shape' and args.peer:
+            if not args.node:
+                print('hpcnet testbed shape: --peer needs --node (the path between them)',
+                      file=sys.stderr)
+                return 2
+            tb.shape_path(args.node, args.peer, args.rate, args.burst)
+            print(f'path {args.node}-{args.peer} on testbed {tb.name}: {args.rate}')
             return 0
         if args.cmd == 'shape':
             tb.shape(args.rate, args.burst, node=args.node)

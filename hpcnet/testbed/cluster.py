@@ -15,17 +15,18 @@ from hpcnet.constants import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_E
 from hpcnet.templates import render
 from hpcnet.variables import TESTBED_TEMPLATES_ENV
 from hpcnet.testbed import softirq
-from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, HEAD,
+from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, HEAD,
                                    HOST_OFFSET, IFACE, MAX_NODES, REQUIRED_TOOLS, NETMASK_BITS,
-                                   NETNS_DIR, SUBNET_PREFIX, TBF_LATENCY, StepError,
+                                   NETNS_DIR, SUBNET_PREFIX, StepError,
                                    TestbedError, default_state_dir, burst_bytes,
                                    default_template_dir, rate_bps)
 from hpcnet.testbed.daemons import Daemons
+from hpcnet.testbed.shaping import Shaping
 from hpcnet.testbed.processes import alive, fmt_cmd
 from hpcnet.testbed.teardown import Teardown
 
 
-class Testbed(Daemons, Teardown):
+class Testbed(Daemons, Teardown, Shaping):
     """One virtual cluster, identified by its name and state directory.
 
     ``name`` prefixes the network namespaces (``<name>-hn0``, ``<name>-cn1``,
@@ -446,21 +447,6 @@ class Testbed(Daemons, Teardown):
     def rdma_absent_reason(self) -> Optional[str]:
         return (self.state.get('rdma') or {}).get('why')
 
-    def _tc(self, step, netns, dev, rate, burst, verb='add'):
-        """Shape what ``dev`` sends like an Ethernet wire of ``rate``: the
-        size table counts the preamble, frame check and inter-frame gap every
-        frame spends on a real wire, and the bucket holds a few frames, so no
-        message leaves faster than a wire would carry it (docs/testbed.md).
-        ``rate`` None removes the shaping."""
-        if rate:
-            self._cmd(step, ['tc', '-n', netns, 'qdisc', verb, 'dev', dev, 'root',
-                             'stab', 'overhead', str(ETHERNET_OVERHEAD), 'linklayer', 'ethernet',
-                             'tbf', 'rate', rate, 'burst', burst, 'latency', TBF_LATENCY])
-        else:
-            subprocess.run(['tc', '-n', netns, 'qdisc', 'del', 'dev', dev, 'root'],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           timeout=CMD_TIMEOUT)
-
     def _step_shape_links(self, rate, burst):
         if rate:
             # Each node's eth0 shapes what it sends: every direction of every
@@ -470,6 +456,7 @@ class Testbed(Daemons, Teardown):
         self._state['rate'] = rate
         self._state['burst'] = burst if rate else None
         self._state['node_rates'] = {}
+        self._state['path_rates'] = {}
         self._save()
 
     def _step_prioritise_softirq(self, priority):
@@ -529,7 +516,7 @@ class Testbed(Daemons, Teardown):
                                  'dev', IFACE], text=True,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, timeout=10)
-            nodes.append(dict(n, daemons=procs,
+            nodes.append(dict(n, daemons=procs, paths=self.path_rates(n['name']),
                               qdisc=' '.join(qd.stdout.split())
                               if qd.stdout.strip() else ''))
         sinfo = ''
@@ -543,33 +530,3 @@ class Testbed(Daemons, Teardown):
                 'rate': st.get('rate'), 'burst': st.get('burst'),
                 'backlog': int(softirq.BACKLOG_SYSCTL.read_text()),
                 'nodes': nodes, 'sinfo': sinfo}
-
-    def shape(self, rate: Optional[str], burst: Optional[str] = None,
-              node: Optional[str] = None):
-        """Change (tc qdisc replace) or remove (rate None) the shaping of
-        every link, or of ``node``'s link only (e.g. one node at half rate)."""
-        if rate in ('none', ''):
-            rate = None
-        if rate:
-            rate_bps(rate)
-        burst = burst or self.state.get('burst') or DEFAULTS.burst
-        burst_bytes(burst)
-        if node is not None and node not in self.compute_nodes():
-            raise TestbedError(f'unknown compute node {node!r} '
-                               f'(valid: {", ".join(self.compute_nodes())})')
-        if node is None:
-            for each in self.nodes():
-                self._tc('shape', self.netns(each), IFACE, rate, burst, verb='replace')
-                self._tc('shape', self.bridge_netns, f'v-{each}', None, burst)
-            self._state['rate'] = rate
-            self._state['burst'] = burst if rate else None
-            self._state['node_rates'] = {}
-        else:
-            # One node's link (a slow NIC or cable): what it sends, and what
-            # the bridge sends it.
-            self._tc('shape', self.netns(node), IFACE, rate, burst, verb='replace')
-            common = self.state.get('rate')
-            self._tc('shape', self.bridge_netns, f'v-{node}', rate if rate != common else None,
-                     burst, verb='replace')
-            self._state.setdefault('node_rates', {})[node] = rate
-        self._save()

@@ -1,0 +1,162 @@
+"""Does the pair matrix name the bad node or link, and nothing on a clean
+testbed?  Measured on the testbed (root).
+
+A testbed of --nodes compute nodes at 1 Gbit/s; --trials trials of each
+scenario, each with its own culprit drawn at random (--seed; the draws are
+printed):
+
+- node: one node's link at --fault of the rate (``hpcnet testbed shape --node``)
+  -> right when that node, and nothing else, is named;
+- link: one pair's path at --fault of the rate, both directions
+  (``hpcnet testbed shape --node A --peer B``) -> right when that link is
+  named, and neither of its nodes nor anything else;
+- clean: nothing slowed -> right when nothing is named.
+
+Every trial is one ReFrame session of ``hpcnet_pairs`` (one environment,
+--env), judged by the check's own bandwidth ``culprits`` (the faults are
+rate limits; latency on the testbed is the host's, not a wire's, and what it
+named is counted apart).  It prints
+a table (right / trials per scenario), the time per trial, the rounds the
+check ran (first pass + second pass) and the first pass's seconds per pair
+(the figure docs/measurements.md's time model starts from); it asserts nothing.
+
+    .venv/bin/python ci/benchmarks/culprits.py --nodes 8 --trials 10
+
+Nothing lands in the user's history: its own results database, reports and
+(empty) reference directory, all in a temporary directory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from hpcnet import testbed as tbm
+from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR
+from hpcnet.runner import run_suite
+
+SCENARIOS = ('node', 'link', 'clean')
+
+
+def named(case: dict, quantity: str) -> dict:
+    '''{'nodes': {...}, 'links': {...}, 'inconclusive': {...}} of one quantity.'''
+    by_kind = case.get('culprits', {}).get(quantity, {})
+    return {kind: {tuple(i) if isinstance(i, list) else i for i in by_kind.get(kind, [])}
+            for kind in ('nodes', 'links', 'inconclusive')}
+
+
+def right(scenario: str, culprit, found: dict) -> bool:
+    expected = {'node': ({culprit}, set()), 'link': (set(), {culprit}),
+                'clean': (set(), set())}[scenario]
+    return (found['nodes'], found['links']) == expected and not found['inconclusive']
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--nodes', type=int, default=8)
+    ap.add_argument('--trials', type=int, default=10, help='trials per scenario')
+    ap.add_argument('--scenarios', default=','.join(SCENARIOS),
+                    help=f'comma-separated, of {", ".join(SCENARIOS)}')
+    ap.add_argument('--fault', type=float, default=0.7,
+                    help="the slowed node's or path's share of the rate")
+    ap.add_argument('--seed', type=int, default=None, help='default: drawn, and printed')
+    ap.add_argument('--env', default='^gcc12-openmpi4$', help='environment (-p regex of ReFrame)')
+    ap.add_argument('--rate', default='1gbit')
+    args = ap.parse_args(argv)
+    scenarios = args.scenarios.split(',')
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown:
+        print(f'--scenarios: unknown {", ".join(unknown)} (valid: {", ".join(SCENARIOS)})',
+              file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
+    draw = random.Random(seed)
+    fault_rate = f'{round(tbm.rate_bps(args.rate) * args.fault / 1e6)}mbit'
+    print(f'seed {seed}; {args.nodes} nodes at {args.rate}, fault {fault_rate}', flush=True)
+
+    scratch = Path(tempfile.mkdtemp(prefix='hpcnet-culprits-'))
+    (scratch / 'refs').mkdir()
+    os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),   # nothing judged
+                       REPORTS_DIR_ENV: str(scratch / 'reports'),
+                       'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
+                       'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+    tb = tbm.Testbed(name='hpcnetcul')
+    tb.down()
+    tb.up(nodes=args.nodes, rate=args.rate)
+    nodes = tb.compute_nodes()
+    results = {s: [] for s in scenarios}
+    start = time.monotonic()
+    try:
+        for trial in range(args.trials):
+            for scenario in scenarios:
+                culprit = {'node': lambda: draw.choice(nodes),
+                           'link': lambda: tuple(sorted(draw.sample(nodes, 2))),
+                           'clean': lambda: None}[scenario]()
+                if scenario == 'node':
+                    tb.shape(fault_rate, node=culprit)
+                elif scenario == 'link':
+                    tb.shape_path(*culprit, fault_rate)
+                name = f'culprits-{trial}-{scenario}'
+                began = time.monotonic()
+                try:
+                    run_suite(name, ['--system', 'testbed:eth', '-c', 'checks/pairs.py',
+                                     '-n', 'hpcnet_pairs', '-p', args.env],
+                              prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env())
+                finally:
+                    if scenario == 'node':
+                        tb.shape(args.rate, node=culprit)
+                    elif scenario == 'link':
+                        tb.shape_path(*culprit, None)
+                seconds = time.monotonic() - began
+                report = json.loads((scratch / 'reports' / f'{name}-latest.json').read_text())
+                (case,) = [c for run in report['runs'][:1] for c in run['testcases']
+                           if c['name'].startswith('hpcnet_pairs')]
+                found = named(case, 'bandwidth')
+                # A session that measured nothing (the job failed) names
+                # nothing: a miss, with the check's reason.
+                measured = 'first_pass_seconds' in case.get('schedule', {})
+                ok = measured and right(scenario, culprit, found)
+                latency_named = any(named(case, 'latency').values())
+                schedule = case.get('schedule', {})
+                results[scenario].append({'culprit': culprit, 'ok': ok, 'seconds': seconds,
+                                          'rounds': len(schedule.get('rounds', ())),
+                                          'pair_seconds': schedule['first_pass_seconds']
+                                          / schedule['pairs'] if measured else None,
+                                          'retest_rounds': schedule.get('retest_rounds'),
+                                          'latency_named': latency_named,
+                                          'found': found, 'attribution': case['attribution']})
+                said = case['attribution'] if measured else f'NOT MEASURED: {case["fail_reason"]}'
+                print(f'trial {trial + 1} {scenario:5} culprit {culprit}: '
+                      f'{"right" if ok else "WRONG"} in {seconds:.0f} s; {said}', flush=True)
+    finally:
+        tb.down()
+
+    print(f'\nhpcnet_pairs on {args.nodes} testbed nodes at {args.rate}, fault at '
+          f'{args.fault:.0%} ({fault_rate}), environment {args.env}, seed {seed}')
+    print(f'{"scenario":10} {"right":>7} {"s/trial (median, max)":>22} {"rounds (1st + 2nd)":>20} '
+          f'{"s/pair (1st pass)":>18} {"latency named":>14}')
+    for scenario, rows in results.items():
+        if not rows:
+            continue
+        hits = sum(r['ok'] for r in rows)
+        secs = [r['seconds'] for r in rows]
+        rounds = sorted({f'{r["rounds"]} + {r["retest_rounds"]}' for r in rows
+                         if r['pair_seconds'] is not None})
+        latency = f'{sum(r["latency_named"] for r in rows)}/{len(rows)}'
+        per_pair = statistics.median(r['pair_seconds'] for r in rows
+                                     if r['pair_seconds'] is not None)
+        print(f'{scenario:10} {f"{hits}/{len(rows)}":>7} '
+              f'{f"{statistics.median(secs):.0f}, {max(secs):.0f}":>22} {"; ".join(rounds):>20} '
+              f'{per_pair:>18.2f} {latency:>14}')
+    print(f'\nwall time {time.monotonic() - start:.0f} s; sessions kept in {scratch}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

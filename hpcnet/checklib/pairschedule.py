@@ -1,0 +1,99 @@
+"""The pair matrix's schedule (src/pairs.c): N nodes, one rank each, meet in
+rounds of disjoint pairs by the circle method (N-1 rounds of N/2 pairs, N
+rounds of (N-1)/2 when N is odd, one node sitting each round out), all
+rounds or a seeded sample of them, and the time the first pass is expected
+to take.
+
+A sample covers every node: each round of an even count holds every node,
+and the rounds of an odd count each leave out a different node, so one round
+(even) or two (odd) cover them all.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+from typing import Optional, Tuple
+
+#: How the pairs of a round are measured: all at once (each on links of its
+#: own, a real cluster), or one after the other (nodes sharing one host's
+#: cores, where concurrent pairs would measure the CPU contention).
+CONCURRENT, TURNS = 'concurrent', 'turns'
+
+
+class ScheduleError(ValueError):
+    '''A sample that cannot be drawn (too few or too many rounds).'''
+
+
+def round_count(nodes: int) -> int:
+    return nodes - 1 + nodes % 2
+
+
+def pairs_per_round(nodes: int) -> int:
+    return nodes // 2
+
+
+def min_sample_rounds(nodes: int) -> int:
+    '''Rounds a sample needs to hold every node at least once.'''
+    return 1 + nodes % 2
+
+
+@dataclass(frozen=True)
+class Schedule:
+    nodes: int
+    order: str
+    #: The rounds measured (0-based, as the kernel's --rounds), all of them
+    #: unless sampled.
+    rounds: Tuple[int, ...]
+    #: The seed the sample was drawn with (None: every round).
+    seed: Optional[int] = None
+    #: Seconds one pair takes (stated), for the expected time; None: unknown
+    #: before the run (the kernel prints it after its first round).
+    pair_seconds: Optional[float] = None
+
+    @property
+    def pairs(self) -> int:
+        return len(self.rounds) * pairs_per_round(self.nodes)
+
+    @property
+    def expected_seconds(self) -> Optional[float]:
+        '''The first pass: a round costs one pair's time when its pairs run
+        at once, all its pairs' when they take turns.'''
+        if self.pair_seconds is None:
+            return None
+        steps = self.pairs if self.order == TURNS else len(self.rounds)
+        return steps * self.pair_seconds
+
+    def describe(self) -> str:
+        total = round_count(self.nodes)
+        sample = (f', a sample of {len(self.rounds)} of {total} rounds (seed {self.seed}: '
+                  f'{",".join(map(str, self.rounds))})' if self.seed is not None else '')
+        expected = (f'; expected first pass {self.expected_seconds:.0f} s at '
+                    f'{self.pair_seconds:g} s per pair' if self.pair_seconds is not None else
+                    '; expected time: after the first round (job output)')
+        return (f'{self.nodes} nodes: {len(self.rounds)} rounds of {pairs_per_round(self.nodes)} '
+                f'disjoint pairs, {self.pairs} pairs, '
+                f'{"one pair at a time" if self.order == TURNS else "the pairs of a round at once"}'
+                f'{sample}{expected}')
+
+    def as_dict(self) -> dict:
+        return dict(asdict(self), rounds=list(self.rounds), pairs=self.pairs,
+                    rounds_of_all_pairs=round_count(self.nodes),
+                    expected_seconds=self.expected_seconds)
+
+
+def plan(nodes: int, order: str, sample_rounds: int = 0, seed: Optional[int] = None,
+         pair_seconds: Optional[float] = None) -> Schedule:
+    '''Every round (``sample_rounds`` 0), or ``sample_rounds`` of them drawn
+    with ``seed`` (None: a seed is drawn, and recorded in the schedule).'''
+    total = round_count(nodes)
+    if not sample_rounds:
+        return Schedule(nodes, order, tuple(range(total)), None, pair_seconds)
+    least = min_sample_rounds(nodes)
+    if not least <= sample_rounds <= total:
+        raise ScheduleError(f'sample_rounds={sample_rounds}: {nodes} nodes have {total} rounds, '
+                            f'and a sample covering every node needs at least {least} '
+                            f'(valid: 0 for all, or {least}..{total})')
+    if seed is None:
+        seed = random.SystemRandom().randrange(1 << 31)
+    rounds = tuple(sorted(random.Random(seed).sample(range(total), sample_rounds)))
+    return Schedule(nodes, order, rounds, seed, pair_seconds)
