@@ -11,7 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from hpcnet.variables import HOME_ENV, WORK_DIR_ENV
+from hpcnet.variables import HOME_ENV, REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR_ENV
 
 # Two roots.  DATA_DIR holds what the suite reads (checks/, config/,
 # reference/, src/); WORK_DIR is where runs write (.state/, reports/,
@@ -94,3 +94,16 @@ def reframe_executable() -> str:
                                 'install reframe-hpc 4.10 with pip, or load its module '
                                 '(module load ReFrame, spack load reframe)')
     return found
+
+
+def isolate_history(scratch: Path) -> Path:
+    """Point this process's sessions at ``scratch``: its own results
+    database, reports, perflogs and an empty reference directory (nothing
+    judged), so that a benchmark's sessions land in none of the user's
+    history.  Returns ``scratch``."""
+    (scratch / 'refs').mkdir(parents=True, exist_ok=True)
+    os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),
+                       REPORTS_DIR_ENV: str(scratch / 'reports'),
+                       'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
+                       'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+    return scratch

@@ -14,13 +14,12 @@ results database, reports or perflogs.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
 from hpcnet import cli
-from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV
+from hpcnet.paths import isolate_history
 
 
 def main(argv=None) -> int:
@@ -30,11 +29,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix='hpcnet-crosscheck-') as scratch:
         scratch = Path(scratch)
-        (scratch / 'refs').mkdir()
-        os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),
-                           REPORTS_DIR_ENV: str(scratch / 'reports'),
-                           'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
-                           'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+        isolate_history(scratch)
         start = time.monotonic()
         rc = cli.main(['crosscheck', '--repeats', str(args.repeats), *args.reframe_args])
         print(f'crosscheck: {args.repeats} repeats, {time.monotonic() - start:.0f} s, '

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import sys
@@ -38,7 +37,8 @@ import time
 from pathlib import Path
 
 from hpcnet import testbed as tbm
-from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR
+from hpcnet.constants import WORK_DIR
+from hpcnet.paths import isolate_history
 from hpcnet.runner import run_suite
 
 SCENARIOS = ('node', 'link', 'clean')
@@ -81,11 +81,7 @@ def main(argv=None) -> int:
     print(f'seed {seed}; {args.nodes} nodes at {args.rate}, fault {fault_rate}', flush=True)
 
     scratch = Path(tempfile.mkdtemp(prefix='hpcnet-culprits-'))
-    (scratch / 'refs').mkdir()
-    os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),   # nothing judged
-                       REPORTS_DIR_ENV: str(scratch / 'reports'),
-                       'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
-                       'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+    isolate_history(scratch)
     tb = tbm.Testbed(name='hpcnetcul')
     tb.down()
     tb.up(nodes=args.nodes, rate=args.rate)

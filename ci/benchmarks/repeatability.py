@@ -24,7 +24,8 @@ from pathlib import Path
 
 from hpcnet import cli
 from hpcnet.acceptance import compare
-from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, WORK_DIR
+from hpcnet.constants import WORK_DIR
+from hpcnet.paths import isolate_history
 
 METRICS = ('latency_0B', 'latency_8B', 'bandwidth_64KiB', 'bandwidth_1MiB', 'bandwidth_4MiB')
 #: The issue's target, at >= 1 MiB on the testbed's link.
@@ -47,11 +48,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix='hpcnet-repeatability-'))
-    (scratch / 'refs').mkdir()
-    os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),
-                       REPORTS_DIR_ENV: str(scratch / 'reports'),
-                       'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
-                       'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+    isolate_history(scratch)
     select = ['-p', args.envs, '--reruns', str(args.repeats - 1), *args.reframe_args]
     start = time.monotonic()
     if args.where == 'local':

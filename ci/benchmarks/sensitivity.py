@@ -28,7 +28,8 @@ from pathlib import Path
 from hpcnet import cli
 from hpcnet.acceptance import compare, statcompare
 from hpcnet import testbed as tbm
-from hpcnet.constants import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, TESTBED_RATE_ENV, WORK_DIR
+from hpcnet.constants import TESTBED_RATE_ENV, WORK_DIR
+from hpcnet.paths import isolate_history
 
 CONDITIONS = (('clean', '1gbit'), ('cut 10 %', '900mbit'), ('cut 5 %', '950mbit'))
 METRICS = ('bandwidth_4MiB', 'latency_8B')
@@ -50,11 +51,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     scratch = Path(tempfile.mkdtemp(prefix='hpcnet-sensitivity-'))
-    (scratch / 'refs').mkdir()
-    os.environ.update({REFERENCE_DIR_ENV: str(scratch / 'refs'),   # nothing judged
-                       REPORTS_DIR_ENV: str(scratch / 'reports'),
-                       'RFM_SQLITE_DB_FILE': str(scratch / 'results.db'),
-                       'RFM_PERFLOG_DIR': str(scratch / 'perflogs')})
+    isolate_history(scratch)
     tb = tbm.Testbed(name='hpcnetsen')
     tb.down()
     tb.up()
