@@ -120,7 +120,7 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
     assert '/sys/class/net/eth0/speed on cn1, cn2, cn3, cn4' in lines['link_speed_mbps'][1]
 
 
-def test_roce_proposal_from_real_rdma_outputs(testbed, tmp_path):
+def test_roce_proposal_from_real_rdma_outputs(tmp_path):
     '''The RDMA ports of one real host (`rdma link show`, 3FS #283) with the
     GID table of another (show_gids, NCCL #1573): both have mlx5_0 and
     mlx5_1 on port 1; the RoCE v2 GID with an IPv4 address is index 7.'''
