@@ -41,11 +41,11 @@ class Finding:
         return f'{word:<11} {self.text}'
 
 
-def _ok(text):
+def ok(text):
     return Finding(Exit.OK, text)
 
 
-def _fail(text):
+def fail(text):
     return Finding(Exit.FAILED, text)
 
 
@@ -111,31 +111,31 @@ def check_nodes(part: Partition, access: list, stage: Path, environs: list) -> l
         token_file.unlink()
     nodes = preflight.parse(res.stdout)
     if res.returncode != 0 or not nodes:
-        return [_fail(f'{part.fullname}: no job ran on its {part.num_nodes} node(s): srun '
+        return [fail(f'{part.fullname}: no job ran on its {part.num_nodes} node(s): srun '
                       f'{" ".join(access)} --nodes={part.num_nodes} exited with {res.returncode}: '
                       f'{_last_words(res.stderr or res.stdout)}')]
-    findings = [_ok(f'{part.fullname}: a job ran on {_hosts(nodes)}')]
+    findings = [ok(f'{part.fullname}: a job ran on {_hosts(nodes)}')]
     if len(nodes) < part.num_nodes:
-        findings.append(_fail(f'{part.fullname}: only {len(nodes)} of the {part.num_nodes} nodes '
+        findings.append(fail(f'{part.fullname}: only {len(nodes)} of the {part.num_nodes} nodes '
                               'it declares (extras num_nodes) answered'))
     blind = [n.host for n in nodes.values() if n.values.get('token_stage') != token]
     if blind:
-        findings.append(_fail(
+        findings.append(fail(
             f'{part.fullname}: {_hosts(blind)} cannot see the stage directory {stage}: a token '
             'written there on this host was not there (the nodes must share the filesystem '
             'that holds it; HPCNET_WORK_DIR moves it)'))
     else:
-        findings.append(_ok(f'{part.fullname}: every node reads the stage directory {stage} '
+        findings.append(ok(f'{part.fullname}: every node reads the stage directory {stage} '
                             '(a token written on this host)'))
     missing = {p: [n.host for n in nodes.values() if n.values.get(f'path_{i}') != 'yes']
                for i, p in enumerate(paths)}
     missing = {p: hosts for p, hosts in missing.items() if hosts}
     for path, hosts in sorted(missing.items()):
-        findings.append(_fail(f'{part.fullname}: {_hosts(hosts)} cannot see {path}, which an '
+        findings.append(fail(f'{part.fullname}: {_hosts(hosts)} cannot see {path}, which an '
                               'environment of this partition uses (an MPI prefix or module '
                               'directory)'))
     if paths and not missing:
-        findings.append(_ok(f'{part.fullname}: every node sees the {len(paths)} prefixes and '
+        findings.append(ok(f'{part.fullname}: every node sees the {len(paths)} prefixes and '
                             'module directories of its environments'))
     problems = []
     for node in nodes.values():
@@ -145,10 +145,10 @@ def check_nodes(part: Partition, access: list, stage: Path, environs: list) -> l
             report = preflight.parse_device(res.stdout, dev).get(node.host,
                                                                  preflight.NodeReport(node.host))
             problems += preflight.rdma_problems(report, part.fabric, dev, part.gid_index)
-    findings += [_fail(f'{part.fullname}: {p} (the partition declares it)') for p in problems]
+    findings += [fail(f'{part.fullname}: {p} (the partition declares it)') for p in problems]
     declared = ', '.join(filter(None, [part.iface, *part.rdma_devices]))
     if declared and not problems:
-        findings.append(_ok(f'{part.fullname}: {declared} present and as declared on every node'))
+        findings.append(ok(f'{part.fullname}: {declared} present and as declared on every node'))
     return findings
 
 
@@ -193,7 +193,7 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
     try:
         settings = part.fabric_settings(stack, launcher)
     except ConfigError as err:
-        return _fail(f'{what}: {err}')
+        return fail(f'{what}: {err}')
     pmi = next((o for o in settings.launcher_options if o.startswith('--mpi=')), '(no --mpi=)')
     pmi_from = ('extras pmi' if part.pmi else
                 f'config/fabrics.yaml launchers.{launcher}.{stack.mpi_family}')
@@ -214,16 +214,16 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
         res = _slurm_cmd(argv, START_WITHIN_S + 60 * JOB_MINUTES,
                          env={**os.environ, **variables, **settings.env})
     except subprocess.TimeoutExpired:
-        return _fail(f'{what}: 2 ranks started with srun {pmi} did not end within '
+        return fail(f'{what}: 2 ranks started with srun {pmi} did not end within '
                      f'{JOB_MINUTES} min')
     ranks = {int(r) for r, _ in _EXCHANGED.findall(res.stdout)}
     if res.returncode == 0 and ranks == {0, 1}:
-        return _ok(f'{what}: srun {pmi} ({pmi_from}) started 2 ranks on {nodes} node(s); they '
+        return ok(f'{what}: srun {pmi} ({pmi_from}) started 2 ranks on {nodes} node(s); they '
                    'passed a message')
     if res.returncode == 97:
-        return _fail(f'{what}: {env["cc"]} cannot compile an MPI program in {workdir} '
+        return fail(f'{what}: {env["cc"]} cannot compile an MPI program in {workdir} '
                      f'({wrapper}): {_last_words(res.stderr)}')
-    return _fail(f'{what}: srun {pmi} ({pmi_from}) did not start 2 ranks that pass a message '
+    return fail(f'{what}: srun {pmi} ({pmi_from}) did not start 2 ranks that pass a message '
                  f'(exit {res.returncode}): {_last_words(res.stderr or res.stdout)}; '
                  f'is {pmi.split("=", 1)[-1]} a PMI this MPI supports? (extras pmi chooses it)')
 
@@ -253,20 +253,20 @@ def _check_partition(system: dict, rfm_part: dict, environs: dict, stage: Path,
                                       f'{rfm_part.get("scheduler")!r} is not checked (Slurm only)')
         return
     if name is None:
-        yield _fail(f'{part.fullname}: access {access} names no Slurm partition '
+        yield fail(f'{part.fullname}: access {access} names no Slurm partition '
                     '(valid: --partition=NAME)')
         return
     if name not in slurm_parts:
-        yield _fail(f'{part.fullname}: Slurm has no partition {name!r} (scontrol show '
+        yield fail(f'{part.fullname}: Slurm has no partition {name!r} (scontrol show '
                     f'partition: {", ".join(sorted(slurm_parts)) or "none"})')
         return
     total = slurm_parts[name].total_nodes
     if total == 0:
-        yield _fail(f'{part.fullname}: Slurm partition {name} has no nodes (scontrol show '
+        yield fail(f'{part.fullname}: Slurm partition {name} has no nodes (scontrol show '
                     'partition: TotalNodes=0)')
         return
     if total < part.num_nodes:
-        yield _fail(f'{part.fullname}: declares {part.num_nodes} nodes (extras num_nodes) but '
+        yield fail(f'{part.fullname}: declares {part.num_nodes} nodes (extras num_nodes) but '
                     f'Slurm partition {name} has {total}')
         return
     mine = environs.get(rfm_part['name'], [])

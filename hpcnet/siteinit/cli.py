@@ -52,7 +52,7 @@ def cmd_init(args) -> int:
     if path.exists() and not args.dry_run:
         raise ConfigError(f'{path} exists: site init does not overwrite a site file (remove it, '
                           'or choose another NAME)')
-    taken = {Path(s.path).stem: s.path for s in load_site_files(*system_directories())}
+    taken = {s.system['name']: s.path for s in load_site_files(*system_directories())}
     if args.name in taken and not args.dry_run:
         raise ConfigError(f'system {args.name!r} is already defined by {taken[args.name]}')
     try:
@@ -116,7 +116,7 @@ def _site(args):
 def cmd_check(args) -> int:
     site = _site(args)
     system = site.system
-    print(check._ok(f'{site.path}: the site file validates ({len(system["partitions"])} '
+    print(check.ok(f'{site.path}: the site file validates ({len(system["partitions"])} '
                     'partition(s))').line(), flush=True)
     fabrics = {p['extras']['fabric'] for p in system['partitions']}
     found = stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
@@ -131,7 +131,7 @@ def cmd_check(args) -> int:
     try:
         parts, _ = slurm.cluster()
     except slurm.SlurmError as err:
-        print(check._fail(f'Slurm: {err}').line())
+        print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
     findings = check.check_site(system, per_partition, Path(args.stage_dir),
                                 {p.name: p for p in parts}, report=lambda f: print(f.line(),
