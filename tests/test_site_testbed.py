@@ -170,7 +170,7 @@ def test_check_fails_for_an_interface_missing_on_one_node(tb, stranger):
 def test_check_fails_for_a_pmi_the_mpi_cannot_use(stranger):
     hpcnet, path, scratch = stranger
     variant = _variant(scratch, path, 'pmi', lambda t: t.replace(
-        'partition_extras(\n', "partition_extras(\n                pmi='pmi2',\n"))
+        '(PartitionKey)\n', "(PartitionKey)\n                pmi='pmi2',  # a PMI Debian's Open MPI 4.1 lacks\n"))
     proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$', systems_dir=variant)
     (line,) = _failed(proc)
     assert f'{ENV} (openmpi 4.1' in line and 'srun --mpi=pmi2 (extras pmi) did not start' in line

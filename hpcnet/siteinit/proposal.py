@@ -177,11 +177,11 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
         out += ['', 'Not proposed:'] + [f'- {s}' for s in skipped]
     out += ['"""', 'from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT',
             'from hpcnet.model import partition_extras', '', 'system = {',
-            f'    {"name"!r}: {name!r},',
-            f'    {"descr"!r}: {f"Written by hpcnet site init on {host}"!r},',
+            f'    {"name"!r}: {name!r},  # the NAME given to hpcnet site init',
+            f'    {"descr"!r}: {f"Written by hpcnet site init on {host}"!r},  # where and how',
             f'    {"hostnames"!r}: [{"^" + re.escape(host) + "$"!r}],  # this host (hostname): '
             'ReFrame picks the system by it',
-            f'    {"partitions"!r}: [']
+            f'    {"partitions"!r}: [  # one per Slurm partition x fabric found on all its nodes']
     by_name = {p.name: p for p in partitions}
     for prop in proposals:
         slurm = by_name[prop.slurm]
@@ -198,7 +198,7 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
                       + (' (the partition is OverSubscribe=EXCLUSIVE too)' if slurm.exclusive
                          else ''), ind),
                 f"{ind}'time_limit': DEFAULT_JOB_TIME_LIMIT,  # hpcnet's limit per job",
-                f'{ind}{"extras"!r}: partition_extras(']
+                f'{ind}{"extras"!r}: partition_extras(  # what the checks read (PartitionKey)']
         for key in PartitionKey.ALL:
             if key in prop.extras:
                 value, source = prop.extras[key]
