@@ -96,7 +96,7 @@ def _values(text: str) -> dict:
 
 
 def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed, tmp_path):
-    parts, _, found = testbed
+    parts, node_list, found = testbed
     made, skipped = proposal.propose(parts[0], found)
     (tcp,) = made
     assert tcp.name == 'eth-tcp' and tcp.fabric == Fabric.TCP
@@ -106,7 +106,7 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
                       PartitionKey.LINK_RATE_BPS: 10**10, PartitionKey.NUM_NODES: 4,
                       PartitionKey.NODES_SHARE_CORES: True}
     assert skipped and 'no RDMA port is ACTIVE' in skipped[0]
-    text = proposal.render('stranger', 'hn0', made, skipped, parts)
+    text = proposal.render('stranger', 'hn0', made, skipped, parts, node_list)
     (tmp_path / 'stranger.py').write_text(text)
     (site,) = load_site_files(tmp_path)
     assert site.system['name'] == 'stranger' and site.system['hostnames'] == ['^hn0$']
@@ -118,6 +118,7 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
         assert key in lines and lines[key][1].strip(), (key, text)
     assert 'scontrol show partition eth: TotalNodes=4' in lines['num_nodes'][1]
     assert '/sys/class/net/eth0/speed on cn1, cn2, cn3, cn4' in lines['link_speed_mbps'][1]
+    assert '# scontrol show node: features none; GRES none' in text
 
 
 def test_roce_proposal_from_real_rdma_outputs(tmp_path):

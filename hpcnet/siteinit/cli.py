@@ -56,7 +56,7 @@ def cmd_init(args) -> int:
     if args.name in taken and not args.dry_run:
         raise ConfigError(f'system {args.name!r} is already defined by {taken[args.name]}')
     try:
-        partitions, _ = slurm.cluster()
+        partitions, slurm_nodes = slurm.cluster()
     except slurm.SlurmError as err:
         raise ConfigError(f'site init reads Slurm: {err}') from None
     wanted = [p for p in partitions if not args.partition or p.name in args.partition]
@@ -83,7 +83,8 @@ def cmd_init(args) -> int:
     if not proposals:
         raise ConfigError('site init found no partition with a fabric to test: '
                           + '; '.join(skipped))
-    text = proposal.render(args.name, socket.gethostname(), proposals, skipped, partitions)
+    text = proposal.render(args.name, socket.gethostname(), proposals, skipped, partitions,
+                           slurm_nodes)
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / path.name).write_text(text)
         load_site_files(scratch)          # the written file validates, or this is a bug

@@ -166,8 +166,10 @@ def _line(key: str, value, source: str, indent: str, argument: bool = False) -> 
     return f'{text}  # {source}'
 
 
-def render(name: str, host: str, proposals: list, skipped: list, partitions: list) -> str:
-    '''The site file's text: every value with a comment saying where it came from.'''
+def render(name: str, host: str, proposals: list, skipped: list, partitions: list,
+           slurm_nodes: tuple = ()) -> str:
+    '''The site file's text: every value with a comment saying where it came from
+    (``slurm_nodes``: SlurmNode, whose features and GRES each partition lists).'''
     check_name(name)
     out = [f'"""`{name}`: written by `hpcnet site init {name}` on {host} from what Slurm',
            '(scontrol) and one probe job per partition (ip, sysfs, rdma link, GIDs) said.',
@@ -184,9 +186,14 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
             f'    {"partitions"!r}: [  # one per Slurm partition x fabric found on all its nodes']
     by_name = {p.name: p for p in partitions}
     for prop in proposals:
-        slurm = by_name[prop.slurm]
+        slurm_part = by_name[prop.slurm]
         ind = ' ' * 12
+        mine = [n for n in slurm_nodes if n.name in slurm_part.nodes]
+        features = sorted({f for n in mine for f in n.features}) or ['none']
+        gres = sorted({n.gres for n in mine if n.gres}) or ['none']
         out += ['        {',
+                f'            # scontrol show node: features {", ".join(features)}; GRES '
+                f'{", ".join(gres)}',
                 _line('name', prop.name, f'Slurm partition {prop.slurm} x fabric {prop.fabric}', ind),
                 _line('descr', prop.descr, 'what was found', ind),
                 _line('scheduler', 'slurm', 'scontrol answered on this host', ind),
@@ -195,7 +202,7 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
                       'says', ind),
                 _line('access', [f'--partition={prop.slurm}', '--exclusive'],
                       f'Slurm partition {prop.slurm}; --exclusive: timed runs never share a node'
-                      + (' (the partition is OverSubscribe=EXCLUSIVE too)' if slurm.exclusive
+                      + (' (the partition is OverSubscribe=EXCLUSIVE too)' if slurm_part.exclusive
                          else ''), ind),
                 f"{ind}'time_limit': DEFAULT_JOB_TIME_LIMIT,  # hpcnet's limit per job",
                 f'{ind}{"extras"!r}: partition_extras(  # what the checks read (PartitionKey)']
