@@ -117,24 +117,29 @@ def _site(args):
 def cmd_check(args) -> int:
     site = _site(args)
     system = site.system
-    print(check.ok(f'{site.path}: the site file validates ({len(system["partitions"])} '
-                    'partition(s))').line(), flush=True)
-    fabrics = {p['extras']['fabric'] for p in system['partitions']}
-    found = stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
-    chosen = stacks.chosen_environments(found, site.stacks)
-    if args.environ:
-        chosen = [e for e in chosen if re.search(args.environ, e.name)]
-    environs = [e.to_reframe([system['name']]) for e in chosen]
-    modules.configure_reframe([system], environs)
-    per_partition = {p['name']: [e for e in environs
-                                 if 'environs' not in p or e['name'] in p['environs']]
-                     for p in system['partitions']}
+    try:
+        wanted = re.compile(args.environ or '')
+    except re.error as err:
+        raise ConfigError(f'--environ {args.environ!r}: {err} (valid: a regular expression over '
+                          'environment names, as ReFrame -p)') from None
+    validated = check.ok(f'{site.path}: the site file validates ({len(system["partitions"])} '
+                         'partition(s))')
+    print(validated.line(), flush=True)
     try:
         parts, _ = slurm.cluster()
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
-    findings = check.check_site(system, per_partition, Path(args.stage_dir),
+    fabrics = {p['extras']['fabric'] for p in system['partitions']}
+    found = stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
+    chosen = stacks.chosen_environments(found, site.stacks)
+    chosen = [e for e in chosen if wanted.search(e.name)]
+    environs = [e.to_reframe([system['name']]) for e in chosen]
+    modules.configure_reframe([system], environs)
+    per_partition = {p['name']: [e for e in environs
+                                 if 'environs' not in p or e['name'] in p['environs']]
+                     for p in system['partitions']}
+    findings = [validated] + check.check_site(system, per_partition, Path(args.stage_dir),
                                 {p.name: p for p in parts}, report=lambda f: print(f.line(),
                                                                                    flush=True))
     code = check.exit_code(findings)
