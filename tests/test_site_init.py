@@ -160,3 +160,22 @@ def test_access_names_the_slurm_partition():
     assert slurm.partition_of_access(['--partition=eth', '--exclusive']) == 'eth'
     assert slurm.partition_of_access(['-p', 'gpu']) == 'gpu'
     assert slurm.partition_of_access(['--exclusive']) is None
+
+
+def test_site_check_node_script_on_this_host(tmp_path):
+    '''What `site check` runs on each node, run here: the token, the paths
+    and the preflight of the declared interface (loopback here).'''
+    import subprocess
+    from hpcnet.checklib import preflight
+    from hpcnet.model import Partition
+    from hpcnet.siteinit import check
+    token = tmp_path / 'token'
+    token.write_text('t0k\n')
+    part = Partition.from_extras('s:p', {'fabric': 'tcp', 'iface': 'lo', 'mtu': 1})
+    script = check.node_script(part, {'stage': token}, [str(tmp_path), str(tmp_path / 'gone')])
+    out = subprocess.run(['sh', '-c', script], text=True, stdout=subprocess.PIPE, check=True).stdout
+    (node,) = preflight.parse(out).values()
+    assert (node.values['token_stage'], node.values['path_0'], node.values['path_1']) == (
+        't0k', 'yes', 'no')
+    assert preflight.ethernet_problems(node, 'lo', part.mtu) == [
+        f'{node.host}: lo MTU is {node.values["mtu"]}, the partition says 1']
