@@ -53,6 +53,8 @@ def test_probe_job_output_of_every_node(testbed):
         assert eth0.up and eth0.kind == 'ether' and eth0.mtu == 1500
         assert eth0.ipv4 and eth0.ipv4[0].startswith('10.77.0.')
         assert eth0.speed_mbps == 10000          # a veth's sysfs speed
+        assert eth0.shaped_bps == 10**9          # `hpcnet testbed up`'s tbf
+        assert node.interfaces['lo'].shaped_bps is None
         assert node.interfaces['lo'].kind == 'loopback'
         assert node.rdma_ports == [] and node.gids == []
         assert node.notes, 'rdma link show said why there is no RDMA'
@@ -103,7 +105,7 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
     values = {k: v for k, (v, _) in tcp.extras.items()}
     assert values == {PartitionKey.FABRIC: 'tcp', PartitionKey.IFACE: 'eth0',
                       PartitionKey.MTU: 1500, PartitionKey.LINK_SPEED_MBPS: 10000,
-                      PartitionKey.LINK_RATE_BPS: 10**10, PartitionKey.NUM_NODES: 4,
+                      PartitionKey.LINK_RATE_BPS: 10**9, PartitionKey.NUM_NODES: 4,
                       PartitionKey.NODES_SHARE_CORES: True}
     assert skipped and 'no RDMA port is ACTIVE' in skipped[0]
     text = proposal.render('stranger', 'hn0', made, skipped, parts, node_list)
@@ -119,6 +121,8 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
     assert 'scontrol show partition eth: TotalNodes=4' in lines['num_nodes'][1]
     assert '/sys/class/net/eth0/speed on cn1, cn2, cn3, cn4' in lines['link_speed_mbps'][1]
     assert '# scontrol show node: features none; GRES none' in text
+    # The veth says 10000 Mb/s; the tbf on it sends 1 Gbit/s: that is the wire.
+    assert 'a root tbf sends at 1000 Mbit/s on cn1, cn2, cn3, cn4' in lines['link_rate_bps'][1]
 
 
 def test_roce_proposal_from_real_rdma_outputs(tmp_path):

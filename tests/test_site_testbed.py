@@ -74,6 +74,8 @@ def test_site_init_writes_a_valid_site_file(stranger):
     extras = part['extras']
     assert (extras['fabric'], extras['iface'], extras['num_nodes']) == ('tcp', 'eth0', 4)
     assert extras['nodes_share_cores'] is True
+    # The testbed's tbf (1 Gbit/s) is the wire, not the veth's sysfs speed.
+    assert (extras['link_rate_bps'], extras['link_speed_mbps']) == (10**9, 10000)
     # Every value line says where it came from.
     values = [ln for ln in text.splitlines() if re.match(r"\s+('\w+': |\w+=)", ln)]
     assert values and all('  # ' in ln for ln in values), text
@@ -153,8 +155,11 @@ def test_check_fails_for_a_stage_directory_the_nodes_cannot_see(tb, stranger):
 def test_check_fails_for_an_interface_missing_on_one_node(tb, stranger):
     hpcnet, path, scratch = stranger
     for node in ('cn1', 'cn2', 'cn3'):
-        tb.run(node, ['ip', 'link', 'add', 'hpcx0', 'type', 'dummy'], check=True)
-        tb.run(node, ['ip', 'link', 'set', 'hpcx0', 'up'], check=True)
+        # A veth pair (this kernel has no dummy links): hpcx0 is up once its peer is.
+        tb.run(node, ['ip', 'link', 'add', 'hpcx0', 'type', 'veth', 'peer', 'name', 'hpcx1'],
+               check=True)
+        for end in ('hpcx0', 'hpcx1'):
+            tb.run(node, ['ip', 'link', 'set', end, 'up'], check=True)
     try:
         variant = _variant(scratch, path, 'iface', lambda t: re.sub(
             r"\n\s+link_speed_mbps=.*", '', t.replace("iface='eth0'", "iface='hpcx0'")))

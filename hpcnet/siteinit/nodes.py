@@ -7,13 +7,17 @@ The sections are the tools' own output: ``ip -j addr`` (interfaces, MTU,
 state, addresses), each interface's speed from sysfs (what ethtool prints),
 ``rdma link show`` (RDMA ports and their net devices), and the GID table in
 the format of Mellanox's ``show_gids`` (read from the same sysfs files it
-reads), so recorded outputs of those tools are parsed as they are.
+reads), so recorded outputs of those tools are parsed as they are; and each
+interface's root qdisc (``tc -j qdisc show``), as the calibration reads it
+(hpcnet.checklib.calibration): a tbf there sends slower than the link.
 """
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
+
+from hpcnet.checklib import calibration
 
 _MARK = '@@hpcnet-site-init'
 
@@ -24,6 +28,10 @@ echo "{_MARK} boot_id $(cat /proc/sys/kernel/random/boot_id)"
 echo "{_MARK} ip-addr"; ip -j addr show
 echo "{_MARK} speed"
 for d in /sys/class/net/*; do echo "${{d##*/}} $(cat "$d/speed" 2>/dev/null || echo -)"; done
+echo "{_MARK} tc"
+for d in /sys/class/net/*; do
+  printf "hpcnet-shaper: %s %s %s\\n" "$(hostname)" "${{d##*/}}" "$(tc -j qdisc show dev "${{d##*/}}" 2>&1 | tr -d "\\n")"
+done
 echo "{_MARK} rdma-link"; rdma link show 2>&1 || true
 echo "{_MARK} gids"
 printf 'DEV\\tPORT\\tINDEX\\tGID\\t\\t\\t\\t\\tIPv4  \\t\\tVER\\tDEV\\n'
@@ -54,6 +62,7 @@ class Interface:
     ipv4: tuple               #: addresses
     speed_mbps: int | None    #: sysfs speed; None where the device has none (-1, unreadable)
     kind: str = 'ether'       #: ip's link_type: ether, loopback, infiniband, ...
+    shaped_bps: int | None = None   #: the rate of a root tbf qdisc (tc), if one shapes it
 
 
 @dataclass(frozen=True)
@@ -87,8 +96,24 @@ class NodeNetwork:
     notes: list = field(default_factory=list)
 
 
-def parse_ip_addr(text: str, speeds: dict) -> dict:
-    '''{name: Interface} of ``ip -j addr show``; ``speeds`` {name: Mb/s or None}.'''
+def parse_shapers(text: str) -> dict:
+    '''{interface: rate of its root tbf in bit/s, or None} of the
+    ``hpcnet-shaper: <host> <interface> <tc -j qdisc show>`` lines.'''
+    rates = {}
+    for line in text.splitlines():
+        words = line.split(' ', 3)
+        if len(words) == 4 and words[0] == 'hpcnet-shaper:':
+            try:
+                rates[words[2]] = calibration.shaped_rates(line).get(words[1])
+            except calibration.CalibrationError as err:
+                raise ProbeError(str(err)) from None
+    return rates
+
+
+def parse_ip_addr(text: str, speeds: dict, shapers: dict | None = None) -> dict:
+    '''{name: Interface} of ``ip -j addr show``; ``speeds`` {name: Mb/s or None},
+    ``shapers`` {name: tbf rate in bit/s or None}.'''
+    shapers = shapers or {}
     out = {}
     for link in json.loads(text or '[]'):
         name = link['ifname']
@@ -96,7 +121,8 @@ def parse_ip_addr(text: str, speeds: dict) -> dict:
             name=name, mtu=int(link.get('mtu', 0)),
             up='UP' in link.get('flags', []) and link.get('operstate') in ('UP', 'UNKNOWN'),
             ipv4=tuple(a['local'] for a in link.get('addr_info', []) if a.get('family') == 'inet'),
-            speed_mbps=speeds.get(name), kind=link.get('link_type', ''))
+            speed_mbps=speeds.get(name), kind=link.get('link_type', ''),
+            shaped_bps=shapers.get(name))
     return out
 
 
@@ -181,6 +207,7 @@ def parse_probe(text: str) -> list:
         ports, notes = parse_rdma_link(sec.get('rdma-link', ''))
         nodes.append(NodeNetwork(
             host=sec['host'].strip(), boot_id=sec.get('boot_id', '').strip(),
-            interfaces=parse_ip_addr(sec.get('ip-addr', ''), parse_speeds(sec.get('speed', ''))),
+            interfaces=parse_ip_addr(sec.get('ip-addr', ''), parse_speeds(sec.get('speed', '')),
+                                     parse_shapers(sec.get('tc', ''))),
             rdma_ports=ports, gids=parse_gids(sec.get('gids', '')), notes=notes))
     return nodes

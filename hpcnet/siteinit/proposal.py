@@ -47,16 +47,26 @@ def _link_values(extras: dict, nodes: list, iface: str) -> None:
         extras[PartitionKey.MTU] = (None, _differ(f'the MTU of {iface}', mtus))
     speeds = {n.host: n.interfaces[iface].speed_mbps for n in nodes}
     speed = _same(speeds)
+    shaped = {n.host: n.interfaces[iface].shaped_bps for n in nodes}
     if speed:
         extras[PartitionKey.LINK_SPEED_MBPS] = (
             speed, f'/sys/class/net/{iface}/speed on {where} (what ethtool prints)')
-        extras[PartitionKey.LINK_RATE_BPS] = (speed * 10**6, f'{PartitionKey.LINK_SPEED_MBPS} x 10^6')
     elif None in speeds.values():
         extras[PartitionKey.LINK_SPEED_MBPS] = (None, f'not set: {iface} reports no link speed '
                                                       'in sysfs on ' + ', '.join(
                                                           h for h, s in speeds.items() if s is None))
     else:
         extras[PartitionKey.LINK_SPEED_MBPS] = (None, _differ(f'the speed of {iface}', speeds))
+    if any(shaped.values()):
+        # A tbf qdisc sends slower than the link: that rate is the wire's.
+        rate = _same(shaped)
+        extras[PartitionKey.LINK_RATE_BPS] = (
+            (rate, f'tc -j qdisc show dev {iface}: a root tbf sends at {rate / 1e6:g} Mbit/s '
+                   f'on {where}') if rate else
+            (None, _differ(f'the tbf rate (tc) of {iface}', shaped)))
+    elif speed:
+        extras[PartitionKey.LINK_RATE_BPS] = (speed * 10**6, f'{PartitionKey.LINK_SPEED_MBPS} x '
+                                              '10^6 (no tc shaper on it)')
 
 
 def _common(part: SlurmPartition, nodes: list) -> dict:
