@@ -108,7 +108,9 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
                       PartitionKey.LINK_RATE_BPS: 10**9, PartitionKey.NUM_NODES: 4,
                       PartitionKey.NODES_SHARE_CORES: True}
     assert skipped and 'no RDMA port is ACTIVE' in skipped[0]
-    text = proposal.render('stranger', 'hn0', made, skipped, parts, node_list)
+    pmis = slurm.parse_mpi_list(read('srun-mpi-list.testbed.txt'))
+    assert pmis == ['pmix', 'none', 'cray_shasta', 'pmi2']
+    text = proposal.render('stranger', 'hn0', made, skipped, parts, node_list, pmis)
     (tmp_path / 'stranger.py').write_text(text)
     (site,) = load_site_files(tmp_path)
     assert site.system['name'] == 'stranger' and site.system['hostnames'] == ['^hn0$']
@@ -121,6 +123,7 @@ def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed,
     assert 'scontrol show partition eth: TotalNodes=4' in lines['num_nodes'][1]
     assert '/sys/class/net/eth0/speed on cn1, cn2, cn3, cn4' in lines['link_speed_mbps'][1]
     assert '# scontrol show node: features none; GRES none' in text
+    assert '(srun --mpi=list: pmix, none, cray_shasta, pmi2)' in lines['launcher'][1]
     # The veth says 10000 Mb/s; the tbf on it sends 1 Gbit/s: that is the wire.
     assert 'a root tbf sends at 1000 Mbit/s on cn1, cn2, cn3, cn4' in lines['link_rate_bps'][1]
 

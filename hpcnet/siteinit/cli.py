@@ -83,8 +83,12 @@ def cmd_init(args) -> int:
     if not proposals:
         raise ConfigError('site init found no partition with a fabric to test: '
                           + '; '.join(skipped))
+    try:
+        pmis = slurm.parse_mpi_list(slurm.run(['srun', '--mpi=list']))
+    except slurm.SlurmError as err:
+        raise ConfigError(f'site init reads Slurm: {err}') from None
     text = proposal.render(args.name, socket.gethostname(), proposals, skipped, partitions,
-                           slurm_nodes)
+                           slurm_nodes, pmis)
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / path.name).write_text(text)
         load_site_files(scratch)          # the written file validates, or this is a bug

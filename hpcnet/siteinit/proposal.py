@@ -177,9 +177,10 @@ def _line(key: str, value, source: str, indent: str, argument: bool = False) -> 
 
 
 def render(name: str, host: str, proposals: list, skipped: list, partitions: list,
-           slurm_nodes: tuple = ()) -> str:
+           slurm_nodes: tuple = (), pmis: tuple = ()) -> str:
     '''The site file's text: every value with a comment saying where it came from
-    (``slurm_nodes``: SlurmNode, whose features and GRES each partition lists).'''
+    (``slurm_nodes``: SlurmNode, whose features and GRES each partition lists;
+    ``pmis``: what ``srun --mpi=list`` offers).'''
     check_name(name)
     out = [f'"""`{name}`: written by `hpcnet site init {name}` on {host} from what Slurm',
            '(scontrol) and one probe job per partition (ip, sysfs, rdma link, GIDs) said.',
@@ -209,7 +210,7 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
                 _line('scheduler', 'slurm', 'scontrol answered on this host', ind),
                 _line('launcher', 'srun', "Slurm's own launcher; the PMI per MPI family is the "
                       'fabric table\'s (config/fabrics.yaml, launchers.srun) unless extras pmi '
-                      'says', ind),
+                      'says' + (f' (srun --mpi=list: {", ".join(pmis)})' if pmis else ''), ind),
                 _line('access', [f'--partition={prop.slurm}', '--exclusive'],
                       f'Slurm partition {prop.slurm}; --exclusive: timed runs never share a node'
                       + (' (the partition is OverSubscribe=EXCLUSIVE too)' if slurm_part.exclusive

@@ -101,6 +101,13 @@ def run(argv: list, timeout: float = 60) -> str:
     return res.stdout
 
 
+def parse_mpi_list(text: str) -> list:
+    '''The PMI plugins of ``srun --mpi=list`` (one indented name a line
+    after "MPI plugin types are...").'''
+    return [line.strip() for line in text.splitlines()
+            if line.startswith(('\t', ' ')) and re.fullmatch(r'[\w.-]+', line.strip())]
+
+
 def cluster() -> tuple:
     '''(partitions, nodes) of the cluster this host submits to.'''
     nodes = parse_nodes(run(['scontrol', '--oneliner', 'show', 'node']))
