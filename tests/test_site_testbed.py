@@ -92,6 +92,7 @@ def test_site_init_writes_a_valid_site_file(stranger):
 def test_site_check_passes(stranger):
     hpcnet, _, _ = stranger
     proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$')
+    print(proc.stdout)          # the findings, for the log of a CI run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f'{SITE}:eth-tcp: {ENV} (openmpi 4.1' in proc.stdout
     assert 'started 2 ranks on 2 node(s)' in proc.stdout
@@ -123,6 +124,7 @@ def _variant(scratch, path, name, edit):
 
 
 def _failed(proc):
+    print(proc.stdout)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     return [ln for ln in proc.stdout.splitlines() if ln.startswith('FAIL')]
 
