@@ -46,14 +46,8 @@ if (_unmatched and not os.environ.get('RFM_SYSTEM')
         and any(a.split('=', 1)[0] in _SELECTING for a in sys.argv)):
     print(f'hpcnet: error: {_unmatched}', file=sys.stderr)
     sys.exit(2)
-_found = _discovery(_systems)
 # Each system gets the environments its site file's `stacks` admits.
-for _site in _sites:
-    _environ_names = [e.name for e in stacks.chosen_environments(_found, _site.stacks)]
-    for _part in _site.system['partitions']:
-        _part.setdefault('environs', _environ_names + [stacks.BUILTIN_ENV])
-_environments = stacks.reframe_environments(
-    _found, {_site.system['name']: _site.stacks for _site in _sites})
+_environments = stacks.site_environments(_discovery(_systems), _sites)
 # Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.modules).
 modules.configure_reframe(_systems, _environments)
 

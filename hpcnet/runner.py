@@ -231,8 +231,11 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         last += (f'; {overloaded} case(s) not judged: {HOST_OVERLOADED} (run again on a quieter '
                  'host)')
     elif code == Exit.OK and not_judged:
+        unjudged = sum(not_judged.values())
+        judged = sum(1 for tc in ran if tc.get('judgement_basis') == references.Basis.REFERENCES)
         no_file = basis[references.Basis.NO_FILE] > 0
-        last += ('; performance was recorded, not judged (NOT JUDGED above says why'
+        last += (f'; performance: {judged} case(s) judged against references, {unjudged} '
+                 'recorded, not judged (NOT JUDGED says why'
                  + ('; `hpcnet baseline` makes references)' if no_file else ')'))
     if judged_elsewhere and code == Exit.OK:
         last += f'; performance is judged by {judged_elsewhere}'
@@ -334,7 +337,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     say('rendering the HTML report')
     page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
                                          verdict=lines[-1],
-                                         title=f'hpcnet {name}: {" ".join(reframe_args)}'))
+                                         title=' '.join(['hpcnet', name, *reframe_args])))
     say(f'HTML report: {page}')
     say(f'perflogs: {PERFLOG_DIR}')
     say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min)')

@@ -106,3 +106,15 @@ def test_an_overloaded_host_makes_the_run_not_decided():
                          '(run again on a quieter host)')
     conftest.FAULT_MATRIX.append(('testbed host overloaded (iperf3 0.81 of the wire)',
                                   f'exit {int(code)}', lines[-1]))
+
+
+def test_the_last_line_counts_judged_and_unjudged_cases():
+    cases = {('hpcnet_p2p', 'testbed', 'eth', env): _case(env, judgement, basis)
+             for env, judgement, basis in (
+                 ('gcc12-openmpi4', 'not judged: no metric of this case is asserted',
+                  Basis.NOTHING_ASSERTED),
+                 ('gcc12-mpich4', 'judged against reference/testbed.yaml', Basis.REFERENCES))}
+    lines, code = runner.summary(cases, [])
+    assert code == Exit.OK
+    assert lines[-1] == ('PASSED: 2 pass; performance: 1 case(s) judged against references, '
+                         '1 recorded, not judged (NOT JUDGED says why)')

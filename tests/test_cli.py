@@ -81,7 +81,7 @@ def test_run_without_references_says_not_judged(one_env_per_stack):
     assert f'NOT JUDGED (1): {Path(__file__).parent / "no-such-dir" / "local.yaml"} does not exist' \
         in res.stdout, res.stdout[-2000:]
     last = res.stdout.strip().splitlines()[-2]
-    assert last.startswith('hpcnet: PASSED: ') and 'performance was recorded, not judged' in last \
+    assert last.startswith('hpcnet: PASSED: ') and 'performance: 0 case(s) judged against references, 1 recorded, not judged' in last \
         and 'hpcnet baseline' in last, last
 
 

@@ -67,6 +67,19 @@ def test_a_site_chooses_its_environments(tmp_path):
                        'builtin': ['mysite', 'local']}
 
 
+def test_each_partition_gets_what_its_site_admits_unless_it_lists_its_own(tmp_path):
+    _site(tmp_path, "stacks = {'environments': {'include': [r'^GCC-']}}\n")
+    (site,) = sites.load_site_files(tmp_path)
+    envs = stacks.site_environments(FOUND, [site])
+    assert [p['environs'] for p in site.system['partitions']] == [
+        ['GCC-13_2_0-OpenMPI-4_1_6', stacks.BUILTIN_ENV]]
+    assert {e['name']: e['target_systems'] for e in envs} == {
+        'GCC-13_2_0-OpenMPI-4_1_6': ['mysite'], 'builtin': ['mysite']}
+    site.system['partitions'][0]['environs'] = ['gcc12-openmpi4']
+    stacks.site_environments(FOUND, [site])
+    assert site.system['partitions'][0]['environs'] == ['gcc12-openmpi4']
+
+
 def test_without_stacks_a_site_gets_every_environment(tmp_path):
     _site(tmp_path)
     (site,) = sites.load_site_files(tmp_path)

@@ -14,7 +14,7 @@ imports it or this package.  Callers use the names below
 from hpcnet.stacks.candidate import TOOL_SUBDIRS, MpiCandidate, StackError, state_dir
 from hpcnet.stacks.discover import (BUILTIN_ENV, Compiler, Discovery, Labelled, MpiStack,
                                     chosen_environments, detect_compilers, discover,
-                                    reframe_environments)
+                                    reframe_environments, site_environments)
 from hpcnet.stacks.probe import HOST_PROBED_FABRICS, missing_piece, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,
                                    pypi_root, spack_candidates)
@@ -23,5 +23,5 @@ __all__ = [
     'BUILTIN_ENV', 'HOST_PROBED_FABRICS', 'SPACK_ENV_VAR', 'SPACK_FORMAT', 'TOOL_SUBDIRS', 'Compiler',
     'Discovery', 'chosen_environments', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
     'extra_prefix_candidates', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
-    'pypi_root', 'reframe_environments', 'spack_candidates', 'state_dir',
+    'pypi_root', 'reframe_environments', 'site_environments', 'spack_candidates', 'state_dir',
 ]

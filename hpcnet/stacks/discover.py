@@ -390,6 +390,17 @@ def chosen_environments(found: Discovery, choice: StackChoice) -> list:
             if choice.refusal(e.name, e.mpi.candidate.source) is None]
 
 
+def site_environments(found: Discovery, sites: list) -> list:
+    """The ReFrame ``environments`` section for ``sites`` (hpcnet.sites.SiteFile);
+    each partition of theirs that lists no ``environs`` gets every environment
+    its site's choice admits, and :data:`BUILTIN_ENV`."""
+    for site in sites:
+        names = [e.name for e in chosen_environments(found, site.stacks)]
+        for partition in site.system['partitions']:
+            partition.setdefault('environs', names + [BUILTIN_ENV])
+    return reframe_environments(found, {site.system['name']: site.stacks for site in sites})
+
+
 def reframe_environments(found: Discovery, choices: dict) -> list:
     """The ReFrame ``environments`` section: every discovered environment on
     the systems whose choice admits it (``choices``: {system name:
