@@ -136,12 +136,11 @@ def cmd_check(args) -> int:
         return Exit.FAILED
     fabrics = {p['extras']['fabric'] for p in system['partitions']}
     found = stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
-    chosen = stacks.chosen_environments(found, site.stacks)
-    chosen = [e for e in chosen if wanted.search(e.name)]
-    environs = [e.to_reframe([system['name']]) for e in chosen]
+    # The environments each partition gets, as config/settings.py gives them.
+    environs = stacks.site_environments(found, [site])
     modules.configure_reframe([system], environs)
-    per_partition = {p['name']: [e for e in environs
-                                 if 'environs' not in p or e['name'] in p['environs']]
+    by_name = {e['name']: e for e in environs if wanted.search(e['name'])}
+    per_partition = {p['name']: [by_name[n] for n in p['environs'] if n in by_name]
                      for p in system['partitions']}
     findings = [validated] + check.check_site(system, per_partition, Path(args.stage_dir),
                                 {p.name: p for p in parts}, report=lambda f: print(f.line(),
