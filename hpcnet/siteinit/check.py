@@ -54,8 +54,13 @@ def exit_code(findings: list) -> Exit:
 
 
 def _last_words(text: str) -> str:
-    lines = [ln.strip() for ln in (text or '').splitlines() if ln.strip()]
-    return lines[-1] if lines else '(no output)'
+    '''What a failed job said: its first line naming a PMI (the cause when
+    the MPI cannot use the one it was started with), else its last line;
+    salloc's own lines and rules of dashes say nothing.'''
+    lines = [ln.strip() for ln in (text or '').splitlines()
+             if ln.strip() and not ln.startswith('salloc:') and set(ln.strip()) != {'-'}]
+    pmi = [ln for ln in lines if 'PMI' in ln]
+    return (pmi or lines[-1:] or ['(no output)'])[0]
 
 
 def _slurm_cmd(argv: list, timeout: float, env=None) -> subprocess.CompletedProcess:
@@ -224,8 +229,7 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
         return fail(f'{what}: {env["cc"]} cannot compile an MPI program in {workdir} '
                      f'({wrapper}): {_last_words(res.stderr)}')
     return fail(f'{what}: srun {pmi} ({pmi_from}) did not start 2 ranks that pass a message '
-                 f'(exit {res.returncode}): {_last_words(res.stderr or res.stdout)}; '
-                 f'is {pmi.split("=", 1)[-1]} a PMI this MPI supports? (extras pmi chooses it)')
+                 f'(exit {res.returncode}): {_last_words(res.stderr or res.stdout)}')
 
 
 def check_site(system: dict, environs: dict, stage: Path, slurm_parts: dict,
