@@ -181,3 +181,4 @@ def test_check_fails_for_a_pmi_the_mpi_cannot_use(stranger):
     proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$', systems_dir=variant)
     (line,) = _failed(proc)
     assert f'{ENV} (openmpi 4.1' in line and 'srun --mpi=pmi2 (extras pmi) did not start' in line
+    assert "OMPI was not built with SLURM's PMI support" in line      # the MPI's own words
