@@ -16,6 +16,7 @@
     hpcnet report [SESSIONS]     one self-contained HTML page (also written by every run)
     hpcnet testbed ...           the Slurm virtual cluster, and run|baseline|accept on it
                                  (see docs/testbed.md)
+    hpcnet site init|check       a site file from Slurm; what a site holds before its first run
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
 from hpcnet.exitcodes import Exit
 from hpcnet.paths import InstallationError, installation_problem, work_dir_problem
+from hpcnet.siteinit import cli as site_cli
 from hpcnet.stacks import modules, sources, spacklock
 
 _say = runner.say
@@ -540,6 +542,7 @@ def build_parser() -> _Parser:
                                        'and run|baseline|accept on it', add_help=False)
     p.add_argument('testbed_args', nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_testbed)
+    site_cli.register(sub)
     return parser
 
 

@@ -1,5 +1,5 @@
-"""The exit-code contract of `hpcnet run`, `baseline`, `compare`, `accept`
-and `history` (README, "Exit codes"): one meaning per code, as pytest
+"""The exit-code contract of `hpcnet run`, `baseline`, `compare`, `accept`,
+`history` and `site check` (README, "Exit codes"): one meaning per code, as pytest
 documents its own.
 
 A command that decides nothing never exits OK: "not decided" is its own

@@ -195,6 +195,18 @@ def easybuild_tree(tmp_path_factory):
 
 
 @pytest.fixture(scope='session')
+def hierarchical_tree(tmp_path_factory):
+    if modules.lmod_command() is None:
+        pytest.skip('Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
+    if not os.path.exists('/usr/bin/mpicc.openmpi'):
+        pytest.fail('Debian Open MPI is not installed (openmpi-bin libopenmpi-dev: make deps)')
+    # GCC/system (SystemCompilerGCC) in Core; Debian's Open MPI (SystemMPI)
+    # and MPICH under Compiler/GCC/system: offline, nothing is downloaded.
+    return moduletree.build_tree(tmp_path_factory.mktemp('easybuild-hmns'), prefixes=False,
+                                 hierarchical=True)
+
+
+@pytest.fixture(scope='session')
 def module_discovery(easybuild_tree, tmp_path_factory):
     '''(variables a ReFrame run needs, the discovery it makes): the tree on
     HPCNET_MODULEPATH (not on MODULEPATH), a state directory of its own that

@@ -14,7 +14,7 @@ from test_stacks import CC, make_fake_mpi
 from hpcnet import stacks
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
-from hpcnet.stacks import modulecache, modules, moduletree
+from hpcnet.stacks import modulecache, modules
 
 needs_lmod = pytest.mark.skipif(modules.lmod_command() is None,
                                 reason='Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
@@ -148,18 +148,6 @@ def test_a_hierarchy_module_names_its_compiler_first():
 # --------------------------------------------------------------------------
 # EasyBuild HierarchicalMNS + Lmod + ReFrame: this machine's GCC and MPIs
 # --------------------------------------------------------------------------
-
-@pytest.fixture(scope='module')
-def hierarchical_tree(tmp_path_factory):
-    if modules.lmod_command() is None:
-        pytest.skip('Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
-    if not os.path.exists('/usr/bin/mpicc.openmpi'):
-        pytest.fail('Debian Open MPI is not installed (openmpi-bin libopenmpi-dev: make deps)')
-    # GCC/system (SystemCompilerGCC) in Core; Debian's Open MPI (SystemMPI)
-    # and MPICH under Compiler/GCC/system: offline, nothing is downloaded.
-    return moduletree.build_tree(tmp_path_factory.mktemp('easybuild-hmns'), prefixes=False,
-                                 hierarchical=True)
-
 
 @pytest.fixture(scope='module')
 def hierarchical_discovery(hierarchical_tree, tmp_path_factory):

@@ -1,0 +1,188 @@
+"""`hpcnet site init` read from real outputs (tests/data/site-init/README.md):
+Slurm's and the nodes' as the testbed printed them, and `rdma link show` and
+`show_gids` as posted from real RoCE and InfiniBand hosts; the site file it
+writes from them validates and says where every value came from."""
+import re
+from pathlib import Path
+
+import pytest
+
+from hpcnet.constants import Fabric
+from hpcnet.model import ConfigError, PartitionKey
+from hpcnet.siteinit import nodes, proposal, slurm
+from hpcnet.siteinit.slurm import SlurmPartition
+from hpcnet.sites import load_site_files
+
+DATA = Path(__file__).parent / 'data' / 'site-init'
+
+
+def read(name):
+    return (DATA / name).read_text()
+
+
+@pytest.fixture(scope='module')
+def testbed():
+    node_list = slurm.parse_nodes(read('scontrol-show-node.testbed.txt'))
+    parts = slurm.parse_partitions(read('scontrol-show-partition.testbed.txt'), node_list)
+    return parts, node_list, nodes.parse_probe(read('srun-probe.testbed.txt'))
+
+
+def test_scontrol_partitions_and_nodes(testbed):
+    parts, node_list, _ = testbed
+    assert [n.name for n in node_list] == ['cn1', 'cn2', 'cn3', 'cn4']
+    assert all(n.partitions == ('eth',) and n.cpus > 0 for n in node_list)
+    # A value with blanks in it (OS=Linux ... #1 SMP ...) does not swallow the next key.
+    assert all(n.state.startswith('IDLE') for n in node_list), [n.state for n in node_list]
+    (eth,) = parts
+    assert (eth.name, eth.total_nodes, eth.exclusive, eth.default) == ('eth', 4, True, True)
+    assert eth.nodes == ('cn1', 'cn2', 'cn3', 'cn4')
+
+
+def test_oneliner_value_with_blanks():
+    line = read('scontrol-show-node.testbed.txt').splitlines()[0]
+    fields = slurm.parse_oneliner(line)[0]
+    assert fields['NodeName'] == 'cn1'
+    assert ' ' in fields['OS'] and '=' not in fields['OS']
+
+
+def test_probe_job_output_of_every_node(testbed):
+    _, _, found = testbed
+    assert [n.host for n in found] == ['cn1', 'cn2', 'cn3', 'cn4']
+    for node in found:
+        eth0 = node.interfaces['eth0']
+        assert eth0.up and eth0.kind == 'ether' and eth0.mtu == 1500
+        assert eth0.ipv4 and eth0.ipv4[0].startswith('10.77.0.')
+        assert eth0.speed_mbps == 10000          # a veth's sysfs speed
+        assert eth0.shaped_bps == 10**9          # `hpcnet testbed up`'s tbf
+        assert node.interfaces['lo'].shaped_bps is None
+        assert node.interfaces['lo'].kind == 'loopback'
+        assert node.rdma_ports == [] and node.gids == []
+        assert node.notes, 'rdma link show said why there is no RDMA'
+    assert len({n.boot_id for n in found}) == 1   # namespaces of one kernel
+
+
+def test_probe_output_that_stops_early_is_an_error():
+    text = '\n'.join(line for line in read('srun-probe.testbed.txt').splitlines()
+                     if not line.startswith('2:'))
+    text += '\n2: @@hpcnet-site-init host cn3\n2: sh: 1: ip: not found\n'
+    with pytest.raises(nodes.ProbeError, match='task 2 of the probe job stopped early: .*ip: not found'):
+        nodes.parse_probe(text)
+
+
+def test_rdma_link_show_roce_and_ib():
+    roce, notes = nodes.parse_rdma_link(read('rdma-link-show.3fs-pr283-roce.txt'))
+    assert notes == []
+    assert [(p.device, p.port, p.state, p.netdev, p.infiniband) for p in roce] == [
+        ('mlx5_0', 1, 'ACTIVE', 'p1p1', False), ('mlx5_1', 1, 'ACTIVE', 'p1p2', False)]
+    (rxe,), _ = nodes.parse_rdma_link(read('rdma-link-show.3fs-issue263-rxe.txt'))
+    assert (rxe.device, rxe.netdev, rxe.infiniband) == ('rxe_0', 'p1p1', False)
+    (ib,), _ = nodes.parse_rdma_link(read('rdma-link-show.rccl-issue1423-ib.txt'))
+    assert (ib.device, ib.port, ib.state, ib.netdev, ib.infiniband) == ('mlx5_7', 1, 'ACTIVE',
+                                                                        None, True)
+
+
+def test_show_gids():
+    gids = nodes.parse_gids(read('show_gids.nccl-issue1573-roce.txt'))
+    assert len(gids) == 8
+    v2_ipv4 = [(g.device, g.index, g.ipv4, g.netdev) for g in gids if g.version == 'v2' and g.ipv4]
+    assert v2_ipv4 == [('mlx5_0', 7, '10.152.0.12', 'net1'), ('mlx5_1', 7, '10.152.4.12', 'net2')]
+    assert [g.index for g in gids if g.device == 'mlx5_0' and g.ipv4 is None] == [4, 5]
+
+
+def _values(text: str) -> dict:
+    '''{key: (value text, comment)} of the rendered file's value lines.'''
+    found = {}
+    for m in re.finditer(r"^\s+'?(\w+)'?(?:=|: )(.+?),  # (.+)$", text, re.M):
+        found.setdefault(m.group(1), (m.group(2), m.group(3)))
+    return found
+
+
+def test_testbed_proposal_validates_and_says_where_each_value_came_from(testbed, tmp_path):
+    parts, node_list, found = testbed
+    made, skipped = proposal.propose(parts[0], found)
+    (tcp,) = made
+    assert tcp.name == 'eth-tcp' and tcp.fabric == Fabric.TCP
+    values = {k: v for k, (v, _) in tcp.extras.items()}
+    assert values == {PartitionKey.FABRIC: 'tcp', PartitionKey.IFACE: 'eth0',
+                      PartitionKey.MTU: 1500, PartitionKey.LINK_SPEED_MBPS: 10000,
+                      PartitionKey.LINK_RATE_BPS: 10**9, PartitionKey.NUM_NODES: 4,
+                      PartitionKey.NODES_SHARE_CORES: True}
+    assert skipped and 'no RDMA port is ACTIVE' in skipped[0]
+    pmis = slurm.parse_mpi_list(read('srun-mpi-list.testbed.txt'))
+    assert pmis == ['pmix', 'none', 'cray_shasta', 'pmi2']
+    text = proposal.render('stranger', 'hn0', made, skipped, parts, node_list, pmis)
+    (tmp_path / 'stranger.py').write_text(text)
+    (site,) = load_site_files(tmp_path)
+    assert site.system['name'] == 'stranger' and site.system['hostnames'] == ['^hn0$']
+    (part,) = site.system['partitions']
+    assert part['access'] == ['--partition=eth', '--exclusive']
+    assert part['extras'] == {**values}
+    lines = _values(text)
+    for key in ['name', 'hostnames', 'scheduler', 'launcher', 'access', 'time_limit', *values]:
+        assert key in lines and lines[key][1].strip(), (key, text)
+    assert 'scontrol show partition eth: TotalNodes=4' in lines['num_nodes'][1]
+    assert '/sys/class/net/eth0/speed on cn1, cn2, cn3, cn4' in lines['link_speed_mbps'][1]
+    assert '# scontrol show node: features none; GRES none' in text
+    assert '(srun --mpi=list: pmix, none, cray_shasta, pmi2)' in lines['launcher'][1]
+    # The veth says 10000 Mb/s; the tbf on it sends 1 Gbit/s: that is the wire.
+    assert 'a root tbf sends at 1000 Mbit/s on cn1, cn2, cn3, cn4' in lines['link_rate_bps'][1]
+
+
+def test_roce_proposal_from_real_rdma_outputs(tmp_path):
+    '''The RDMA ports of one real host (`rdma link show`, 3FS #283) with the
+    GID table of another (show_gids, NCCL #1573): both have mlx5_0 and
+    mlx5_1 on port 1; the RoCE v2 GID with an IPv4 address is index 7.'''
+    node = nodes.NodeNetwork(host='node75', boot_id='a')
+    node.rdma_ports, node.notes = nodes.parse_rdma_link(read('rdma-link-show.3fs-pr283-roce.txt'))
+    node.gids = nodes.parse_gids(read('show_gids.nccl-issue1573-roce.txt'))
+    part = SlurmPartition('roce', ('node75',), 1, 'UP', False, 'INFINITE', False)
+    made, skipped = proposal.propose(part, [node])
+    (roce,) = made
+    assert roce.name == 'roce-roce'
+    values = {k: v for k, (v, _) in roce.extras.items()}
+    assert values[PartitionKey.RDMA_DEVICE] == ['mlx5_0', 'mlx5_1']
+    assert values[PartitionKey.GID_INDEX] == 7 and values[PartitionKey.RDMA_PORT] == 1
+    # p1p1 is not among the interfaces this node reported: no iface, and no TCP partition.
+    assert PartitionKey.IFACE not in values
+    assert any('no Ethernet interface' in s for s in skipped)
+    (tmp_path / 'r.py').write_text(proposal.render('r', 'node75', made, skipped, [part]))
+    (site,) = load_site_files(tmp_path)
+    assert site.system['partitions'][0]['features'] == ['roce']
+
+
+def test_ib_port_is_an_ib_partition():
+    node = nodes.NodeNetwork(host='n1')
+    node.rdma_ports, _ = nodes.parse_rdma_link(read('rdma-link-show.rccl-issue1423-ib.txt'))
+    part = SlurmPartition('ib', ('n1',), 1, 'UP', False, 'INFINITE', False)
+    made, _ = proposal.propose(part, [node])
+    assert [(p.fabric, p.extras[PartitionKey.RDMA_DEVICE][0]) for p in made] == [('ib', 'mlx5_7')]
+
+
+def test_bad_system_name():
+    with pytest.raises(ConfigError, match="system name '1x' is not valid"):
+        proposal.check_name('1x')
+
+
+def test_access_names_the_slurm_partition():
+    assert slurm.partition_of_access(['--partition=eth', '--exclusive']) == 'eth'
+    assert slurm.partition_of_access(['-p', 'gpu']) == 'gpu'
+    assert slurm.partition_of_access(['--exclusive']) is None
+
+
+def test_site_check_node_script_on_this_host(tmp_path):
+    '''What `site check` runs on each node, run here: the token, the paths
+    and the preflight of the declared interface (loopback here).'''
+    import subprocess
+    from hpcnet.checklib import preflight
+    from hpcnet.model import Partition
+    from hpcnet.siteinit import check
+    token = tmp_path / 'token'
+    token.write_text('t0k\n')
+    part = Partition.from_extras('s:p', {'fabric': 'tcp', 'iface': 'lo', 'mtu': 1})
+    script = check.node_script(part, {'stage': token}, [str(tmp_path), str(tmp_path / 'gone')])
+    out = subprocess.run(['sh', '-c', script], text=True, stdout=subprocess.PIPE, check=True).stdout
+    (node,) = preflight.parse(out).values()
+    assert (node.values['token_stage'], node.values['path_0'], node.values['path_1']) == (
+        't0k', 'yes', 'no')
+    assert preflight.ethernet_problems(node, 'lo', part.mtu) == [
+        f'{node.host}: lo MTU is {node.values["mtu"]}, the partition says 1']
