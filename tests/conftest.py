@@ -231,3 +231,12 @@ def discovery_of_tree(tree, state):
             else:
                 os.environ[key] = value
     return variables, found
+
+
+def case_verdicts(report) -> dict:
+    '''(name, partition, environ) -> (result, failing phase) of each case of
+    a ReFrame run report (fixtures left out): what two ways of running the
+    same selection must agree on.'''
+    data = json.loads(Path(report).read_text())
+    return {(tc['name'], tc['partition'], tc['environ']): (tc['result'], tc['fail_phase'])
+            for run in data['runs'] for tc in run['testcases'] if not tc.get('fixture')}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import running_testbed
+from conftest import case_verdicts, running_testbed
 
 from hpcnet import runner, stacks
 from hpcnet import testbed as tbm
@@ -48,13 +48,6 @@ def _run(cmd, env, cwd=PROJECT_ROOT):
                           timeout=600)
 
 
-def _verdicts(report: Path) -> dict:
-    '''(name, partition, environ) -> (result, failing phase) of each case.'''
-    data = json.loads(report.read_text())
-    return {(tc['name'], tc['partition'], tc['environ']): (tc['result'], tc['fail_phase'])
-            for run in data['runs'] for tc in run['testcases'] if not tc.get('fixture')}
-
-
 @pytest.fixture(scope='module')
 def openmpi_env():
     found = [e.name for e in stacks.discover().environments
@@ -77,8 +70,8 @@ def test_plain_reframe_judges_as_hpcnet_run(openmpi_env, tmp_path):
     plain = _run([str(BIN / 'reframe'), '-C', str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR),
                   '-r', '--exec-policy=serial', '--report-file', str(plain_report),
                   *select], env, cwd=tmp_path)
-    by_hpcnet = _verdicts(Path(os.environ['HPCNET_REPORTS_DIR']) / 'parity-latest.json')
-    by_reframe = _verdicts(plain_report)
+    by_hpcnet = case_verdicts(Path(os.environ['HPCNET_REPORTS_DIR']) / 'parity-latest.json')
+    by_reframe = case_verdicts(plain_report)
     assert sorted(k[1] for k in by_reframe) == ['shm', 'tcp'], plain.stdout[-3000:]
     assert by_reframe == by_hpcnet, (wrapped.stdout[-2000:], plain.stdout[-2000:])
     assert {k[1]: v for k, v in by_reframe.items()} == {
@@ -99,7 +92,7 @@ def test_plain_reframe_judges_as_hpcnet_run(openmpi_env, tmp_path):
     assert made.returncode == 0, made.stdout[-2000:]
     reports = Path(os.environ['HPCNET_REPORTS_DIR'])
     stored = json.loads((reports / f'report-{uuid[:8]}.json').read_text())
-    assert _verdicts(reports / f'report-{uuid[:8]}.json') == by_reframe
+    assert case_verdicts(reports / f'report-{uuid[:8]}.json') == by_reframe
     assert stored['session_info']['uuid'] == uuid
     assert (reports / f'report-{uuid[:8]}.html').is_file()
     assert f'FAILED: hpcnet_p2p %scale=1_node %mode=pingpong @local:tcp+{openmpi_env}' \
@@ -172,8 +165,8 @@ def test_plain_reframe_judges_as_hpcnet_run_under_slurm(openmpi_env, tmp_path):
              '--report-file', str(plain_report), *select],
             env=tb.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             timeout=900)
-    by_hpcnet = _verdicts(Path(os.environ['HPCNET_REPORTS_DIR']) / 'tbparity-latest.json')
-    by_reframe = _verdicts(plain_report)
+    by_hpcnet = case_verdicts(Path(os.environ['HPCNET_REPORTS_DIR']) / 'tbparity-latest.json')
+    by_reframe = case_verdicts(plain_report)
     assert len(by_reframe) == 2, plain.stdout[-3000:]
     assert by_reframe == by_hpcnet, plain.stdout[-3000:]
     # Exit codes differ only where the wrapper's contract adds 3 (not decided).

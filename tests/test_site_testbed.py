@@ -15,12 +15,13 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import running_testbed
+from conftest import case_verdicts, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.constants import (REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV, TESTBED_NODES_ENV,
+from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV, TESTBED_NODES_ENV,
                               TESTBED_RATE_ENV, TESTBED_RDMA_ENV, WORK_DIR)
 from hpcnet.sites import load_site_files
 from hpcnet.stacks import modules
@@ -59,6 +60,7 @@ def stranger(tb, hierarchical_tree, tmp_path_factory):
                                'hpcnet.cli', *args], env=run_env, text=True, timeout=timeout,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
+    hpcnet.env = env            # for plain reframe on the head node, as the site types it
     proc = hpcnet('site', 'init', SITE)
     assert proc.returncode == 0, proc.stderr
     return hpcnet, systems / f'{SITE}.py', scratch
@@ -100,10 +102,11 @@ def test_site_check_passes(stranger):
     assert not re.search(r'^FAIL', proc.stdout, re.M), proc.stdout
 
 
-def test_p2p_across_two_nodes_through_the_module_tree(stranger):
+def test_p2p_across_two_nodes_through_the_module_tree(tb, stranger):
     hpcnet, _, scratch = stranger
-    proc = hpcnet('run', '--system', SITE, '-n', 'hpcnet_p2p.*scale=2_nodes.*mode=pingpong',
-                  '-p', f'^{ENV}$', '-S', 'time_per_size_ms=5', timeout=900)
+    selection = ['--system', SITE, '-n', 'hpcnet_p2p.*scale=2_nodes.*mode=pingpong',
+                 '-p', f'^{ENV}$', '-S', 'time_per_size_ms=5']
+    proc = hpcnet('run', *selection, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     report = json.loads((scratch / 'reports' / 'latest.json').read_text())
     (case,) = [tc for run in report['runs'] for tc in run['testcases']
@@ -111,6 +114,16 @@ def test_p2p_across_two_nodes_through_the_module_tree(stranger):
     assert (case['system'], case['partition'], case['environ']) == (SITE, 'eth-tcp', ENV)
     assert case['result'] == 'pass', case.get('fail_reason')
     assert len({lc['host'] for lc in case['link_counters']}) == 2
+    # Plain ReFrame on the head node, with the written site file, gives the same verdicts.
+    plain_report = scratch / 'plain-reframe.json'
+    plain = subprocess.run(
+        [*tb.head_prefix(cwd=str(scratch)), str(Path(sys.executable).parent / 'reframe'),
+         '-C', str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR), '-r',
+         '--exec-policy=serial', '--report-file', str(plain_report), *selection],
+        env=hpcnet.env, text=True, timeout=900, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert plain.returncode == 0, plain.stdout[-3000:]
+    assert case_verdicts(plain_report) == case_verdicts(scratch / 'reports' / 'latest.json') == {
+        (case['name'], 'eth-tcp', ENV): ('pass', None)}, plain.stdout[-3000:]
 
 
 def _variant(scratch, path, name, edit):
