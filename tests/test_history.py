@@ -126,6 +126,18 @@ def test_worse_comes_from_the_unit():
     assert history.Series(('t', 's:p', 'e', 'mtu'), 'bytes', [], []).worse(change)
 
 
+def test_a_change_reads_what_the_sessions_beside_its_border_recorded():
+    sessions = [history.Session(i + 1, f'{i:08d}-uuid', 1.8e9 + 86400 * i, {}) for i in range(8)]
+    series = history.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', sessions, [1.0] * 8,
+                            changed={4: [], 5: ['link rate: 1000000000 -> 900000000']})
+    change = history.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
+                            n_after=4)
+    assert history.changed_near(series, change) == (
+        'no recorded change (beside it, session 6 (2027-01-20 08:00:00 UTC, 00000005): '
+        'link rate: 1000000000 -> 900000000)')
+    assert 'beside it, session 6' in history.change_line(series, change)
+
+
 def _hpcnet(*args):
     return subprocess.run([str(HPCNET), 'history', *args], text=True,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -366,9 +366,11 @@ def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha
     for s in series:
         s.finding = find_changes(s.values, min_segment=min_segment, alpha=alpha,
                                  threshold=threshold)
-        for position in [c.position for c in s.finding.changes] + \
-                [o.position for o in s.finding.outliers]:
-            if position == 0:
+        # A level's border is uncertain by a session: a change also reads
+        # what the sessions either side of it recorded differently.
+        borders = {q for c in s.finding.changes for q in (c.position - 1, c.position, c.position + 1)}
+        for position in sorted(borders | {o.position for o in s.finding.outliers}):
+            if not 0 < position < len(s.sessions):
                 continue
             now, before = s.sessions[position], s.sessions[position - 1]
             s.changed[position] = compare.what_changed(
@@ -411,12 +413,21 @@ def _what_changed(series: Series, position: int) -> str:
     return '; '.join(series.changed.get(position) or ['no recorded change'])
 
 
+def changed_near(series: Series, change: Change) -> str:
+    '''What the change's session recorded differently from the one before,
+    and what the sessions either side of it did (the border is uncertain by one).'''
+    beside = [f'{series.sessions[q].label()}: {"; ".join(series.changed[q])}'
+              for q in (change.position - 1, change.position + 1) if series.changed.get(q)]
+    return _what_changed(series, change.position) + (
+        f' (beside it, {" / ".join(beside)})' if beside else '')
+
+
 def change_line(series: Series, change: Change) -> str:
     word = 'WORSE' if series.worse(change) else 'BETTER'
     return (f'CHANGED {word:6} {series.name()}: from {series.sessions[change.position].label()}: '
             f'{_level(change.before)} -> {_level(change.after)} ({_size(change)}), '
             f'p={change.p_value:.2g} ({change.n_before}+{change.n_after} sessions); '
-            f'what changed that session: {_what_changed(series, change.position)}')
+            f'what changed that session: {changed_near(series, change)}')
 
 
 def outlier_line(series: Series, outlier: Outlier) -> str:

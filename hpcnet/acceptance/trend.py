@@ -62,21 +62,22 @@ def _findings_table(found: hist.History) -> str:
                      series.sessions[change.position],
                      f'{change.before:.4g} → {change.after:.4g} ({change.size:+.1%}), '
                      f'p={change.p_value:.2g}, {change.n_before}+{change.n_after} sessions',
-                     change.position))
+                     hist.changed_near(series, change)))
     for series, outlier in found.outliers():
         rows.append(('<td class="outlier">outlier</td>', series,
                      series.sessions[outlier.position],
                      f'{outlier.value:.4g} against a level of {outlier.level:.4g} '
                      f'({outlier.value / outlier.level - 1:+.1%})' if outlier.level else
-                     f'{outlier.value:.4g} against a level of 0', outlier.position))
+                     f'{outlier.value:.4g} against a level of 0',
+                     '; '.join(series.changed.get(outlier.position) or ['no recorded change'])))
     if not rows:
         return ''
     body = ''.join(
         f'<tr>{word}<td>{_esc(s.key[3])} [{_esc(s.unit)}]<br><small>{_esc(s.key[0])} '
         f'@{_esc(s.key[1])} +{_esc(s.key[2])}</small></td><td>{session.index}<br><small>'
         f'{_esc(session.when)}</small></td><td>{_esc(what)}</td>'
-        f'<td>{_esc("; ".join(s.changed.get(position) or ["no recorded change"]))}</td></tr>'
-        for word, s, session, what, position in rows)
+        f'<td>{_esc(provenance)}</td></tr>'
+        for word, s, session, what, provenance in rows)
     return ('<table class="trend"><tr><th>finding</th><th>metric</th><th>session</th>'
             f'<th>levels</th><th>what changed that session</th></tr>{body}</table>')
 
