@@ -22,7 +22,6 @@ from typing import Callable
 
 from hpcnet import sites, stacks
 from hpcnet.acceptance import baseline, references
-from hpcnet.acceptance.history import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
 from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
@@ -82,7 +81,8 @@ def reframe_cmd(name: str, reframe_args: list) -> tuple:
         cmd.append('--exec-policy=serial')
     # What no case records, kept with the session for `hpcnet history`
     # (ReFrame splits extras at commas).
-    extras = {SUITE_COMMIT_TAG: baseline.suite_commit(), OS_KERNEL_TAG: platform.release()}
+    extras = {baseline.SUITE_COMMIT_TAG: baseline.suite_commit(),
+              baseline.OS_KERNEL_TAG: platform.release()}
     cmd += ['--session-extras', ','.join(f'{k}={v.replace(",", ";")}' for k, v in extras.items())]
     return cmd, report
 
@@ -95,11 +95,13 @@ def repeats_args(repeats: int) -> list:
 
 def final_cases(report: Path) -> dict:
     '''(name, system, partition, environ) -> last result of each case.'''
-    final = {}
-    for run in references.load_report(report).get('runs', []):
-        for tc in run['testcases']:
-            final[(tc['name'], tc['system'], tc['partition'], tc['environ'])] = tc
-    return final
+    return final_cases_of([references.load_report(report)])
+
+
+def final_cases_of(reports: list) -> dict:
+    '''final_cases() over run reports or stored sessions, later ones last.'''
+    return {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
+            for r in reports for run in r.get('runs', []) for tc in run['testcases']}
 
 
 def failed_by_known_issue(tc: dict) -> bool:
@@ -233,8 +235,7 @@ def reports_summary(reports: list) -> tuple:
     """(lines, exit code) of summary() over the final cases of ``reports``
     (run reports or stored sessions, of hpcnet run or of plain reframe -r):
     the verdict `hpcnet run` gives the same cases."""
-    final = {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
-             for r in reports for run in r.get('runs', []) for tc in run['testcases']}
+    final = final_cases_of(reports)
     # A report of an older hpcnet does not count a retried case's attempts.
     return summary(final, [{'attempts': '?', **tc} for r in reports
                            for tc in r.get('hpcnet_retried', [])])

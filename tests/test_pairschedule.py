@@ -5,8 +5,8 @@ import pytest
 from hpcnet.checklib import pairschedule as ps
 
 
-@pytest.mark.parametrize('nodes,rounds,per_round,least', [(2, 1, 1, 1), (3, 3, 1, 2), (8, 7, 4, 1),
-                                                          (9, 9, 4, 2), (1024, 1023, 512, 1)])
+@pytest.mark.parametrize('nodes,rounds,per_round,least', [(2, 1, 1, 1), (3, 3, 1, 3), (8, 7, 4, 2),
+                                                          (9, 9, 4, 3), (1024, 1023, 512, 2)])
 def test_rounds_of_the_circle_method(nodes, rounds, per_round, least):
     assert ps.round_count(nodes) == rounds and ps.pairs_per_round(nodes) == per_round
     assert ps.min_sample_rounds(nodes) == least
@@ -39,7 +39,13 @@ def test_expected_time_counts_rounds_at_once_and_pairs_in_turns():
     assert ps.plan(8, ps.TURNS).describe() == (
         '8 nodes: 7 rounds of 4 disjoint pairs, 28 pairs, one pair at a time; '
         'expected time: after the first round (job output)')
-    assert ps.plan(9, ps.CONCURRENT, sample_rounds=2, seed=5, pair_seconds=1.5).describe().endswith(
-        'the pairs of a round at once, a sample of 2 of 9 rounds (seed 5: '
-        + ','.join(map(str, ps.plan(9, ps.CONCURRENT, 2, 5).rounds))
-        + '); expected first pass 3 s at 1.5 s per pair')
+    assert ps.plan(9, ps.CONCURRENT, sample_rounds=3, seed=5, pair_seconds=1.5).describe().endswith(
+        'the pairs of a round at once, a sample of 3 of 9 rounds (seed 5: '
+        + ','.join(map(str, ps.plan(9, ps.CONCURRENT, 3, 5).rounds))
+        + '); expected first pass 4 s at 1.5 s per pair')
+
+
+def test_a_pairs_time_is_read_back_from_the_first_pass_as_it_was_expected():
+    for order in (ps.CONCURRENT, ps.TURNS):
+        schedule = ps.plan(8, order, pair_seconds=0.9)
+        assert schedule.measured_pair_seconds(schedule.expected_seconds) == pytest.approx(0.9)

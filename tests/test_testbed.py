@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import env_regex, run_reframe
+from conftest import env_regex, run_reframe, unexplained_failures
 
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
@@ -431,10 +431,9 @@ def test_pair_matrix_on_two_nodes_reports_the_pair_and_attributes_nothing(tb, tm
     found = [c for c in cases if c['name'].startswith('hpcnet_pairs')]
     assert len(found) == 1, proc.stdout[-3000:]
     (case,) = found
-    # Measured and reported (the figures are judged against the references,
-    # whatever the host's load made of them).
-    assert case['fail_phase'] in (None, 'performance'), (case.get('fail_reason'),
-                                                         proc.stdout[-3000:])
+    # A host too busy to emulate the wire makes the case "not judged", not
+    # failed: a failure here, performance too, is one.
+    assert not unexplained_failures([case]), proc.stdout[-3000:]
     assert len(case['pair_table']) == 1 and case['culprits'] == {}, case['pair_table']
     assert case['attribution'] == ('not computed: 2 nodes are one pair, reported as measured; '
                                    'putting a slow pair on a node or a link needs at least 3 nodes')

@@ -247,10 +247,9 @@ def test_p2p_through_easybuild_modules_on_the_testbed(tb, tmp_path, easybuild_tr
                               env=tb.env({**os.environ, **variables}))
     (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p ')] or [None]
     assert case is not None, proc.stdout[-3000:]
-    # Measured and reported (the figures are judged against the references,
-    # whatever the host's load made of them).
-    assert case['fail_phase'] in (None, 'performance'), (case.get('fail_reason'),
-                                                         proc.stdout[-3000:])
+    # A host too busy to emulate the wire makes the case "not judged", not
+    # failed: a failure here, performance too, is one.
+    assert not unexplained_failures([case]), proc.stdout[-3000:]
     outdir = Path(case['outputdir'])
     script = (outdir / 'rfm_job.sh').read_text()
     assert f'module use {easybuild_tree.modulepath}\nmodule load gompi/system\n' in script

@@ -122,8 +122,8 @@ def main(argv=None) -> int:
                 schedule = case.get('schedule', {})
                 results[scenario].append({'culprit': culprit, 'ok': ok, 'seconds': seconds,
                                           'rounds': len(schedule.get('rounds', ())),
-                                          'pair_seconds': schedule['first_pass_seconds']
-                                          / schedule['pairs'] if measured else None,
+                                          'pair_seconds': schedule['measured_pair_seconds']
+                                          if measured else None,
                                           'retest_rounds': schedule.get('retest_rounds'),
                                           'latency_named': latency_named,
                                           'found': found, 'attribution': case['attribution']})

@@ -50,6 +50,10 @@ from hpcnet.acceptance.statcompare import better_direction
 
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'
+#: Session extras `hpcnet run` stores with every session (hpcnet.runner): what
+#: no case records, read back by `hpcnet history`.
+SUITE_COMMIT_TAG = 'hpcnet_suite_commit'
+OS_KERNEL_TAG = 'hpcnet_os_kernel'
 #: The `$unbounded` reason of every case a baseline wrote (merge() replaces it
 #: for the cases it measures; a site's own reasons are kept).
 ONE_SIDED_REASON = ('baseline: only the worse side is bounded (a better value is not a failure; '

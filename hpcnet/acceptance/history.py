@@ -58,7 +58,8 @@ import numpy as np
 import ruptures
 
 from hpcnet.acceptance import compare, statcompare
-from hpcnet.acceptance.spread import outliers as spread_outliers
+from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
+from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
 from hpcnet.exitcodes import Exit
 
 #: The fewest sessions of one level: a change needs this many nights on each
@@ -71,10 +72,6 @@ ALPHA = compare.ALPHA
 THRESHOLD = compare.THRESHOLD
 
 
-#: Session extras `hpcnet run` stores with every session (hpcnet.runner): what
-#: no case records.
-SUITE_COMMIT_TAG = 'hpcnet_suite_commit'
-OS_KERNEL_TAG = 'hpcnet_os_kernel'
 
 
 class HistoryError(ValueError):
@@ -121,7 +118,8 @@ class Finding:
     """What find_changes found in one series."""
     changes: tuple
     outliers: tuple
-    #: (start, end) of each level, end exclusive.
+    #: (start, end, median) of each level, end exclusive, its outliers left
+    #: out of the median (the level Change and Outlier give).
     levels: tuple
     too_short: bool
 
@@ -150,7 +148,7 @@ def _levels_differ(before: list, after: list, *, relative: bool, min_segment: in
 def _outliers(values: list, bounds: list, relative: bool, threshold: float) -> list:
     """Positions of the values far from their level: each value over its
     level's median (minus it, for counts) pooled over the series, by the
-    rule baselines leave repeats out by (spread.outliers: 3.5 robust sd and
+    rule baselines leave repeats out by (spread.outliers: OUTLIER_Z robust sd and
     ``threshold``); pooled, because a level of a few sessions says little
     about its own spread."""
     residuals = []
@@ -175,7 +173,8 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
     values = [float(v) for v in values]
     n = len(values)
     if n < sessions_needed(min_segment, alpha):
-        return Finding((), (), ((0, n),), True)
+        return Finding((), (), ((0, n, statistics.median(values) if values else math.nan),),
+                       True)
     relative = _relative(values)
     kept = _candidates(values, relative, min_segment)
     while True:
@@ -197,7 +196,10 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
     found = [Outlier(i, values[i], statistics.median(level))
              for (start, end), level in zip(zip(bounds, bounds[1:]), levels)
              for i in sorted(out) if start <= i < end]
-    return Finding(changes, tuple(found), tuple(zip(bounds, bounds[1:])), False)
+    return Finding(changes, tuple(found),
+                   tuple((start, end, statistics.median(level))
+                         for (start, end), level in zip(zip(bounds, bounds[1:]), levels)),
+                   False)
 
 
 @dataclass(frozen=True)
@@ -355,7 +357,7 @@ class History:
                 f'{self.min_segment} sessions, each kept where the two-sided Mann-Whitney U p '
                 f'x the borders searched < {self.alpha:g} and the level moved by more than '
                 f'{self.threshold:.0%}; '
-                f'outliers: more than 3.5 robust sd and {self.threshold:.0%} from their level')
+                f'outliers: more than {OUTLIER_Z:g} robust sd and {self.threshold:.0%} from their level')
 
 
 def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
@@ -401,15 +403,15 @@ def load(period: str = compare.ALL_TIME, *, db: Path | None = None, system: str 
     return judge(sessions, series, min_segment=min_segment, alpha=alpha, threshold=threshold)
 
 
-def _level(value: float) -> str:
+def level_text(value: float) -> str:
     return f'{value:.4g}'
 
 
-def _size(change: Change) -> str:
+def size_text(change: Change) -> str:
     return f'{change.size:+.1%}' if math.isfinite(change.size) else 'from 0'
 
 
-def _what_changed(series: Series, position: int) -> str:
+def what_changed(series: Series, position: int) -> str:
     return '; '.join(series.changed.get(position) or ['no recorded change'])
 
 
@@ -418,24 +420,31 @@ def changed_near(series: Series, change: Change) -> str:
     and what the sessions either side of it did (the border is uncertain by one).'''
     beside = [f'{series.sessions[q].label()}: {"; ".join(series.changed[q])}'
               for q in (change.position - 1, change.position + 1) if series.changed.get(q)]
-    return _what_changed(series, change.position) + (
+    return what_changed(series, change.position) + (
         f' (beside it, {" / ".join(beside)})' if beside else '')
+
+
+def levels_text(change: Change) -> str:
+    return f'{level_text(change.before)} -> {level_text(change.after)} ({size_text(change)})'
+
+
+def outlier_text(outlier: Outlier) -> str:
+    off = f'{outlier.value / outlier.level - 1:+.1%}' if outlier.level else 'from 0'
+    return f'{level_text(outlier.value)} against a level of {level_text(outlier.level)} ({off})'
 
 
 def change_line(series: Series, change: Change) -> str:
     word = 'WORSE' if series.worse(change) else 'BETTER'
     return (f'CHANGED {word:6} {series.name()}: from {series.sessions[change.position].label()}: '
-            f'{_level(change.before)} -> {_level(change.after)} ({_size(change)}), '
+            f'{levels_text(change)}, '
             f'p={change.p_value:.2g} ({change.n_before}+{change.n_after} sessions); '
             f'what changed that session: {changed_near(series, change)}')
 
 
 def outlier_line(series: Series, outlier: Outlier) -> str:
-    off = outlier.value / outlier.level - 1 if outlier.level else math.inf
     return (f'OUTLIER        {series.name()}: {series.sessions[outlier.position].label()}: '
-            f'{_level(outlier.value)} against a level of {_level(outlier.level)} ({off:+.1%}), '
-            f'not a change; what changed that session: '
-            f'{_what_changed(series, outlier.position)}')
+            f'{outlier_text(outlier)}, not a change; what changed that session: '
+            f'{what_changed(series, outlier.position)}')
 
 
 def text(history: History) -> str:

@@ -5,9 +5,6 @@ session recorded differently, and a table of the sessions with the
 provenance each changed."""
 from __future__ import annotations
 
-import html
-import statistics
-
 import matplotlib
 
 matplotlib.use('Agg')   # no display: files only
@@ -15,15 +12,12 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from hpcnet.acceptance import history as hist  # noqa: E402
 from hpcnet.acceptance.figures import img  # noqa: E402
+from hpcnet.acceptance.report import _esc  # noqa: E402
 
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.
 MAX_PLOTS = 24
 _WORSE, _BETTER, _OUTLIER, _SERIES = '#c62828', '#2e7d32', '#ef6c00', '#1565c0'
-
-
-def _esc(text) -> str:
-    return html.escape(str(text))
 
 
 def plot(series: hist.Series) -> str:
@@ -35,13 +29,12 @@ def plot(series: hist.Series) -> str:
     fig.subplots_adjust(left=0.16, right=0.98, bottom=0.19, top=0.83)
     ax.plot(x, series.values, marker='.', lw=0.8, color=_SERIES)
     finding = series.finding
-    for start, end in finding.levels:
-        level = statistics.median(series.values[start:end])
+    for start, end, level in finding.levels:
         ax.hlines(level, x[start] - 0.4, x[end - 1] + 0.4, color='grey', lw=1.6, alpha=0.7)
     for change in finding.changes:
         colour = _WORSE if series.worse(change) else _BETTER
         ax.axvline(x[change.position] - 0.5, color=colour, ls='--', lw=1.2)
-        ax.annotate(f'{change.before:.4g} → {change.after:.4g} ({change.size:+.1%})',
+        ax.annotate(hist.levels_text(change),
                     (x[change.position] - 0.5, ax.get_ylim()[1]), xytext=(3, -10),
                     textcoords='offset points', color=colour, fontsize=8)
     for outlier in finding.outliers:
@@ -60,16 +53,13 @@ def _findings_table(found: hist.History) -> str:
         word = 'worse' if series.worse(change) else 'better'
         rows.append((f'<td class="{word}">changed, {word}</td>', series,
                      series.sessions[change.position],
-                     f'{change.before:.4g} → {change.after:.4g} ({change.size:+.1%}), '
+                     f'{hist.levels_text(change)}, '
                      f'p={change.p_value:.2g}, {change.n_before}+{change.n_after} sessions',
                      hist.changed_near(series, change)))
     for series, outlier in found.outliers():
         rows.append(('<td class="outlier">outlier</td>', series,
                      series.sessions[outlier.position],
-                     f'{outlier.value:.4g} against a level of {outlier.level:.4g} '
-                     f'({outlier.value / outlier.level - 1:+.1%})' if outlier.level else
-                     f'{outlier.value:.4g} against a level of 0',
-                     '; '.join(series.changed.get(outlier.position) or ['no recorded change'])))
+                     hist.outlier_text(outlier), hist.what_changed(series, outlier.position)))
     if not rows:
         return ''
     body = ''.join(

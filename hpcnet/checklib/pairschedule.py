@@ -4,9 +4,11 @@ rounds of (N-1)/2 when N is odd, one node sitting each round out), all
 rounds or a seeded sample of them, and the time the first pass is expected
 to take.
 
-A sample covers every node: each round of an even count holds every node,
-and the rounds of an odd count each leave out a different node, so one round
-(even) or two (odd) cover them all.
+A sample gives every node at least two pairs, the fewest with which a bad
+node can be told from a bad partner (hpcnet.checklib.analysis: a node is named
+when more than half its pairs are bad): each round of an even count holds
+every node, and the rounds of an odd count each leave out a different node,
+so two rounds (even) or three (odd) do.
 """
 from __future__ import annotations
 
@@ -32,9 +34,16 @@ def pairs_per_round(nodes: int) -> int:
     return nodes // 2
 
 
+#: Pairs each node needs in a sample: with one, a bad node and its healthy
+#: partner are equally "mostly bad".
+PAIRS_PER_NODE = 2
+
+
 def min_sample_rounds(nodes: int) -> int:
-    '''Rounds a sample needs to hold every node at least once.'''
-    return 1 + nodes % 2
+    '''Rounds a sample needs to give every node PAIRS_PER_NODE pairs (a node
+    sits out at most one round of an odd count); all rounds where there are
+    fewer.'''
+    return min(PAIRS_PER_NODE + nodes % 2, round_count(nodes))
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,11 @@ class Schedule:
     @property
     def pairs(self) -> int:
         return len(self.rounds) * pairs_per_round(self.nodes)
+
+    def measured_pair_seconds(self, first_pass_seconds: float) -> float:
+        '''One pair's time from a first pass that took ``first_pass_seconds``
+        (the inverse of expected_seconds: what ``pair_seconds`` takes).'''
+        return first_pass_seconds / (self.pairs if self.order == TURNS else len(self.rounds))
 
     @property
     def expected_seconds(self) -> Optional[float]:

@@ -128,7 +128,7 @@ def check_nodes(part: Partition, access: list, stage: Path, environs: list) -> l
         findings.append(fail(
             f'{part.fullname}: {_hosts(blind)} cannot see the stage directory {stage}: a token '
             'written there on this host was not there (the nodes must share the filesystem '
-            'that holds it; HPCNET_WORK_DIR moves it)'))
+            'that holds it; the site file\'s prefix or HPCNET_WORK_DIR moves it)'))
     else:
         findings.append(ok(f'{part.fullname}: every node reads the stage directory {stage} '
                             '(a token written on this host)'))

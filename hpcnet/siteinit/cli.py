@@ -13,11 +13,12 @@ import tempfile
 from pathlib import Path
 
 from hpcnet import stacks
-from hpcnet.constants import OUTPUT_DIR, SYSTEMS_DIR, SYSTEMS_DIRS_ENV
+from hpcnet.argtypes import positive_int
+from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
 from hpcnet.siteinit import check, nodes, proposal, slurm
-from hpcnet.sites import SHIPPED_SYSTEMS, load_site_files, system_directories
+from hpcnet.sites import SHIPPED_SYSTEMS, load_site_files, sessions_dir, system_directories
 from hpcnet.stacks import modules
 
 #: Seconds the probe job may wait for its nodes.
@@ -134,15 +135,17 @@ def cmd_check(args) -> int:
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
-    fabrics = {p['extras']['fabric'] for p in system['partitions']}
-    found = stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
+    # The discovery every run uses (its cache, probed for every host fabric):
+    # a narrower one would probe again and replace the runs' cache.
+    found = stacks.discover()
     # The environments each partition gets, as config/settings.py gives them.
     environs = stacks.site_environments(found, [site])
     modules.configure_reframe([system], environs)
     by_name = {e['name']: e for e in environs if wanted.search(e['name'])}
     per_partition = {p['name']: [by_name[n] for n in p['environs'] if n in by_name]
                      for p in system['partitions']}
-    findings = [validated] + check.check_site(system, per_partition, Path(args.stage_dir),
+    stage = Path(args.stage_dir) if args.stage_dir else sessions_dir(site)
+    findings = [validated] + check.check_site(system, per_partition, stage,
                                 {p.name: p for p in parts}, report=lambda f: print(f.line(),
                                                                                    flush=True))
     code = check.exit_code(findings)
@@ -161,11 +164,12 @@ def register(sub) -> None:
     i.add_argument('--dry-run', action='store_true', help='print the file, write nothing')
     i.add_argument('--partition', action='append',
                    help='only this Slurm partition (repeatable; default all)')
-    i.add_argument('--nodes', type=int, help='probe this many nodes per partition (default all)')
+    i.add_argument('--nodes', type=positive_int, help='probe this many nodes per partition (default all)')
     i.set_defaults(func=cmd_init)
     c = ss.add_parser('check', help='what a site must hold before its first run')
     c.add_argument('--system', help='the site (default: the site file matching this host)')
-    c.add_argument('--stage-dir', default=str(OUTPUT_DIR),
-                   help='where jobs stage (default: hpcnet run\'s, %(default)s)')
+    c.add_argument('--stage-dir',
+                   help="where jobs stage (default: hpcnet run's: the site file's prefix, "
+                        'else output/ of the work directory)')
     c.add_argument('--environ', help='only environments matching this regex (as ReFrame -p)')
     c.set_defaults(func=cmd_check)
