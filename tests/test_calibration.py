@@ -118,3 +118,23 @@ def test_the_last_line_counts_judged_and_unjudged_cases():
     assert code == Exit.OK
     assert lines[-1] == ('PASSED: 2 pass; performance: 1 case(s) judged against references, '
                          '1 recorded, not judged (NOT JUDGED says why)')
+
+
+def test_calibrated_upper_bounds_follow_from_the_wire_and_the_host_floor():
+    '''reference/testbed.yaml's `*_over_iperf3` upper bound: our figure at
+    most ABOVE_WIRE above the wire over an iperf3 still judged at HOST_FLOOR.'''
+    import yaml
+    from hpcnet.constants import REFERENCE_DIR
+
+    def ratios(node):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                yield from ratios(value)
+            elif key.endswith('_over_iperf3'):
+                yield key, value
+
+    found = list(ratios(yaml.safe_load((REFERENCE_DIR / 'testbed.yaml').read_text())))
+    assert found
+    upper = round((1 + calibration.ABOVE_WIRE) / calibration.HOST_FLOOR - 1, 2)
+    assert {(key, tuple(value[2:])) for key, value in found} == {
+        (key, (upper, 'ratio')) for key, _ in found}

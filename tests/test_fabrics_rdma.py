@@ -9,7 +9,7 @@ import pytest
 
 from conftest import fabric_settings
 
-from hpcnet import model, mpi
+from hpcnet import mpi
 
 DATA = Path(__file__).parent / 'data' / 'transport' / 'rdma'
 EXTRAS = {'iface': 'eth0', 'rdma_device': 'mlx5_0'}

@@ -186,3 +186,17 @@ def test_site_check_node_script_on_this_host(tmp_path):
         't0k', 'yes', 'no')
     assert preflight.ethernet_problems(node, 'lo', part.mtu) == [
         f'{node.host}: lo MTU is {node.values["mtu"]}, the partition says 1']
+
+
+def test_missing_slurm_command_is_one_error(tmp_path, monkeypatch):
+    '''A login node without srun: site check's jobs end in SlurmError (one
+    line naming the command), not in a traceback.'''
+    from hpcnet.model import Partition
+    from hpcnet.siteinit import check
+    monkeypatch.setenv('PATH', str(tmp_path))
+    with pytest.raises(slurm.SlurmError, match='^srun not found: run this on a Slurm login node$'):
+        slurm.completed(['srun', 'true'], timeout=5)
+    part = Partition.from_extras('s:p', {'fabric': 'tcp', 'iface': 'lo', 'mtu': 1})
+    with pytest.raises(slurm.SlurmError, match='^srun not found'):
+        check.check_nodes(part, [], tmp_path / 'stage', [])
+    assert not list((tmp_path / 'stage').iterdir()), 'the token file is removed'

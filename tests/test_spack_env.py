@@ -2,8 +2,6 @@
 Spack release it targets (recorded below from spack/spack-packages v2025.11.0,
 the builtin packages Spack 1.1.0 pins) — the file once set openmpi +pmix,
 which Spack 1.1 refused at once."""
-import re
-from pathlib import Path
 
 import yaml
 

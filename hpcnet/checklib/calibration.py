@@ -31,6 +31,9 @@ from hpcnet.constants import HOST_OVERLOADED
 #: that the host still emulates the wire: a healthy testbed host reaches
 #: 0.94-1.01 (docs/measurements.md, "Calibrated judging").
 HOST_FLOOR = 0.90
+#: How far above the wire a figure may read: a shaped link lets no more
+#: through (reference/testbed.yaml's wire-derived upper bounds).
+ABOVE_WIRE = 0.02
 #: iperf3's run before and after the benchmark (s), and its port (not the
 #: hpcnet_iperf3 check's, so a leftover server of one never answers the other).
 IPERF3_SECONDS = 1

@@ -63,11 +63,6 @@ def _last_words(text: str) -> str:
     return (pmi or lines[-1:] or ['(no output)'])[0]
 
 
-def _slurm_cmd(argv: list, timeout: float, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          stdin=subprocess.DEVNULL, timeout=timeout, env=env)
-
-
 def environment_paths(environ: dict) -> list:
     '''What the nodes must see of an environment (a ReFrame environment of
     hpcnet.stacks): its MPI prefix and tool prefixes, and its module directories.'''
@@ -111,7 +106,10 @@ def check_nodes(part: Partition, access: list, stage: Path, environs: list) -> l
     argv = ['srun', *access, f'--nodes={part.num_nodes}', '--ntasks-per-node=1',
             f'--immediate={START_WITHIN_S}', f'--time={JOB_MINUTES}', 'sh', '-c', script]
     try:
-        res = _slurm_cmd(argv, START_WITHIN_S + 60 * JOB_MINUTES)
+        res = slurm.completed(argv, START_WITHIN_S + 60 * JOB_MINUTES)
+    except subprocess.TimeoutExpired:
+        return [fail(f'{part.fullname}: a job on its {part.num_nodes} node(s) did not end within '
+                     f'{JOB_MINUTES} min')]
     finally:
         token_file.unlink()
     nodes = preflight.parse(res.stdout)
@@ -216,7 +214,7 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
             f'--immediate={START_WITHIN_S}', f'--time={JOB_MINUTES}',
             'bash', '-c', '\n'.join(lines)]
     try:
-        res = _slurm_cmd(argv, START_WITHIN_S + 60 * JOB_MINUTES,
+        res = slurm.completed(argv, START_WITHIN_S + 60 * JOB_MINUTES,
                          env={**os.environ, **variables, **settings.env})
     except subprocess.TimeoutExpired:
         return fail(f'{what}: 2 ranks started with srun {pmi} did not end within '

@@ -145,9 +145,13 @@ def cmd_check(args) -> int:
     per_partition = {p['name']: [by_name[n] for n in p['environs'] if n in by_name]
                      for p in system['partitions']}
     stage = Path(args.stage_dir) if args.stage_dir else sessions_dir(site)
-    findings = [validated] + check.check_site(system, per_partition, stage,
-                                {p.name: p for p in parts}, report=lambda f: print(f.line(),
-                                                                                   flush=True))
+    try:
+        findings = [validated] + check.check_site(
+            system, per_partition, stage, {p.name: p for p in parts},
+            report=lambda f: print(f.line(), flush=True))
+    except slurm.SlurmError as err:
+        print(check.fail(f'Slurm: {err}').line())
+        return Exit.FAILED
     code = check.exit_code(findings)
     failed = sum(f.code == Exit.FAILED for f in findings)
     print(f'hpcnet site check {system["name"]}: {WORDS[code]} ({len(findings)} findings, '

@@ -83,13 +83,20 @@ def parse_partitions(text: str, nodes: list) -> list:
     return parts
 
 
+def completed(argv: list, timeout: float, env=None) -> subprocess.CompletedProcess:
+    '''A Slurm command run to its end, whatever its exit code (a job's
+    exit code is a finding); SlurmError when the command is not there.'''
+    try:
+        return subprocess.run(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise SlurmError(f'{argv[0]} not found: run this on a Slurm login node') from None
+
+
 def run(argv: list, timeout: float = 60) -> str:
     '''stdout of a Slurm command; SlurmError naming it when it fails.'''
     try:
-        res = subprocess.run(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             stdin=subprocess.DEVNULL, timeout=timeout)
-    except FileNotFoundError:
-        raise SlurmError(f'{argv[0]} not found: run this on a Slurm login node') from None
+        res = completed(argv, timeout)
     except subprocess.TimeoutExpired:
         raise SlurmError(f'{" ".join(argv)} did not answer within {timeout:.0f} s') from None
     if res.returncode != 0:
