@@ -53,7 +53,8 @@ def test_path_key_names_a_path_whatever_the_order():
     assert shaping.path_key('cn3', 'cn1') == shaping.path_key('cn1', 'cn3') == 'cn1-cn3'
 
 
-SKIP = tbm.unavailable_reason()
+# Root, namespaces and these tools: no Slurm or munge.
+SKIP = tbm.unavailable_reason(tools=('ip', 'tc', 'nsenter', 'unshare'))
 
 
 @pytest.fixture

@@ -15,11 +15,12 @@ from typing import Dict, List, Optional, Sequence
 from hpcnet.testbed.config import KILL_WAIT, REQUIRED_TOOLS
 
 
-def unavailable_reason() -> Optional[str]:
-    """Why a testbed cannot be built on this machine, or None when it can."""
+def unavailable_reason(tools: Sequence[str] = REQUIRED_TOOLS) -> Optional[str]:
+    """Why a testbed (or what needs only namespaces and ``tools``) cannot be
+    built on this machine, or None when it can."""
     if os.geteuid() != 0:
         return 'needs root'
-    missing = [t for t in REQUIRED_TOOLS if not shutil.which(t)]
+    missing = [t for t in tools if not shutil.which(t)]
     if missing:
         return 'not installed: ' + ', '.join(missing)
     try:
