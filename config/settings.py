@@ -15,7 +15,7 @@ from hpcnet import stacks
 from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
-from hpcnet.reframeargs import is_option, option_values, unmatched_prgenv
+from hpcnet.reframeargs import is_option, named_system, option_values, unmatched_prgenv
 from hpcnet.sites import (load_site_files, selected_site, shares_host_cores, system_directories,
                           unmatched_host)
 
@@ -51,14 +51,14 @@ def _stop(message):
 
 
 _unmatched = unmatched_host(_systems, socket.gethostname())
-_named = option_values(sys.argv, '--system') or [os.environ.get('RFM_SYSTEM', '')]
-if _unmatched and not _named[0] and any(is_option(a, _SELECTING) for a in sys.argv):
+_named = named_system(sys.argv, os.environ)
+if _unmatched and not _named and any(is_option(a, _SELECTING) for a in sys.argv):
     _stop(_unmatched)
 
 # What decides verdicts lives here, so that `reframe -C config/settings.py
 # -c checks -r` judges as `hpcnet run` does (README, "hpcnet run and reframe -r").
 if any(a in ('-r', '--run') for a in sys.argv):
-    _chosen = selected_site(_sites, _named[0], socket.gethostname())
+    _chosen = selected_site(_sites, _named, socket.gethostname())
     # Timed jobs of one partition never overlap: its links are under test
     # (max_jobs below).  Where the ranks share one host's cores, jobs of
     # other partitions and builds disturb them too, and only the serial

@@ -37,6 +37,7 @@ from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
 from hpcnet.exitcodes import Exit
 from hpcnet.paths import InstallationError, installation_problem, work_dir_problem
+from hpcnet.reframeargs import named_system
 from hpcnet.siteinit import cli as site_cli
 from hpcnet.stacks import modules, sources, spacklock
 
@@ -256,8 +257,7 @@ def cmd_baseline(args) -> int:
         raise SelectionError(f'an installed hpcnet does not write into its installation '
                              f'({REFERENCE_DIR}): set {REFERENCE_DIR_ENV} to your own reference '
                              f'directory (runs are then judged against it), or give -o FILE')
-    system = (runner.option_values(args.reframe_args, '--system') or [None])[0]
-    system = system.split(':')[0] if system else None
+    system = named_system(args.reframe_args, os.environ).split(':')[0] or None
     baseline_id = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
     reports, codes = [], []
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:

@@ -22,6 +22,13 @@ def option_values(args: list, *names) -> list:
     return values
 
 
+def named_system(args: list, environ: dict) -> str:
+    '''The system ReFrame runs on as ``args`` and ``environ`` name it: the
+    last ``--system`` (ReFrame keeps the last), else RFM_SYSTEM, else ''
+    (the host's match).'''
+    return (option_values(args, '--system') or [environ.get('RFM_SYSTEM', '')])[-1]
+
+
 def option_values_removed(args: list, names) -> list:
     '''``args`` without the options ``names`` and their values.'''
     kept, skip = [], False

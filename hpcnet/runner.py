@@ -29,7 +29,7 @@ from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_R
                               PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
-from hpcnet.reframeargs import (is_option, option_values, option_values_removed,
+from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
                                 unmatched_prgenv)
 
 
@@ -58,8 +58,8 @@ _SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exc
 def session_prefix(name: str, reframe_args: list) -> Path:
     '''ReFrame's --prefix of session ``name``: its own directory under the
     chosen system's sites.sessions_dir().'''
-    named = (option_values(reframe_args, '--system') or [os.environ.get('RFM_SYSTEM', '')])[-1]
-    site = sites.selected_site(sites.load_site_files(*sites.system_directories()), named,
+    site = sites.selected_site(sites.load_site_files(*sites.system_directories()),
+                               named_system(reframe_args, os.environ),
                                socket.gethostname())
     return sites.sessions_dir(site) / name
 

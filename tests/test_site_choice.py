@@ -237,3 +237,13 @@ def test_stacks_of_one_system_say_what_its_site_leaves_out(tmp_path, monkeypatch
         f"left out by {site}: gompi-2023b: environments.exclude '^gompi-' matches it"]
     assert cli.main(['stacks', '--system', 'nosuch']) == 2
     assert 'hpcnet: error: --system nosuch: no such system (valid: ' in capsys.readouterr().err
+
+
+def test_the_system_is_the_last_system_option_as_reframe_reads_it():
+    '''hpcnet run, config/settings.py, baseline and accept choose the system
+    one way, ReFrame's (its --system keeps the last value).'''
+    from hpcnet.reframeargs import named_system
+    assert named_system(['--system', 'a', '-n', 'x', '--system=b:eth'], {}) == 'b:eth'
+    assert named_system(['-n', 'x'], {'RFM_SYSTEM': 'c'}) == 'c'
+    assert named_system(['--system', 'a'], {'RFM_SYSTEM': 'c'}) == 'a'
+    assert named_system([], {}) == ''

@@ -22,6 +22,7 @@ from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
+from hpcnet.reframeargs import named_system
 
 #: Report name of the acceptance runs (reports/accept-latest.json, .html).
 NAME = 'accept'
@@ -67,8 +68,7 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
            alpha: float = compare.ALPHA, threshold: float = compare.THRESHOLD) -> int:
     '''The whole acceptance (module docstring); returns the exit code.'''
     start = time.monotonic()
-    chosen = runner.option_values(reframe_args, '--system')
-    system = system or (chosen[0].split(':')[0] if chosen else None)
+    system = system or named_system(reframe_args, os.environ).split(':')[0] or None
     try:
         before = compare.load_side(baseline_spec, system=system)
     except compare.CompareError as err:
