@@ -35,7 +35,7 @@ from hpcnet import argtypes, exitcodes, history_cli, model, runner, showconfig, 
 from hpcnet.acceptance import baseline, compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
-from hpcnet.exitcodes import Exit
+from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.paths import InstallationError, installation_problem, work_dir_problem
 from hpcnet.reframeargs import named_system
 from hpcnet.siteinit import cli as site_cli
@@ -573,6 +573,11 @@ def main(argv=None) -> int:
         # Errors a user causes: one message, no traceback.
         print(f'hpcnet: error: {err}', file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # What was running is already stopped (a testbed is brought down by
+        # the finally of its command): one line, no traceback.
+        print(f'hpcnet: {WORDS[Exit.INTERRUPTED].lower()}: nothing decided', file=sys.stderr)
+        return Exit.INTERRUPTED
 
 
 if __name__ == '__main__':

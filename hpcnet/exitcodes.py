@@ -23,6 +23,8 @@ class Exit(enum.IntEnum):
     #: short to say, nothing matched or judged, or cases skipped that the
     #: partition declares.
     UNDECIDED = 3
+    #: Interrupted (Ctrl-C, SIGINT): nothing decided; the shell's 128 + 2.
+    INTERRUPTED = 130
 
 
 #: The words each code stands for, in run summaries and report titles.
@@ -31,11 +33,12 @@ WORDS = {
     Exit.FAILED: 'FAILED',
     Exit.USAGE: 'USAGE OR CONFIGURATION ERROR',
     Exit.UNDECIDED: 'NOT DECIDED',
+    Exit.INTERRUPTED: 'INTERRUPTED',
 }
 
 
 def worst(*codes: int) -> Exit:
     """The code of several findings together: a failure outranks "not
     decided", which outranks OK (a usage error stops before any finding)."""
-    rank = {Exit.OK: 0, Exit.UNDECIDED: 1, Exit.FAILED: 2, Exit.USAGE: 3}
+    rank = {Exit.OK: 0, Exit.UNDECIDED: 1, Exit.FAILED: 2, Exit.USAGE: 3, Exit.INTERRUPTED: 4}
     return max((Exit(c) for c in codes), key=rank.__getitem__, default=Exit.OK)

@@ -265,3 +265,14 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
     assert seen == [3, ('baseline', ['--system', 'testbed', '-n', 'hpcnet_p2p'],
                         ('nsenter', '--head'), '/tb/slurm.conf'), 'down']
     assert runner._launch == runner.Launch()
+
+
+def test_ctrl_c_is_one_line_and_130(monkeypatch, capsys):
+    from hpcnet import cli
+    from hpcnet.exitcodes import Exit
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, 'cmd_fabrics', interrupted)
+    assert cli.main(['fabrics', 'validate']) == Exit.INTERRUPTED == 130
+    assert capsys.readouterr().err == 'hpcnet: interrupted: nothing decided\n'
