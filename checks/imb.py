@@ -18,11 +18,13 @@ from reframe.core.exceptions import SanityError
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.checklib.sanity import sanity_from_output_errors
 from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
-                                      IMB_P2P_MSGLOG_MAX, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
+                                      IMB_P2P_MSGLOG_MAX, IMB_REPETITIONS, IMB_STARTUP_MARGIN_S,
+                                      IMB_TIME_PER_SIZE,
                                       IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
                                       IMB_WINDOWED_VOLUME_MB, LATENCY_SIZES,
                                       MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
-                                      ToolBenchmark, check_imb_timeout, imb_budget_note, imb_sizes)
+                                      ToolBenchmark, check_imb_timeout, imb_budget_note, imb_sizes,
+                                      imb_volume_mb)
 from hpcnet.constants import Feature, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.imb import parse_imb
@@ -71,8 +73,9 @@ class ImbBase(ToolBenchmark):
     #: IMB -time: seconds per message size (also sets the job's time limit);
     #: None: IMB_TIME_PER_SIZE, IMB_WINDOWED_TIME_PER_SIZE for Uniband/Biband.
     time_per_size = variable(float, type(None), value=None)
-    #: IMB -iter (maximum repetitions); None: IMB's own, except the windowed
-    #: benchmarks (IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_VOLUME_MB).
+    #: IMB -iter (maximum repetitions); None: IMB's own, with the volume per
+    #: size cut to the link's rate (benchlib.imb_volume_mb), and for the
+    #: windowed benchmarks IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_VOLUME_MB.
     repetitions = variable(int, type(None), value=None)
     #: IMB's version, as its header prints it.
     imb_version = variable(str, value='', loggable=True)
@@ -107,8 +110,10 @@ class ImbBase(ToolBenchmark):
     def set_command(self):
         self.descr = f'IMB {self.benchmark} over {self.current_partition.fullname}'
         repetitions = self.repetitions
-        if repetitions is None and self.benchmark in ImbBenchmark.WINDOWED:
-            repetitions = (IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_VOLUME_MB)
+        if repetitions is None:
+            repetitions = ((IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_VOLUME_MB)
+                           if self.benchmark in ImbBenchmark.WINDOWED
+                           else (IMB_REPETITIONS, imb_volume_mb(self.link_rate_bps)))
         # -npmin: only the table with every rank (IMB would also run 2, 4, ...).
         args = imb_command([self.benchmark], msglog=(0, self.msglog()), suite=self.tool,
                            executable=self.tool_path, npmin=self.num_tasks,

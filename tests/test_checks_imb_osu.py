@@ -186,6 +186,15 @@ def test_one_table_base_for_kernel_imb_and_osu():
             table.row_for_size(3)
 
 
+def test_imb_volume_follows_the_link():
+    '''IMB's own 40 MB per size where the link moves it in 0.1 s (and where
+    the rate is unknown), less on a slower link.'''
+    assert benchlib.imb_volume_mb(None) == benchlib.IMB_VOLUME_MB == 40
+    assert benchlib.imb_volume_mb(100 * 10**9) == 40
+    assert benchlib.imb_volume_mb(10**9) == 12          # the testbed's Gigabit
+    assert benchlib.imb_volume_mb(10**7) == 1
+
+
 def test_imb_timeout_is_named():
     # The line IMB 2021.11 printed here when -time ran out (Uniband over TCP).
     text = ((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()

@@ -158,6 +158,15 @@ IMB_WINDOWED_TIME_PER_SIZE = 20.0
 #: Their time per setting: docs/measurements.md, "Where the time goes".
 IMB_WINDOWED_REPETITIONS = 20
 IMB_WINDOWED_VOLUME_MB = 2
+#: -iter of the others: IMB's own defaults (at most 1000 repetitions and at
+#: most IMB_VOLUME_MB / size of them), the volume cut to what the partition's
+#: link moves in IMB_VOLUME_SECONDS: IMB's 40 MB per size is 3 ms at 100
+#: Gbit/s but 0.34 s at 1 Gbit/s, and its dynamic policy runs a size 3-4
+#: times (docs/measurements.md, "Where the time goes").
+IMB_REPETITIONS = 1000
+IMB_VOLUME_MB = 40
+IMB_VOLUME_SECONDS = 0.1
+
 #: IMB's window (messages in flight per repetition of Uniband/Biband), passed
 #: as -window_size: IMB 2021's default is 256 (IMB 2019's and OSU's 64).  Left
 #: to IMB, every repetition moved 4x the volume the link counters and the
@@ -178,6 +187,16 @@ OSU_MIN_REQUIRED_SIZE = 8
 # --------------------------------------------------------------------------
 # Pure functions
 # --------------------------------------------------------------------------
+
+
+def imb_volume_mb(link_rate_bps: int | None) -> int:
+    '''IMB's overall volume per size (MB) on a link of ``link_rate_bps``
+    (None: unknown, IMB's default): IMB_VOLUME_MB where the link moves it
+    within IMB_VOLUME_SECONDS, less on a slower link, at least 1.'''
+    if not link_rate_bps:
+        return IMB_VOLUME_MB
+    return max(1, min(IMB_VOLUME_MB, int(link_rate_bps / 8 * IMB_VOLUME_SECONDS / 1e6)))
+
 
 #: Lines in a benchmark's stdout that are not the benchmark's own and may land
 #: anywhere, tables included: the suite's link counters (hpcnet.checklib.linkstats,
