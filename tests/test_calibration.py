@@ -138,3 +138,15 @@ def test_calibrated_upper_bounds_follow_from_the_wire_and_the_host_floor():
     upper = round((1 + calibration.ABOVE_WIRE) / calibration.HOST_FLOOR - 1, 2)
     assert {(key, tuple(value[2:])) for key, value in found} == {
         (key, (upper, 'ratio')) for key, _ in found}
+
+
+def test_a_figure_is_judged_against_the_bracket_of_the_two_iperf3_runs():
+    '''A testbed run (make testbed-run, tcp_stream at 1 MiB): the host slowed
+    down during the case, iperf3 read 117.6 MB/s before and 107.3 after, and
+    our stream 100.0 in its slowed windows: 0.85 of the faster run, 0.93 of
+    the slower one, which is what the case is judged by.'''
+    found = calibration.Calibration(before_MBps=117.55, after_MBps=107.31, shaped_bps={})
+    assert found.over(100.04) == pytest.approx(100.04 / 107.31)
+    assert found.over(110.0) == 1.0                       # between the two runs
+    assert found.over(120.0) == pytest.approx(120.0 / 117.55)
+    assert calibration.Calibration(117.0, 117.0, {}).over(117.0) == 1.0

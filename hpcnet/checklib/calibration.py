@@ -143,8 +143,21 @@ class Calibration:
     @property
     def link_MBps(self) -> float:
         '''The link's rate: the faster iperf3 run, since a busy host only ever
-        slows iperf3 down, and a slowed run would let the ratio exceed 1.'''
+        slows iperf3 down.'''
         return max(self.before_MBps, self.after_MBps)
+
+    def over(self, value_MBps: float) -> float:
+        '''``value_MBps`` over the link as the two iperf3 runs bracket it: over
+        the faster run when above it, over the slower one when below it, 1
+        between them.  The host's state during the run lies between the two
+        it was measured in: a host that slowed down during the run slows the
+        run after it, and a figure it slowed is not held to the faster run.'''
+        slower = min(self.before_MBps, self.after_MBps)
+        if value_MBps > self.link_MBps:
+            return value_MBps / self.link_MBps
+        if value_MBps < slower:
+            return value_MBps / slower
+        return 1.0
 
     def throttled(self, iface: str, link_rate_bps: int) -> list:
         '''Nodes whose interface is shaped below the declared rate.'''

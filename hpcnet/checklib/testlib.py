@@ -273,7 +273,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
 
     @sn.deferrable
     def _over_iperf3(self, value):
-        return value / self.calibration().link_MBps
+        return self.calibration().over(value)
 
     @parsed_once
     def calibration(self) -> calibration.Calibration:
