@@ -128,13 +128,20 @@ def _relative(values) -> bool:
     return min(values) > 0
 
 
-def _levels_differ(before: list, after: list, *, relative: bool, min_segment: int,
-                   alpha: float, threshold: float) -> tuple:
+def _level_median(kept: list, segment: list) -> float:
+    """A level's median, its outliers left out; of all its values when every
+    one of them is an outlier (a level of a few disagreeing sessions)."""
+    return statistics.median(kept or segment)
+
+
+def _levels_differ(before: list, after: list, *, segments: tuple, relative: bool,
+                   min_segment: int, alpha: float, threshold: float) -> tuple:
     """(whether the two levels differ, p, median before, after): the
     two-sided Mann-Whitney U p times the number of places the levels' border
     could have been put (Bonferroni: the search tried them all); levels of
-    fewer than ``min_segment`` values (outliers taken out) never differ."""
-    low, high = statistics.median(before), statistics.median(after)
+    fewer than ``min_segment`` values (outliers taken out) never differ.
+    ``segments``: the two levels' values, outliers included."""
+    low, high = _level_median(before, segments[0]), _level_median(after, segments[1])
     if min(len(before), len(after)) < min_segment:
         # A level whose sessions disagree (outliers taken out) is no level.
         return False, 1.0, low, high
@@ -181,10 +188,12 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
         bounds = [0, *kept, n]
         # One bad night says nothing about the level it stands in.
         out = set(_outliers(values, bounds, relative, threshold))
+        segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
         levels = [[values[j] for j in range(start, end) if j not in out]
                   for start, end in zip(bounds, bounds[1:])]
-        tests = [_levels_differ(levels[i], levels[i + 1], relative=relative,
-                                min_segment=min_segment, alpha=alpha, threshold=threshold)
+        tests = [_levels_differ(levels[i], levels[i + 1], segments=segments[i:i + 2],
+                                relative=relative, min_segment=min_segment, alpha=alpha,
+                                threshold=threshold)
                  for i in range(len(kept))]
         weak = [i for i, t in enumerate(tests) if not t[0]]
         if not weak:
@@ -193,12 +202,13 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
         del kept[max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))]
     changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
                            len(levels[i + 1])) for i, b in enumerate(kept))
-    found = [Outlier(i, values[i], statistics.median(level))
-             for (start, end), level in zip(zip(bounds, bounds[1:]), levels)
+    medians = [_level_median(level, segment) for level, segment in zip(levels, segments)]
+    found = [Outlier(i, values[i], median)
+             for (start, end), median in zip(zip(bounds, bounds[1:]), medians)
              for i in sorted(out) if start <= i < end]
     return Finding(changes, tuple(found),
-                   tuple((start, end, statistics.median(level))
-                         for (start, end), level in zip(zip(bounds, bounds[1:]), levels)),
+                   tuple((start, end, median)
+                         for (start, end), median in zip(zip(bounds, bounds[1:]), medians)),
                    False)
 
 
