@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+#: The variable ReFrame reads the system from when no --system is given.
+RFM_SYSTEM_ENV = 'RFM_SYSTEM'
+
 
 def is_option(arg: str, options) -> bool:
     '''``arg`` is one of ``options`` (``--name=value`` counts).'''
@@ -26,7 +29,7 @@ def named_system(args: list, environ: dict) -> str:
     '''The system ReFrame runs on as ``args`` and ``environ`` name it: the
     last ``--system`` (ReFrame keeps the last), else RFM_SYSTEM, else ''
     (the host's match).'''
-    return (option_values(args, '--system') or [environ.get('RFM_SYSTEM', '')])[-1]
+    return (option_values(args, '--system') or [environ.get(RFM_SYSTEM_ENV, '')])[-1]
 
 
 def option_values_removed(args: list, names) -> list:

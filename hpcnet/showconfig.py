@@ -18,6 +18,7 @@ from hpcnet.constants import (DATA_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, PROJEC
                               REFERENCE_DIR, REFRAME_PREFIX, SYSTEMS_DIR, WORK_DIR)
 from hpcnet.exitcodes import Exit
 from hpcnet.model import PartitionKey
+from hpcnet.reframeargs import RFM_SYSTEM_ENV
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE
 from hpcnet.variables import (HOME_ENV, REFERENCE_DIR_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV,
                               SYSTEMS_DIRS_ENV, VARIABLES, WORK_DIR_ENV)
@@ -28,7 +29,6 @@ COMMAND_LINE = 'command line'
 RFM_RESULTS_DB_ENV = 'RFM_SQLITE_DB_FILE'
 RFM_PERFLOG_DIR_ENV = 'RFM_PERFLOG_DIR'
 RFM_PREFIX_ENV = 'RFM_PREFIX'
-RFM_SYSTEM_ENV = 'RFM_SYSTEM'
 
 
 def env_source(name: str) -> str:

@@ -88,7 +88,8 @@ def _verdict(tc: dict, retried: set) -> str:
     return tc['result']
 
 
-def _esc(text) -> str:
+def esc(text) -> str:
+    """``text`` as HTML text (the report and the trend page)."""
     return html.escape(str(text))
 
 
@@ -137,9 +138,9 @@ def heading(reports: list, cases: list, verdict: str, what: str) -> tuple:
     systems = ', '.join(sorted({tc['system'] for tc in cases})) or 'no system'
     where = f'{systems} · {_dates(reports)} · {_suite()}'
     section = (f'<section id="verdict" class="{_BANNER[word]}">'
-               f'<h1><span class="word">{_esc(word)}</span> <span class="where">{_esc(where)}'
-               f'</span></h1><p class="line">{_esc(verdict)}</p>'
-               f'<p class="what">{_esc(what)}</p></section>')
+               f'<h1><span class="word">{esc(word)}</span> <span class="where">{esc(where)}'
+               f'</span></h1><p class="line">{esc(verdict)}</p>'
+               f'<p class="what">{esc(what)}</p></section>')
     return f'{word} · {where} · {what}', section
 
 
@@ -147,12 +148,12 @@ def _group(title: str, cls: str, items: list, count: str = '') -> str:
     """One kind of finding: a line per item (what, why), the first few."""
     if not items:
         return ''
-    shown = ''.join(f'<li><b>{_esc(what)}</b>: <span class="why" title="{_esc(why)}">'
-                    f'{_esc(_short(why))}</span></li>' for what, why in items[:_FIRST_SCREEN_ITEMS])
+    shown = ''.join(f'<li><b>{esc(what)}</b>: <span class="why" title="{esc(why)}">'
+                    f'{esc(_short(why))}</span></li>' for what, why in items[:_FIRST_SCREEN_ITEMS])
     more = len(items) - _FIRST_SCREEN_ITEMS
     if more > 0:
         shown += f'<li class="more">… and {more} more (below)</li>'
-    return (f'<div class="group {cls}"><h2>{_esc(title)} ({_esc(count or len(items))})</h2>'
+    return (f'<div class="group {cls}"><h2>{esc(title)} ({esc(count or len(items))})</h2>'
             f'<ul>{shown}</ul></div>')
 
 
@@ -212,7 +213,7 @@ def skips(cases: list) -> str:
     if not lines:
         return ''
     return '<ul class="reasons">' + ''.join(
-        f'<li><b>{kind} ({n})</b>: <span class="why">{_esc(_short(why))}</span></li>'
+        f'<li><b>{kind} ({n})</b>: <span class="why">{esc(_short(why))}</span></li>'
         for (kind, why), n in sorted(lines.items(), key=lambda kv: (kv[0][0], -kv[1]))) + '</ul>'
 
 
@@ -233,8 +234,8 @@ def verdict_matrix(cases: list, retried: set, notable_only: bool = False) -> str
         columns = sorted({_column(tc) for tc in notable})
     if not rows:
         return ''
-    head = (''.join(f'<th>{_esc(c.split(" ")[0])}<br>{_esc(c.split(" ")[1])}</th>' for c in columns)
-            if notable_only else ''.join(f'<th class="v">{_esc(c)}</th>' for c in columns))
+    head = (''.join(f'<th>{esc(c.split(" ")[0])}<br>{esc(c.split(" ")[1])}</th>' for c in columns)
+            if notable_only else ''.join(f'<th class="v">{esc(c)}</th>' for c in columns))
     out = [f'<table class="matrix"><tr><th>check</th>{head}</tr>']
     for name in sorted(rows):
         cells = []
@@ -246,9 +247,9 @@ def verdict_matrix(cases: list, retried: set, notable_only: bool = False) -> str
             v = _verdict(tc, retried)
             why = ((tc.get('skip_reason') or 'no reason recorded') if v == 'skip' else
                    tc.get('fail_reason') or tc.get('judgement') or v)
-            cells.append(f'<td style="background:{_COLOURS.get(v, "#fff")}" title="{_esc(why)}">'
-                         f'{_esc(v)}</td>')
-        out.append(f'<tr><th>{_esc(name)}</th>{"".join(cells)}</tr>')
+            cells.append(f'<td style="background:{_COLOURS.get(v, "#fff")}" title="{esc(why)}">'
+                         f'{esc(v)}</td>')
+        out.append(f'<tr><th>{esc(name)}</th>{"".join(cells)}</tr>')
     return '\n'.join(out) + '</table>'
 
 
@@ -259,7 +260,7 @@ def matrix_section(cases: list, retried: set) -> str:
     summary = ', '.join(f'{n} {v}' for v, n in sorted(counts.items()))
     notable = verdict_matrix(cases, retried, notable_only=True)
     return ((notable or '<p>Every case passed its sanity check.</p>')
-            + f'<details><summary>All {len(cases)} cases: {_esc(summary)}</summary>'
+            + f'<details><summary>All {len(cases)} cases: {esc(summary)}</summary>'
             + verdict_matrix(cases, retried) + '</details>')
 
 
@@ -393,7 +394,7 @@ def pair_heatmaps(cases: list) -> str:
                 _mark_culprits(ax, pos, (tc.get('culprits') or {}).get(quantity, {}))
         fig.suptitle(f'node pairs {tc["system"]}:{tc["partition"]} {tc["environ"]}', fontsize=9)
         verdict = tc.get('attribution') or 'not attributed'
-        out.append(f'<figure>{img(fig, tight=True)}<figcaption><b>verdict</b>: {_esc(verdict)}'
+        out.append(f'<figure>{img(fig, tight=True)}<figcaption><b>verdict</b>: {esc(verdict)}'
                    '</figcaption></figure>')
     return '\n'.join(out)
 
@@ -431,7 +432,7 @@ def paper_tables(reports: list) -> str:
         if not any(tc['system'] == _PAPER_SYSTEM for tc in _cases([report])):
             continue
         try:
-            out.append(f'<pre>{_esc(paper.tables(report))}</pre>')
+            out.append(f'<pre>{esc(paper.tables(report))}</pre>')
         except paper.PaperError:
             continue
     return '\n'.join(out)
@@ -442,9 +443,9 @@ def efficiencies(cases: list) -> str:
     for tc in cases:
         for key, val in (tc.get('perfvalues') or {}).items():
             if key.split(':')[-1].startswith('efficiency') and val[0] is not None:
-                rows.append(f'<tr><td>{_esc(_display(tc))}</td><td>{_esc(tc["system"])}:'
-                            f'{_esc(tc["partition"])}</td><td>{_esc(tc["environ"])}</td>'
-                            f'<td>{_esc(key.split(":")[-1])}</td><td>{val[0]:.3f}</td></tr>')
+                rows.append(f'<tr><td>{esc(_display(tc))}</td><td>{esc(tc["system"])}:'
+                            f'{esc(tc["partition"])}</td><td>{esc(tc["environ"])}</td>'
+                            f'<td>{esc(key.split(":")[-1])}</td><td>{val[0]:.3f}</td></tr>')
     if not rows:
         return ''
     return ('<table><tr><th>check</th><th>partition</th><th>environment</th><th>metric</th>'
@@ -458,16 +459,16 @@ def provenance(reports: list, cases: list) -> str:
             if tc.get(key) and tc[key] != 'none':
                 libs[tc['environ']].add(f'{key}: {tc[key]}')
     sessions = ''.join(
-        f'<li>{_esc(r.get("session_info", {}).get("uuid", "?"))}: '
-        f'{_esc(r.get("session_info", {}).get("time_start", ""))} on '
-        f'{_esc(r.get("session_info", {}).get("hostname", ""))}, ReFrame '
-        f'{_esc(r.get("session_info", {}).get("version", ""))}, '
+        f'<li>{esc(r.get("session_info", {}).get("uuid", "?"))}: '
+        f'{esc(r.get("session_info", {}).get("time_start", ""))} on '
+        f'{esc(r.get("session_info", {}).get("hostname", ""))}, ReFrame '
+        f'{esc(r.get("session_info", {}).get("version", ""))}, '
         f'{len(r.get("runs", []))} run(s)</li>' for r in reports)
-    envs = ''.join(f'<li><b>{_esc(env)}</b><br>' + '<br>'.join(_esc(x) for x in sorted(v))
+    envs = ''.join(f'<li><b>{esc(env)}</b><br>' + '<br>'.join(esc(x) for x in sorted(v))
                    + '</li>' for env, v in sorted(libs.items()))
     nodes = sorted({n for tc in cases for n in (tc.get('job_nodelist') or [])})
-    return (f'<p>{_esc(_suite())}</p><ul>{sessions}</ul>'
-            f'<p>nodes: {_esc(", ".join(nodes) or "local")}</p><ul>{envs}</ul>')
+    return (f'<p>{esc(_suite())}</p><ul>{sessions}</ul>'
+            f'<p>nodes: {esc(", ".join(nodes) or "local")}</p><ul>{envs}</ul>')
 
 
 def comparison(rows: list, before_side, after_side) -> str:
@@ -499,7 +500,7 @@ def comparison(rows: list, before_side, after_side) -> str:
         log_axes(bottom, y_log=False)
         bottom.set_xlabel('message size (bytes)')
         plots.append(img(fig))
-    return f'<pre>{_esc(compare.table(rows))}</pre>' + _plots(plots)
+    return f'<pre>{esc(compare.table(rows))}</pre>' + _plots(plots)
 
 
 _STYLE = '''<style>
@@ -565,14 +566,14 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
                 ('Efficiency against the wire', 'efficiency', efficiencies(cases)),
                 ('Provenance', 'provenance', provenance(reports, cases))]
     evidence = [s for s in evidence if s[2]]
-    nav = ('<nav>Below: ' + ''.join(f'<a href="#{a}">{_esc(h)}</a>' for h, a, _ in evidence)
+    nav = ('<nav>Below: ' + ''.join(f'<a href="#{a}">{esc(h)}</a>' for h, a, _ in evidence)
            + '</nav>')
-    body = '\n'.join(f'<section id="{a}">{f"<h2>{_esc(h)}</h2>" if h else ""}\n{content}'
+    body = '\n'.join(f'<section id="{a}">{f"<h2>{esc(h)}</h2>" if h else ""}\n{content}'
                      '</section>' for h, a, content in first if content)
-    body += nav + '\n'.join(f'<section id="{a}"><h2>{_esc(h)}</h2>\n{content}</section>'
+    body += nav + '\n'.join(f'<section id="{a}"><h2>{esc(h)}</h2>\n{content}</section>'
                             for h, a, content in evidence)
     return f'''<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{_esc(page_title)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(page_title)}</title>
 {_STYLE}{_SELF_CHECK}</head>
 <body>{answer}
 {body}

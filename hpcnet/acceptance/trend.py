@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from hpcnet.acceptance import history as hist  # noqa: E402
 from hpcnet.acceptance.figures import img  # noqa: E402
-from hpcnet.acceptance.report import _esc  # noqa: E402
+from hpcnet.acceptance.report import esc  # noqa: E402
 
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.
@@ -63,10 +63,10 @@ def _findings_table(found: hist.History) -> str:
     if not rows:
         return ''
     body = ''.join(
-        f'<tr>{word}<td>{_esc(s.key[3])} [{_esc(s.unit)}]<br><small>{_esc(s.key[0])} '
-        f'@{_esc(s.key[1])} +{_esc(s.key[2])}</small></td><td>{session.index}<br><small>'
-        f'{_esc(session.when)}</small></td><td>{_esc(what)}</td>'
-        f'<td>{_esc(provenance)}</td></tr>'
+        f'<tr>{word}<td>{esc(s.key[3])} [{esc(s.unit)}]<br><small>{esc(s.key[0])} '
+        f'@{esc(s.key[1])} +{esc(s.key[2])}</small></td><td>{session.index}<br><small>'
+        f'{esc(session.when)}</small></td><td>{esc(what)}</td>'
+        f'<td>{esc(provenance)}</td></tr>'
         for word, s, session, what, provenance in rows)
     return ('<table class="trend"><tr><th>finding</th><th>metric</th><th>session</th>'
             f'<th>levels</th><th>what changed that session</th></tr>{body}</table>')
@@ -74,8 +74,8 @@ def _findings_table(found: hist.History) -> str:
 
 def _sessions_table(found: hist.History) -> str:
     body = ''.join(
-        f'<tr><td>{s.index}</td><td>{_esc(s.when)}</td><td><code>{_esc(s.uuid)}</code></td>'
-        f'<td>{"<br>".join(_esc(c) for c in found.session_changes(s)) or "—"}</td></tr>'
+        f'<tr><td>{s.index}</td><td>{esc(s.when)}</td><td><code>{esc(s.uuid)}</code></td>'
+        f'<td>{"<br>".join(esc(c) for c in found.session_changes(s)) or "—"}</td></tr>'
         for s in found.sessions)
     return ('<details open><summary>The sessions, and what each recorded differently from '
             'the one before</summary><table class="trend"><tr><th>#</th><th>started</th>'
@@ -96,7 +96,7 @@ def section(found: hist.History) -> str:
     short = found.too_short()
     too_short = (f'<p>{len(short)} metrics have fewer than {found.needed} sessions: too few to '
                  'tell a change.</p>' if short else '')
-    return (f'<p>{_esc(found.summary())}.</p><p><small>{_esc(found.method())}</small></p>'
+    return (f'<p>{esc(found.summary())}.</p><p><small>{esc(found.method())}</small></p>'
             f'{grid}{more}{_findings_table(found)}{too_short}{_sessions_table(found)}'
             '<style>table.trend td.worse { background: #ffcdd2; } '
             'table.trend td.better { background: #c8e6c9; } '
