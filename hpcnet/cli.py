@@ -269,22 +269,26 @@ def cmd_baseline(args) -> int:
                 judged_elsewhere='the baseline being made'))
             reports.append(references.load_report(reports_dir() / 'baseline-latest.json'))
     rc = exitcodes.worst(*codes)
-    data = baseline.document(reports, floor=args.floor)
-    if not data:
-        _say('no passed case with performance values: no references written')
-        return rc if rc != Exit.OK else Exit.UNDECIDED
     systems = {tc['system'] for tc in baseline.judged_cases(reports)}
     if system is None and len(systems) == 1:
         system = systems.pop()
     path = Path(args.output or baseline.reference_path_for(system))
+    # What the file's site says is not asserted stays so, and its spread
+    # does not widen or unassert the metrics measured beside it.
+    existing = references.load(path) if path.exists() else {}
+    data = baseline.document(reports, floor=args.floor,
+                             declared=baseline.site_not_asserted(existing))
+    if not data:
+        _say('no passed case with performance values: no references written')
+        return rc if rc != Exit.OK else Exit.UNDECIDED
     prov = data[baseline.PROVENANCE]
     for left in prov.get('left_out') or []:
         _say(f'left out as an outlier: {left}')
     if prov.get('not_asserted'):
         _say(f'{prov["not_asserted"]} metrics vary more than a reference can bound: recorded '
              'and compared, not asserted ($not_asserted in the file says why each)')
-    if path.exists():
-        data = baseline.merge(references.load(path), data)
+    if existing:
+        data = baseline.merge(existing, data)
     text = references.dump(data)
     if path.exists():
         changes = baseline.diff(path.read_text(), text, str(path))

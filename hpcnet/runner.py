@@ -24,7 +24,7 @@ from hpcnet import sites, stacks
 from hpcnet.acceptance import baseline, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
-from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
+from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, HOST_OVERLOADED_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
                               PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
@@ -108,16 +108,37 @@ def failed_by_known_issue(tc: dict) -> bool:
     return tc['result'] == 'fail' and KNOWN_ISSUE_MARKER in (tc.get('fail_reason') or '')
 
 
-def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env) -> list:
-    '''Run again, up to KNOWN_ISSUE_RETRIES times, each failed case whose
-    failure carries a named known issue (the known issues of hpcnet.mpi); every
-    other failure stands.  Returns the retried cases' final results.'''
+#: Why `hpcnet run` runs a case again (hpcnet_retried's 'retried_for').
+KNOWN_ISSUE = 'known issue'
+
+
+def measured_on_overloaded_host(tc: dict) -> bool:
+    return tc['result'] == 'pass' and \
+        tc.get('judgement_basis') == references.Basis.HOST_OVERLOADED
+
+
+def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
+    '''(why, attempts allowed in all) where a case is run again: a failure
+    that names a known issue of its stack, or (``remeasure``: the run judges
+    performance) a host too busy to judge it; None for every other case (a
+    failure is final).'''
+    if failed_by_known_issue(tc):
+        return KNOWN_ISSUE, KNOWN_ISSUE_RETRIES + 1
+    if remeasure and measured_on_overloaded_host(tc):
+        return HOST_OVERLOADED, HOST_OVERLOADED_RETRIES + 1
+    return None
+
+
+def _run_again(name: str, cases: dict, reframe_args: list, prefix, env,
+               remeasure: bool) -> list:
+    '''Run again each case why_again() names, as often as it allows while
+    the reason holds.  Returns the final results of the cases run again.'''
     retried = []
     for key, first in sorted(cases.items()):
-        tc, attempts = first, 1
-        while failed_by_known_issue(tc) and attempts <= KNOWN_ISSUE_RETRIES:
+        tc, attempts, reason = first, 1, why_again(first, remeasure)
+        while reason is not None and why_again(tc, remeasure) is not None and attempts < reason[1]:
             attempts += 1
-            say(f'retrying (attempt {attempts} of {KNOWN_ISSUE_RETRIES + 1}), known issue: '
+            say(f'retrying (attempt {attempts} of {reason[1]}), {why_again(tc, remeasure)[0]}: '
                 f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}')
             cmd, report = reframe_cmd(f'{name}-retry', [
                 *option_values_removed(reframe_args, _SELECTION_OPTIONS), '-n', f'/{tc["hashcode"]}',
@@ -125,11 +146,12 @@ def _retry_known_issues(name: str, cases: dict, reframe_args: list, prefix, env)
                 '--system', f'{tc["system"]}:{tc["partition"]}'])
             subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
             again = final_cases(report).get(key) if report.exists() else None
-            if again is None:       # the retry ran nothing: its failure is the last word
+            if again is None:       # the retry ran nothing: the last attempt is the last word
                 break
             tc = again
         if attempts > 1:
-            retried.append({**tc, 'first_attempt': first.get('fail_reason'), 'attempts': attempts})
+            retried.append({**tc, 'first_attempt': first.get('fail_reason') or first.get('judgement'),
+                            'attempts': attempts, 'retried_for': reason[0]})
     return retried
 
 
@@ -182,8 +204,13 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         by_result[tc['result']].append(tc)
     retried_keys = {(tc['name'], tc['system'], tc['partition'], tc['environ']) for tc in retried}
     for tc in retried:
-        verdict = (f'PASSED ONLY ON RETRY (attempt {tc["attempts"]})' if tc['result'] == 'pass'
-                   else f'FAILED {tc["attempts"]} TIMES')
+        if tc.get('retried_for') == HOST_OVERLOADED:
+            verdict = (f'NOT JUDGED {tc["attempts"]} TIMES' if measured_on_overloaded_host(tc)
+                       else f'MEASURED AGAIN (attempt {tc["attempts"]})' if tc['result'] == 'pass'
+                       else f'FAILED WHEN MEASURED AGAIN (attempt {tc["attempts"]})')
+        else:
+            verdict = (f'PASSED ONLY ON RETRY (attempt {tc["attempts"]})' if tc['result'] == 'pass'
+                       else f'FAILED {tc["attempts"]} TIMES')
         lines.append(f'{verdict}: {_case_name(tc)} (first attempt: {tc["first_attempt"]})')
     failed = [tc for tc in final.values() if tc['result'] not in ('pass', 'skip')]
     for tc in sorted(failed, key=_case_name):
@@ -270,9 +297,9 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
     JSON report as reports/<name>-latest.json, print where things are and
     the closing summary; return the exit code by the contract.  Failures
-    are final, except those a stack's named known issue explains: those
-    cases run again (KNOWN_ISSUE_RETRIES), and a case that passed only then
-    is listed as such.  ``judged_elsewhere`` names what judges performance
+    are final, except those a stack's named known issue explains, and a case
+    the testbed host was too busy to judge is measured again (why_again());
+    a case decided only then is listed as such.  ``judged_elsewhere`` names what judges performance
     when the runs are not held to references (a baseline's, an acceptance's
     runs).'''
     if _launch.environment is not None and not prefix:
@@ -317,7 +344,8 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
         say(f'dry run: {len(cases)} cases generated their job scripts under '
             f'{session_prefix(name, reframe_args)}; nothing was submitted (reframe exit code {rc})')
         return Exit.FAILED if rc else Exit.OK
-    retried = _retry_known_issues(name, cases, reframe_args, prefix, env) if rc != 0 else []
+    retried = _run_again(name, cases, reframe_args, prefix, env,
+                         remeasure=not judged_elsewhere)
     wall = time.monotonic() - start
     data = references.load_report(report)
     data['hpcnet_retried'] = retried

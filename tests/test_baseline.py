@@ -96,6 +96,34 @@ def test_a_group_with_slower_modes_is_not_asserted():
         'local:tcp/gcc12-openmpi4/bw/bandwidth_4MiB']
 
 
+def test_metrics_a_site_declares_not_asserted_decide_nothing_beside_them():
+    """The slower modes of metrics the file's site declares not asserted (as
+    the testbed declares the sizes below 4 MiB) neither unassert nor widen
+    the steady metrics of their group, and get no entry of the baseline's."""
+    values = {f'bandwidth_{size}': [1000.0, 1001.0, 999.0, 1000.5, 999.5]
+              for size in ('8B', '16KiB', '64KiB', '256KiB', '512KiB', '1MiB', '2MiB', '4MiB',
+                           '128KiB', '32KiB')}
+    for var in ('bandwidth_8B', 'bandwidth_16KiB', 'bandwidth_64KiB'):
+        values[var][2] = 400.0
+    reports = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        var: (v[i], 'MB/s') for var, v in values.items()})]]) for i in range(5)]
+    existing = {references.NOT_ASSERTED: {'hpcnet_p2p': {
+        '$index': INDEX, 'local:tcp/.*/.*/bandwidth_(8B|16KiB|64KiB)': 'small messages',
+        'local:tcp/gcc12-openmpi4/bw/bandwidth_2MiB': 'baseline spread: needs +/-50%'}}}
+    declared = baseline.site_not_asserted(existing)
+    assert declared == {'hpcnet_p2p': {'local:tcp/.*/.*/bandwidth_(8B|16KiB|64KiB)':
+                                       'small messages'}}
+    assert not baseline.build(reports).references
+    b = baseline.build(reports, declared=declared)
+    assert set(b.references['hpcnet_p2p']['local:tcp']['gcc12-openmpi4']['bw']) == {
+        f'bandwidth_{size}' for size in ('256KiB', '512KiB', '1MiB', '2MiB', '4MiB', '128KiB',
+                                         '32KiB')}
+    assert not b.not_asserted and not b.left_out
+    merged = baseline.merge(existing, baseline.document(reports, declared=declared))
+    assert merged[references.NOT_ASSERTED]['hpcnet_p2p'] == {
+        '$index': INDEX, 'local:tcp/.*/.*/bandwidth_(8B|16KiB|64KiB)': 'small messages'}
+
+
 def test_outlier_rule_is_median_plus_minus_3_5_robust_sigma_outside_the_floor():
     # sigma = 1.4826 x MAD 1 = 1.48: 100 +/- 5.19 stays, 106 goes.
     assert spread.outliers([99, 100, 101, 100, 105]) == []

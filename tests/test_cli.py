@@ -106,6 +106,10 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
     assert latency[5].startswith('ref=1.0 (l=') and latency[5].endswith(', u=1000.0)'), latency
     assert latency[6] == 'pass'
     assert latency[7].startswith('judged against') and latency[8]
+    # A value kept, not asserted, is logged too, with ReFrame's "no reference".
+    kept = [l for l in lines if '|latency_0B=' in l][-1].split('|')
+    assert float(kept[3].split('=')[1]) > 0 and kept[4] == 'us', kept
+    assert kept[5].startswith('ref=0 (l=') and kept[6] == 'pass', kept
 
 
 def test_only_named_known_issues_are_retried(tmp_path):
@@ -131,6 +135,25 @@ def test_only_named_known_issues_are_retried(tmp_path):
     assert not [l for l in retries if 'retry_other_failure' in l]
     assert (tmp_path / 'other').read_text().count('attempt') == 1
     assert res.returncode == 1          # the other failure is final
+
+
+def test_a_case_the_host_was_too_busy_to_judge_is_measured_again(tmp_path):
+    refdir = tmp_path / 'refs'
+    refdir.mkdir()
+    res = hpcnet('run', '--report-name', 'test-remeasure', '--system', 'local:shm',
+                 '-c', str(CHECKS / 'retry.py'), '-n', '^remeasure_', '-p', '^builtin$',
+                 '-S', f'remeasure_overloaded_once.marker={tmp_path / "once"}',
+                 '-S', f'remeasure_overloaded_every_time.marker={tmp_path / "always"}',
+                 env={'HPCNET_REFERENCE_DIR': str(refdir)})
+    out = res.stdout
+    assert 'MEASURED AGAIN (attempt 2): remeasure_overloaded_once ' in out, out[-3000:]
+    assert (tmp_path / 'once').read_text().count('attempt') == 2
+    # Still too busy after every attempt allowed: not judged, never a pass.
+    assert 'NOT JUDGED 3 TIMES: remeasure_overloaded_every_time ' in out, out[-3000:]
+    assert (tmp_path / 'always').read_text().count('attempt') == 3
+    assert 'retrying (attempt 2 of 3), testbed host overloaded: remeasure_overloaded_once' in out
+    assert 'NOT DECIDED: 2 pass; 1 case(s) not judged: testbed host overloaded' in out
+    assert res.returncode == 3
 
 
 def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):

@@ -78,9 +78,11 @@ def test_reference_file_end_to_end(tmp_path, one_env_per_stack, ref, result):
     if result == 'fail':
         assert case['fail_phase'] == 'performance'
         assert 'latency_8B' in case['fail_reason']
-    # Deliberately not judged: recorded with the reason, not in perfvalues.
+    # Deliberately not judged: recorded with the reason, and in perfvalues
+    # without a reference or bounds.
     assert set(case['not_asserted']) == {'latency_0B', 'bandwidth_64KiB', 'bandwidth_1MiB',
                                          'bandwidth_4MiB'}
+    assert perf['latency_0B'][1:4] == [0, None, None] and perf['latency_0B'][5] == 'pass', perf
     assert case['not_asserted']['latency_0B']['reason'] == 'only latency_8B is under test'
     assert case['not_asserted']['bandwidth_4MiB']['value'] > 0
     assert case['judgement'].startswith('judged against')

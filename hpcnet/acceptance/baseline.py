@@ -22,7 +22,9 @@ A zero median (counts such as errors) has absolute thresholds in ReFrame:
 max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
 
 Only passed cases count, and within them no variable whose result is
-``xfail``.  merge() puts a baseline of a selection into an existing file,
+``xfail``, nor one the existing file's site `$not_asserted` declares: the
+site's reason stands, and that metric's spread decides no group's prior
+or modes (collect()).  merge() puts a baseline of a selection into an existing file,
 replacing only what it measured.
 """
 from __future__ import annotations
@@ -109,12 +111,16 @@ def measured_cases(reports: list):
 
 
 def perf_samples(tc: dict):
-    """(variable, value, unit) of a case, without xfail or missing values."""
+    """(variable, value, unit) of a case's asserted values: without xfail,
+    missing values, or those kept but not asserted (the case's
+    ``not_asserted``, which holds them with their reason)."""
+    kept = tc.get('not_asserted') or {}
     for key, val in (tc.get('perfvalues') or {}).items():
         value, unit, result = val[0], val[4], val[5] if len(val) > 5 else None
-        if value is None or result == 'xfail':
+        var = key.split(':')[-1]
+        if value is None or result == 'xfail' or var in kept:
             continue
-        yield key.split(':')[-1], float(value), unit
+        yield var, float(value), unit
 
 
 def bounds(median: float, tolerance: float, unit: str) -> tuple:
@@ -133,9 +139,21 @@ def index_keys(tc: dict) -> tuple:
     return tuple(index), tuple(special[a] if a in special else str(tc.get(a)) for a in index)
 
 
-def collect(reports: list, tests: set | None = None) -> dict:
-    """{test class: (index, {index values: {variable: MetricSamples}})}."""
+def site_not_asserted(existing: dict) -> dict:
+    """{test: {pattern: reason}}: the `$not_asserted` entries a site wrote
+    in a reference file (loaded), not those a baseline wrote from its spread."""
+    return {test: {p: r for p, r in entries.items()
+                   if p != '$index' and not str(r).startswith(SPREAD_REASON)}
+            for test, entries in (existing.get(NOT_ASSERTED) or {}).items()}
+
+
+def collect(reports: list, tests: set | None = None, declared: dict | None = None) -> dict:
+    """{test class: (index, {index values: {variable: MetricSamples}})},
+    without the metrics ``declared`` ({test: {pattern: reason}}, a site's
+    `$not_asserted`) says are not asserted: the site's reason stands, and
+    their spread must not decide the groups' priors and modes."""
     out: dict = {}
+    declared = declared or {}
     for session, run, tc in _judged_with_origin(reports):
         cls = tc['name'].split()[0]
         if tests is not None and cls not in tests:
@@ -143,6 +161,8 @@ def collect(reports: list, tests: set | None = None) -> dict:
         index, keys = index_keys(tc)
         by_key = out.setdefault(cls, (index, {}))[1]
         for var, value, unit in perf_samples(tc):
+            if any(re.fullmatch(pattern, entry_path(keys, var)) for pattern in declared.get(cls, ())):
+                continue
             by_key.setdefault(keys, {}).setdefault(var, MetricSamples(unit)).add(value, session, run)
     return out
 
@@ -245,15 +265,16 @@ def shared_estimates(collected: dict, floor: float = TOLERANCE_FLOOR) -> dict:
     return best
 
 
-def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None) -> Baseline:
+def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None,
+          declared: dict | None = None) -> Baseline:
     """The references of ``reports`` (ReFrame's external format, ``$index``
-    per test) and everything said about them."""
+    per test) and everything said about them; ``declared``: collect()."""
     refs: dict = {}
     not_asserted: dict = {}
     unbounded: dict = {}
     left_out: list = []
     measured: dict = {}
-    collected = collect(reports, tests)
+    collected = collect(reports, tests, declared)
     estimates = shared_estimates(collected, floor)
     for cls, (index, by_key) in sorted(collected.items()):
         measured[cls] = (list(index), sorted(by_key))
@@ -350,10 +371,12 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR, measured: Baseline
     return out
 
 
-def document(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None) -> dict:
+def document(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None,
+             declared: dict | None = None) -> dict:
     """A whole reference file: provenance first, then the references, then
-    the metrics not asserted; {} when nothing was measured."""
-    b = build(reports, floor, tests)
+    the metrics not asserted; {} when nothing was measured.  ``declared``:
+    collect()."""
+    b = build(reports, floor, tests, declared)
     if not b.measured:
         return {}
     return {PROVENANCE: provenance(reports, floor, b), **b.references,
@@ -430,8 +453,9 @@ def merge(existing: dict, new: dict) -> dict:
     tests += [t for t in (*updated, *old_na) if t not in tests]
     for test in tests:
         old, nw = existing.get(test), new.get(test)
-        site_na = {p: r for p, r in (old_na.get(test) or {}).items()
-                   if not str(r).startswith(SPREAD_REASON)}
+        site_na = site_not_asserted(existing).get(test) or {}
+        if '$index' in (old_na.get(test) or {}):
+            site_na = {'$index': old_na[test]['$index'], **site_na}
         if test not in updated:
             if old is not None:
                 out[test] = old

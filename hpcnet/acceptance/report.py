@@ -30,7 +30,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from hpcnet.acceptance import baseline, compare, paper  # noqa: E402
 from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
 from hpcnet.exitcodes import WORDS, Exit  # noqa: E402
-from hpcnet.acceptance.references import NOT_JUDGED  # noqa: E402
+from hpcnet.acceptance.references import NOT_JUDGED, Basis  # noqa: E402
 from hpcnet.acceptance.statcompare import Verdict  # noqa: E402
 
 #: Cell colours of the verdict matrix.
@@ -175,7 +175,8 @@ def findings(cases: list, retried: set, outcome=None) -> str:
     failed, on_retry = [], []
     for tc in sorted(cases, key=_where):
         if _verdict(tc, retried) == 'retried':
-            on_retry.append((_where(tc), f'first attempt: {tc.get("fail_reason") or tc["result"]}'))
+            first = tc.get('fail_reason') or tc.get('judgement') or tc['result']
+            on_retry.append((_where(tc), f'first attempt: {first}'))
         elif tc['result'] not in ('pass', 'skip'):
             # A pair case names what it blames beside why it failed.
             blamed = f' ({tc["attribution"]})' if tc.get('attribution') else ''
@@ -198,7 +199,8 @@ def findings(cases: list, retried: set, outcome=None) -> str:
         out += _group('Not decided', 'undecided',
                       [('nothing ran', 'every selected case was skipped')])
     out += (_group('Not decided', 'undecided', *_by_case(undecided))
-            + _group('Passed only when run again (a named known issue)', 'retried', on_retry))
+            + _group('Passed only when run again (a named known issue, or a host too busy to '
+                     'judge it)', 'retried', on_retry))
     return out or '<p class="clean">Nothing failed, regressed or is undecided.</p>'
 
 
@@ -582,5 +584,8 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
 
 
 def retried_keys(report: dict) -> set:
+    """The cases decided only when run again: passed, and judged if a busy
+    host was why."""
     return {(tc['name'], tc['system'], tc['partition'], tc['environ'])
-            for tc in report.get('hpcnet_retried', []) if tc.get('result') == 'pass'}
+            for tc in report.get('hpcnet_retried', []) if tc.get('result') == 'pass'
+            and tc.get('judgement_basis') != Basis.HOST_OVERLOADED}

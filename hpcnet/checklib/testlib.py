@@ -23,6 +23,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
                                    variable)
 from reframe.core.exceptions import PerformanceError, SanityError
+from reframe.utility import ScopedDict
 
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
@@ -170,22 +171,43 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
                     from None
             reason = withheld or self.references.not_asserted_reason(f'{path}/{name}')
             if reason is not None:
-                # Kept in the report (hpcnet compare reads it), not held to a bound.
                 self.not_asserted[name] = {'value': value, 'unit': expr.unit, 'reason': reason}
-                del self.perf_variables[name]
+        if self.not_asserted:
+            self.reference = self.reference_without_bounds(self.not_asserted)
         if withheld:
             self.judgement = f'{references.NOT_JUDGED}: {withheld}'
             self.judgement_basis = references.Basis.HOST_OVERLOADED
         elif self.references.strict and self.not_asserted:
             reasons = '; '.join(sorted({references.reason_kind(v['reason'])
                                         for v in self.not_asserted.values()}))
-            if not self.perf_variables:
+            if set(self.perf_variables) <= set(self.not_asserted):
                 self.judgement = (f'{references.NOT_JUDGED}: no metric of this case is asserted in '
                                   f'{self.references.path}: {reasons}')
                 self.judgement_basis = references.Basis.NOTHING_ASSERTED
             else:
                 self.judgement += (f' ({len(self.not_asserted)} metrics recorded, not asserted: '
                                    f'{reasons})')
+
+    def reference_without_bounds(self, unasserted: dict) -> dict:
+        '''This case's references as ReFrame resolves them, with each variable
+        of ``unasserted`` ({name: {'unit': ...}}) given ReFrame's own "no
+        reference" (0, no bounds): a value kept, not asserted, still reaches
+        the perflog, the report's perfvalues and the results database
+        (ReFrame's --performance-compare), and bounds nothing.'''
+        partition = self.current_partition.fullname
+        if isinstance(self.reference, ScopedDict):
+            resolved = self.reference.scope(partition)
+        elif self.reference.index:
+            try:
+                resolved = dict(self.reference[self])
+            except KeyError:
+                resolved = {}
+        else:
+            resolved = ScopedDict(self.reference.data).scope(partition)
+        # A plain {partition: {...}}: ReFrame's reference field makes it a
+        # ScopedDict (assigning a ScopedDict leaves the field None in 4.10).
+        return {partition: {**resolved, **{name: (0, None, None, kept['unit'])
+                                           for name, kept in unasserted.items()}}}
 
     def withheld_judgement(self) -> str | None:
         '''Why the host could not give this case a fair measurement this time

@@ -1,11 +1,25 @@
 """Checks for the retry policy of `hpcnet run`: a failure that carries a
-stack's named known issue is run again (KNOWN_ISSUE_RETRIES times at most);
-any other failure is final."""
+stack's named known issue is run again (KNOWN_ISSUE_RETRIES times at most),
+and so is a case the testbed host was too busy to judge
+(HOST_OVERLOADED_RETRIES); any other failure is final."""
 import os
 
 import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.backends import getlauncher
 
-from hpcnet.checklib.testlib import MpiBenchmark
+from hpcnet.checklib.testlib import JudgedByReferences, MpiBenchmark
+from hpcnet.constants import HOST_OVERLOADED
+from hpcnet.stacks import BUILTIN_ENV
+
+
+def next_attempt(marker: str) -> int:
+    """This attempt's number, counted in the file ``marker`` (a line each)."""
+    with open(marker, 'a+') as counter:
+        counter.seek(0)
+        attempt = len(counter.readlines()) + 1
+        counter.write('attempt\n')
+    return attempt
 
 #: The watchdog's whole line (hpcnet.mpi.FINALIZE_WATCHDOG_LINE).
 FINALIZE_HANG = ('MPI_Finalize did not return within 20 s (the results above are complete: '
@@ -25,11 +39,7 @@ class FirstAttemptsFail(MpiBenchmark):
 
     @sanity_function
     def passes_after_the_failing_attempts(self):
-        with open(self.marker, 'a+') as counter:
-            counter.seek(0)
-            attempt = len(counter.readlines()) + 1
-            counter.write('attempt\n')
-        if attempt <= self.failing_attempts:
+        if next_attempt(self.marker) <= self.failing_attempts:
             # As a kernel that completed and then hung in MPI_Finalize: its
             # results and 'done: ok' on stdout, then the watchdog's line.
             with open(os.path.join(self.stagedir, self.stdout.evaluate()), 'a') as fp:
@@ -54,3 +64,43 @@ class retry_other_failure(FirstAttemptsFail):
 class retry_known_issue_every_time(FirstAttemptsFail):
     first_error = FINALIZE_HANG
     failing_attempts = 1000
+
+
+class FirstAttemptsOverloaded(rfm.RunOnlyRegressionTest, JudgedByReferences):
+    """A case whose first attempts find the host too busy to judge it (as
+    a testbed case whose iperf3 calibration fell below the wire's floor)."""
+    marker = variable(str, value='')
+    overloaded_attempts = variable(int, value=1)
+    valid_systems = ['*']
+    valid_prog_environs = [BUILTIN_ENV]
+    executable = 'echo'
+    executable_opts = ['seconds: 1.5']
+
+    @run_before('run')
+    def without_mpi(self):
+        self.job.launcher = getlauncher('local')()
+
+    @sanity_function
+    def printed(self):
+        return sn.assert_found(r'seconds: ', self.stdout)
+
+    @performance_function('s')
+    def seconds(self):
+        return sn.extractsingle(r'seconds: (\S+)',
+                                os.path.join(self.stagedir, self.stdout.evaluate()), 1, float)
+
+    def withheld_judgement(self):
+        attempt = next_attempt(self.marker)
+        if attempt <= self.overloaded_attempts:
+            return f'{HOST_OVERLOADED}: attempt {attempt} of this test'
+        return None
+
+
+@rfm.simple_test
+class remeasure_overloaded_once(FirstAttemptsOverloaded):
+    pass
+
+
+@rfm.simple_test
+class remeasure_overloaded_every_time(FirstAttemptsOverloaded):
+    overloaded_attempts = 1000
