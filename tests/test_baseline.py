@@ -78,10 +78,9 @@ def test_one_fast_repeat_is_left_out_and_the_worse_side_stays_tight(var, unit, v
     references.validate(json.loads(json.dumps(doc)), 'baseline.yaml')
 
 
-def test_a_group_with_slower_modes_is_not_asserted():
-    """Ten metrics of one group, five sessions; three metrics fall once to a
-    slower mode (3 of 50 samples, above EXCURSION_LIMIT): the group has
-    modes, and none of its metrics gets a bound, steady ones included."""
+def _group_with_slow_modes() -> list:
+    """Five sessions of ten steady metrics of one group, three of which fall
+    once to a slower mode (3 of 50 samples, above EXCURSION_LIMIT)."""
     values = {f'bandwidth_{size}': [1000.0, 1001.0, 999.0, 1000.5, 999.5]
               for size in ('8B', '16KiB', '64KiB', '256KiB', '512KiB', '1MiB', '2MiB', '4MiB',
                            '128KiB', '32KiB')}
@@ -89,6 +88,14 @@ def test_a_group_with_slower_modes_is_not_asserted():
         values[var][2] = 400.0
     reports = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
         var: (v[i], 'MB/s') for var, v in values.items()})]]) for i in range(5)]
+    return reports
+
+
+def test_a_group_with_slower_modes_is_not_asserted():
+    """Ten metrics of one group, five sessions; three metrics fall once to a
+    slower mode (3 of 50 samples, above EXCURSION_LIMIT): the group has
+    modes, and none of its metrics gets a bound, steady ones included."""
+    reports = _group_with_slow_modes()
     b = baseline.build(reports)
     assert not b.references
     reasons = b.not_asserted['hpcnet_p2p']
@@ -100,13 +107,7 @@ def test_metrics_a_site_declares_not_asserted_decide_nothing_beside_them():
     """The slower modes of metrics the file's site declares not asserted (as
     the testbed declares the sizes below 4 MiB) neither unassert nor widen
     the steady metrics of their group, and get no entry of the baseline's."""
-    values = {f'bandwidth_{size}': [1000.0, 1001.0, 999.0, 1000.5, 999.5]
-              for size in ('8B', '16KiB', '64KiB', '256KiB', '512KiB', '1MiB', '2MiB', '4MiB',
-                           '128KiB', '32KiB')}
-    for var in ('bandwidth_8B', 'bandwidth_16KiB', 'bandwidth_64KiB'):
-        values[var][2] = 400.0
-    reports = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
-        var: (v[i], 'MB/s') for var, v in values.items()})]]) for i in range(5)]
+    reports = _group_with_slow_modes()
     existing = {references.NOT_ASSERTED: {'hpcnet_p2p': {
         '$index': INDEX, 'local:tcp/.*/.*/bandwidth_(8B|16KiB|64KiB)': 'small messages',
         'local:tcp/gcc12-openmpi4/bw/bandwidth_2MiB': 'baseline spread: needs +/-50%'}}}
