@@ -136,9 +136,10 @@ def _run_again(name: str, cases: dict, reframe_args: list, prefix, env,
     retried = []
     for key, first in sorted(cases.items()):
         tc, attempts, reason = first, 1, why_again(first, remeasure)
-        while reason is not None and why_again(tc, remeasure) is not None and attempts < reason[1]:
+        while reason is not None and attempts < reason[1] and \
+                (now := why_again(tc, remeasure)) is not None:
             attempts += 1
-            say(f'retrying (attempt {attempts} of {reason[1]}), {why_again(tc, remeasure)[0]}: '
+            say(f'retrying (attempt {attempts} of {reason[1]}), {now[0]}: '
                 f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}')
             cmd, report = reframe_cmd(f'{name}-retry', [
                 *option_values_removed(reframe_args, _SELECTION_OPTIONS), '-n', f'/{tc["hashcode"]}',

@@ -442,6 +442,7 @@ def merge(existing: dict, new: dict) -> dict:
     updated = prov.get('updated') or {}
     old_na = existing.get(NOT_ASSERTED) or {}
     new_na = new.get(NOT_ASSERTED) or {}
+    site_declared = site_not_asserted(existing)
     out: dict = {PROVENANCE: prov}
     not_asserted: dict = {}
     unbounded = _merge_unbounded(existing.get(UNBOUNDED) or {}, new.get(UNBOUNDED) or {},
@@ -453,7 +454,7 @@ def merge(existing: dict, new: dict) -> dict:
     tests += [t for t in (*updated, *old_na) if t not in tests]
     for test in tests:
         old, nw = existing.get(test), new.get(test)
-        site_na = site_not_asserted(existing).get(test) or {}
+        site_na = site_declared.get(test) or {}
         if '$index' in (old_na.get(test) or {}):
             site_na = {'$index': old_na[test]['$index'], **site_na}
         if test not in updated:
