@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from hpcnet.constants import TOLERANCE_CAP
+
 
 def fraction(text: str) -> float:
     '''A number strictly between 0 and 1.'''
@@ -25,4 +27,17 @@ def positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f'{text!r} is not an integer >= 1')
+    return value
+
+
+def tolerance_floor(text: str) -> float:
+    '''A baseline's tightest tolerance: a fraction above 0 and below the cap
+    (a wider one would leave every metric unasserted).'''
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < TOLERANCE_CAP:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a fraction above 0 and below the '
+                                         f'tolerance cap {TOLERANCE_CAP:g} (e.g. 0.1 for 10 %)')
     return value

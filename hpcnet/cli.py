@@ -237,13 +237,22 @@ def cmd_refs(args) -> int:
             print(f'ok: {f}')
         return Exit.OK
     report = references.load_report(Path(args.report))
-    text = references.dump(baseline.document([report], floor=args.floor))
+    systems = {tc['system'] for tc in baseline.judged_cases([report])}
+    floor, _ = _tolerance_floor(args.floor, systems.pop() if len(systems) == 1 else None)
+    text = references.dump(baseline.document([report], floor=floor))
     if args.output:
         Path(args.output).write_text(text)
         _say(f'wrote {args.output}: review it, then commit')
     else:
         print(text, end='')
     return Exit.OK
+
+
+def _tolerance_floor(given: float | None, system: str | None) -> tuple:
+    '''(floor, where from): the baseline's tightest tolerance: --floor, else
+    the site file's (hpcnet.sites.BASELINE_FLOOR) for ``system``, else the
+    default.'''
+    return (given, '--floor') if given is not None else sites.baseline_floor(system)
 
 
 def cmd_baseline(args) -> int:
@@ -276,7 +285,9 @@ def cmd_baseline(args) -> int:
     # What the file's site says is not asserted stays so, and its spread
     # does not widen or unassert the metrics measured beside it.
     existing = references.load(path) if path.exists() else {}
-    data = baseline.document(reports, floor=args.floor,
+    floor, source = _tolerance_floor(args.floor, system)
+    _say(f'tolerance floor {floor:g} ({source})')
+    data = baseline.document(reports, floor=floor,
                              declared=baseline.site_not_asserted(existing))
     if not data:
         _say('no passed case with performance values: no references written')
@@ -470,8 +481,9 @@ def build_parser() -> _Parser:
     p = sub.add_parser('baseline', help='K repeats -> references with provenance')
     p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='sessions of samples (default 5)')
-    p.add_argument('--floor', type=float, default=baseline.TOLERANCE_FLOOR,
-                   help='tightest tolerance (fraction, default %(default)s)')
+    p.add_argument('--floor', type=argtypes.tolerance_floor,
+                   help=f"tightest tolerance (fraction; default: the site file's "
+                        f"{sites.BASELINE_FLOOR}, else {baseline.TOLERANCE_FLOOR:g})")
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
     p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml)')
     p.set_defaults(func=cmd_baseline, takes_reframe_args=True)
@@ -527,8 +539,10 @@ def build_parser() -> _Parser:
     v.add_argument('files', nargs='*')
     g = rs.add_parser('generate')
     g.add_argument('report', help='ReFrame JSON run report of a good run')
-    g.add_argument('--floor', type=float, default=baseline.TOLERANCE_FLOOR,
-                   help='tightest tolerance; each is derived from the samples\' spread')
+    g.add_argument('--floor', type=argtypes.tolerance_floor,
+                   help=f"tightest tolerance (default: the site file's {sites.BASELINE_FLOOR}, "
+                        f"else {baseline.TOLERANCE_FLOOR:g}); each is derived from the samples' "
+                        "spread")
     g.add_argument('-o', '--output')
     p.set_defaults(func=cmd_refs)
 

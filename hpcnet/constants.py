@@ -146,6 +146,12 @@ KNOWN_ISSUE_RETRIES = 2
 #: too busy to judge (its iperf3 calibration below the wire's floor): a busy
 #: moment passes, so a later attempt decides it; each attempt is listed.
 HOST_OVERLOADED_RETRIES = 2
+#: A baseline's tolerance is never tighter than this (fraction of the median)
+#: unless the system's site file sets its own ``baseline_floor``
+#: (hpcnet.sites; hpcnet.acceptance.spread states the tolerance's rule).
+TOLERANCE_FLOOR = 0.03
+#: A tolerance is never wider than this: the metric is not asserted instead.
+TOLERANCE_CAP = 0.4
 
 
 class Scale:

@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet.constants import OUTPUT_DIR, SYSTEMS_DIR, SYSTEMS_DIRS_ENV
+from hpcnet.constants import (OUTPUT_DIR, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, TOLERANCE_CAP,
+                              TOLERANCE_FLOOR)
 from hpcnet.model import ConfigError, PartitionKey, check_system
 
 
@@ -25,6 +26,14 @@ class SiteKey:
     INCLUDE = 'include'
     EXCLUDE = 'exclude'
     FILTERS = (INCLUDE, EXCLUDE)
+
+
+#: A site file's optional number: the tightest tolerance `hpcnet baseline`
+#: gives its system's references (fraction of the median; default
+#: TOLERANCE_FLOOR).  Where a clean run moves by more than the sessions of a
+#: baseline show (nodes sharing a host's cores), the site widens it here
+#: rather than every baseline command taking --floor.
+BASELINE_FLOOR = 'baseline_floor'
 
 
 def _check_mapping(value, keys: tuple, at: str, what: str, where: str) -> None:
@@ -93,10 +102,24 @@ class StackChoice:
 
 @dataclass(frozen=True)
 class SiteFile:
-    """A system file: its ReFrame system and the site's choice of environments."""
+    """A system file: its ReFrame system, the site's choice of environments
+    and its baseline's tolerance floor (BASELINE_FLOOR)."""
     path: str
     system: dict
     stacks: StackChoice
+    baseline_floor: float = TOLERANCE_FLOOR
+
+
+def _baseline_floor(value, where: str) -> float:
+    """Validate a site file's ``baseline_floor`` (from ``where``)."""
+    if value is None:
+        return TOLERANCE_FLOOR
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0 < value < TOLERANCE_CAP:
+        raise ConfigError(f'{where}: {BASELINE_FLOOR} is {value!r} (valid: a fraction above 0 '
+                          f'and below the tolerance cap {TOLERANCE_CAP:g}, e.g. 0.1 for 10 %; '
+                          f'default {TOLERANCE_FLOOR:g})')
+    return float(value)
 
 
 def load_site_files(*directories) -> list:
@@ -114,7 +137,8 @@ def load_site_files(*directories) -> list:
         if not hasattr(module, 'system'):
             raise ConfigError(f'{path}: defines no `system` (a ReFrame system dictionary)')
         sites.append(SiteFile(str(path), check_system(module.system, str(path)),
-                              StackChoice.from_site(getattr(module, 'stacks', None), str(path))))
+                              StackChoice.from_site(getattr(module, 'stacks', None), str(path)),
+                              _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path))))
     names = [s.system['name'] for s in sites]
     for name in set(names):
         if names.count(name) > 1:
@@ -166,6 +190,17 @@ def selected_site(sites: list, named: str, hostname: str):
         return next((s for s in sites if s.system['name'] == named.split(':')[0]), None)
     match = matching_system(sites, hostname)
     return match[0] if match else None
+
+
+def baseline_floor(system_name: str | None) -> tuple:
+    """(floor, where it comes from): the tightest tolerance a baseline of
+    system ``system_name`` gets: its site file's BASELINE_FLOOR, else
+    TOLERANCE_FLOOR."""
+    site = next((s for s in load_site_files(*system_directories())
+                 if s.system['name'] == system_name), None)
+    if site is None or site.baseline_floor == TOLERANCE_FLOOR:
+        return TOLERANCE_FLOOR, 'the default'
+    return site.baseline_floor, f'{site.path}: {BASELINE_FLOOR}'
 
 
 def sessions_dir(site) -> Path:

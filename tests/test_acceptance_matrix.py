@@ -99,6 +99,23 @@ def test_compare_scenarios(tmp_path):
          Exit.USAGE)
 
 
+def test_a_baseline_of_the_testbed_is_never_tighter_than_its_site_floor(tmp_path):
+    '''The testbed's site file sets baseline_floor 0.10: references made
+    from its sessions say so in their provenance, unless --floor overrides
+    it; a floor at the tolerance cap or above is a usage error.'''
+    report = _clean(tmp_path / 'base.json', 'base', 5, 1)
+    res = _hpcnet('refs', 'generate', report)
+    assert res.returncode == Exit.OK, res.stderr
+    assert 'max(0.1, ' in res.stdout and not res.stdout.startswith('hpcnet:'), \
+        res.stdout[:2000]
+    res = _hpcnet('refs', 'generate', report, '--floor', '0.05')
+    assert 'max(0.05, ' in res.stdout, res.stdout[:2000]
+    res = _hpcnet('baseline', '--floor', '0.4')
+    _row('a baseline floor at the tolerance cap', res, Exit.USAGE)
+    assert "argument --floor: '0.4' is not a fraction above 0 and below the tolerance cap 0.4" \
+        in res.stderr
+
+
 @pytest.mark.parametrize('fault, entry, message', [
     ('reversed bounds', [117.0, 0.05, -0.05, 'MB/s'], 'wrong sign'),
     ('a lower bound that accepts anything', [117.0, -1.0, 0.05, 'MB/s'], '-0.5'),

@@ -113,3 +113,67 @@ def test_a_unit_without_a_direction_is_not_compared_not_guessed(tmp_path):
     (row,) = compare.compare(compare.load_side(before), compare.load_side(_copy(before, 'b2'))).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.reason.startswith("not compared: unknown unit '%'")
+
+
+def _overloaded(report_path, uuid, runs_overloaded):
+    '''The report at ``report_path`` as another session whose runs
+    ``runs_overloaded`` (indices) the testbed host was too busy to judge: as
+    the check records it, every value kept but not asserted, its basis
+    "host overloaded".'''
+    data = json.loads(open(report_path).read())
+    data['session_info']['uuid'] = uuid
+    for i in runs_overloaded:
+        tc = data['runs'][i]['testcases'][0]
+        tc['judgement_basis'] = 'host overloaded'
+        tc['not_asserted'] = {
+            key.split(':')[-1]: {'value': val[0] / 2, 'unit': val[4],
+                                 'reason': 'testbed host overloaded: iperf3 at 0.62 of the wire'}
+            for key, val in tc['perfvalues'].items()}
+    path = f'{report_path}.{uuid}.json'
+    open(path, 'w').write(json.dumps(data))
+    return path
+
+
+def test_samples_of_a_host_too_busy_to_judge_count_nowhere(tmp_path):
+    '''A case the testbed host was too busy to judge measured the host: its
+    halved figures neither count as samples of a comparison (nor of the
+    nightly history, which reads the same samples) nor make the metric
+    missing; measured only so after, the metric is not decided, and more
+    samples decide it.'''
+    before = _report(tmp_path / 'b.json', _noisy(117.0, 0.01, 5, 1), 'b')
+    after = _report(tmp_path / 'a.json', _noisy(117.0, 0.01, 6, 2), 'a')
+    one_busy = compare.load_side(_overloaded(after, 'one-busy', [5]))
+    assert len(compare.samples(one_busy).values[next(iter(compare.samples(one_busy).values))][1]) == 5
+    (row,) = compare.compare(compare.load_side(before), one_busy).rows
+    assert row.result.verdict == statcompare.Verdict.UNCHANGED and row.result.n_after == 5, \
+        row.result.reason
+    all_busy = compare.load_side(_overloaded(after, 'all-busy', range(6)))
+    outcome = compare.compare(compare.load_side(before), all_busy)
+    (row,) = outcome.rows
+    assert not outcome.missing_after and outcome.exit_code == 3
+    assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
+    assert row.result.reason.startswith('not compared: testbed host overloaded whenever it was '
+                                        'measured after'), row.result.reason
+    assert outcome.more_samples() == statcompare.MIN_SAMPLES
+    outcome = compare.compare(compare.load_side(_overloaded(before, 'b-busy', range(5))),
+                              compare.load_side(after))
+    assert outcome.rows[0].result.reason.startswith(
+        'not compared: testbed host overloaded whenever it was measured before')
+    assert outcome.more_samples() == 0 and outcome.exit_code == 3
+
+
+def test_accept_stops_where_more_samples_would_decide_nothing(tmp_path, monkeypatch):
+    '''A metric that no number of samples decides (a unit without a
+    direction) ends the acceptance "not decided" after its first round,
+    not in rounds of zero repeats.'''
+    from hpcnet.acceptance import accept
+    before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
+    rounds = []
+
+    def one_round(reframe_args, repeats):
+        rounds.append(repeats)
+        return 0, json.loads(open(_copy(before, f'round{len(rounds)}')).read())
+    monkeypatch.setattr(accept, '_round', one_round)
+    monkeypatch.setenv('HPCNET_REPORTS_DIR', str(tmp_path))
+    assert accept.accept([], accept.Budget(3, 20, 600), baseline_spec=before) == 3
+    assert rounds == [3]

@@ -100,12 +100,25 @@ def test_without_stacks_a_site_gets_every_environment(tmp_path):
     ("stacks = {'pypi_stacks': 'no'}",
      r"mysite.py: stacks.pypi_stacks is 'no' \(valid: True or False\)$"),
     ("stacks = ['x']", r"mysite.py: stacks is \['x'\] \(valid: a mapping with keys"),
+    ("baseline_floor = 0.5", r"mysite.py: baseline_floor is 0.5 \(valid: a fraction above 0 and "
+                             r"below the tolerance cap 0.4, e.g. 0.1 for 10 %; default 0.03\)$"),
+    ("baseline_floor = '10 %'", r"mysite.py: baseline_floor is '10 %' \(valid: a fraction"),
+    ("baseline_floor = True", r"mysite.py: baseline_floor is True \(valid: a fraction"),
 ])
 def test_a_bad_choice_is_one_line_naming_file_and_key(tmp_path, text, message):
     _site(tmp_path, text)
     with pytest.raises(ConfigError, match=message) as err:
         sites.load_site_files(tmp_path)
     assert '\n' not in str(err.value) and str(err.value).startswith(str(tmp_path / 'mysite.py'))
+
+
+def test_a_baseline_is_as_tight_as_its_site_file_allows():
+    '''The testbed's file widens its baselines' floor; a system without
+    baseline_floor, or none at all, gets the default.'''
+    floor, source = sites.baseline_floor('testbed')
+    assert floor == 0.10 and source == f'{PROJECT_ROOT / "config/systems/testbed.py"}: baseline_floor'
+    assert sites.baseline_floor('local') == (0.03, 'the default')
+    assert sites.baseline_floor(None) == (0.03, 'the default')
 
 
 # --------------------------------------------------------------------------

@@ -6,8 +6,9 @@ Each partition tests one fabric and says so in its extras (see
 hpcnet.model.partition_extras for every setting, and docs/site-guide.md,
 "A site file"); `environs` is filled in by config/settings.py with every
 compiler x MPI environment hpcnet finds, unless a partition lists its own;
-a `stacks` mapping here would choose among them, and extras `pmi` the PMI
-of srun (docs/site-guide.md, "A site file").
+a `stacks` mapping here would choose among them, extras `pmi` the PMI
+of srun, and `baseline_floor` the tightest tolerance of a baseline
+(docs/site-guide.md, "A site file").
 """
 from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric
 from hpcnet.model import partition_extras

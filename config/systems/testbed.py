@@ -39,6 +39,12 @@ system = {
     ],
 }
 
+#: The tightest tolerance `hpcnet baseline` gives this system (hpcnet.sites):
+#: the nodes share the host's cores, so a stall moves a clean run's
+#: calibrated figures by more than the baseline's sessions show
+#: (docs/measurements.md, "A clean run right after a baseline (testbed)").
+baseline_floor = 0.10
+
 if _rdma_device:
     system['partitions'].append(
         {**_common, 'name': 'roce',

@@ -88,6 +88,10 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
         if not undecided:
             break
         more = outcome.more_samples()
+        if not more:
+            runner.say(f'{len(undecided)} metrics not decided, and more samples would not decide '
+                       'them (the table says why each)')
+            break
         room = budget.max_repeats - taken
         spent = time.monotonic() - start
         if room <= 0 or spent >= budget.time_budget_s:

@@ -18,6 +18,7 @@ session and metric. The outcome's exit code follows hpcnet.exitcodes.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -29,7 +30,8 @@ from pathlib import Path
 
 from hpcnet.acceptance import statcompare
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases, perf_samples
-from hpcnet.constants import CONFIG_DIR, Unit
+from hpcnet.acceptance.references import Basis
+from hpcnet.constants import CONFIG_DIR, HOST_OVERLOADED, Unit
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
@@ -176,6 +178,14 @@ class Samples:
     upgrade: (MPI family, compiler family)."""
     values: dict
     families: dict
+    #: The same of the cases a testbed host was too busy to judge (their
+    #: calibration fell below the wire): they measured the host, not the
+    #: link, so they are kept out of every comparison.
+    overloaded: dict = field(default_factory=dict)
+
+    def keys(self) -> set:
+        """Every metric the side measured, fairly or not."""
+        return set(self.values) | set(self.overloaded)
 
 
 def compiler_family(environ: str) -> str:
@@ -186,9 +196,11 @@ def compiler_family(environ: str) -> str:
 
 
 def samples(side: Side) -> Samples:
-    """Every passed sample of a side, values kept but not asserted included;
-    a sample that is not a finite number is an error naming it."""
+    """Every passed sample of a side, values kept but not asserted included
+    (those of a case the host was too busy to judge apart); a sample that
+    is not a finite number is an error naming it."""
     values: dict = {}
+    overloaded: dict = {}
     families: dict = {}
     for report in side.reports:
         session = report.get('session_info', {}).get('uuid', side.spec)
@@ -205,8 +217,9 @@ def samples(side: Side) -> Samples:
                     raise CompareError(f'{side.spec}: session {session}: {key[0]} @{key[1]} '
                                        f'+{key[2]}: {var} is {value}: not a measurement '
                                        '(a benchmark figure must be a finite number)')
-                values.setdefault((*key, var), (unit, []))[1].append(value)
-    return Samples(values, families)
+                into = overloaded if tc.get('judgement_basis') == Basis.HOST_OVERLOADED else values
+                into.setdefault((*key, var), (unit, []))[1].append(value)
+    return Samples(values, families, overloaded)
 
 
 def pair_environments(before: Samples, after: Samples, explicit: dict | None = None) -> dict:
@@ -216,8 +229,8 @@ def pair_environments(before: Samples, after: Samples, explicit: dict | None = N
     one new environment of the same partition shares, and no other old one
     does. An OLD or NEW of ``explicit`` that no side has is an error."""
     explicit = explicit or {}
-    old_envs = {k[1:3] for k in before.values}
-    new_envs = {k[1:3] for k in after.values}
+    old_envs = {k[1:3] for k in before.keys()}
+    new_envs = {k[1:3] for k in after.keys()}
     for old, new in explicit.items():
         if not any(env == old for _, env in old_envs):
             raise CompareError(f'--pair {old}={new}: {old} is not an environment of the before side '
@@ -386,25 +399,50 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
     renamed paired first (pair_environments, ``pairs`` = --pair OLD=NEW)."""
     s_before, s_after = samples(before), samples(after)
     renamed = pair_environments(s_before, s_after, pairs)
-    values_after = dict(s_after.values)
-    for (test, partition, environ, metric), unit_values in s_before.values.items():
-        new = renamed.get((partition, environ))
-        if new is not None and (test, partition, new, metric) in values_after:
-            values_after[(test, partition, environ, metric)] = \
-                values_after.pop((test, partition, new, metric))
+    measured_before = s_before.keys()
+
+    def as_before(after_values: dict) -> dict:
+        '''``after_values`` keyed by the environments' names before the upgrade.'''
+        out = dict(after_values)
+        for test, partition, environ, metric in measured_before:
+            new = renamed.get((partition, environ))
+            if new is not None and (test, partition, new, metric) in out:
+                out[test, partition, environ, metric] = out.pop((test, partition, new, metric))
+        return out
+    values_after, overloaded_after = as_before(s_after.values), as_before(s_after.overloaded)
+    measured_after = set(values_after) | set(overloaded_after)
     p_before, p_after = provenance(before), provenance(after)
     rows = []
-    for key in sorted(set(s_before.values) & set(values_after)):
-        unit, values_before = s_before.values[key]
-        _, values_now = values_after[key]
+    for key in sorted(measured_before & measured_after):
         new = renamed.get(key[1:3])
         after_case = (key[0], key[1], new or key[2])
         label = (*key[:2], f'{key[2]} -> {new}' if new else key[2], key[3])
         changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
-        rows.append(Row(*label, unit, _judge(unit, values_before, values_now, alpha, threshold),
-                        changed))
-    return Outcome(rows, sorted(set(s_before.values) - set(values_after)),
-                   sorted(set(values_after) - set(s_before.values)), renamed)
+        if key in s_before.values and key in values_after:
+            unit, values_before = s_before.values[key]
+            result = _judge(unit, values_before, values_after[key][1], alpha, threshold)
+        else:
+            unit, values_before = s_before.values.get(key) or s_before.overloaded[key]
+            values_now = (values_after.get(key) or overloaded_after[key])[1]
+            result = _not_fairly_measured(values_before, values_now,
+                                          fair_before=key in s_before.values,
+                                          fair_after=key in values_after)
+        rows.append(Row(*label, unit, result, changed))
+    return Outcome(rows, sorted(measured_before - measured_after),
+                   sorted(measured_after - measured_before), renamed)
+
+
+def _not_fairly_measured(before: list, after: list, fair_before: bool,
+                         fair_after: bool) -> statcompare.Comparison:
+    '''A metric a side measured only while the testbed host was too busy
+    to emulate the wire: not decided; where only the after side lacks fair
+    samples, samples of a quieter moment decide it.'''
+    side = 'before' if fair_after else 'after' if fair_before else 'before and after'
+    return dataclasses.replace(
+        _not_compared(before, after, f'{HOST_OVERLOADED} whenever it was measured {side} (its '
+                      'iperf3 calibration below the wire): those samples measure the host, not '
+                      'the link'),
+        more_samples=statcompare.MIN_SAMPLES if fair_before else None)
 
 
 def _judge(unit: str, before: list, after: list, alpha: float,

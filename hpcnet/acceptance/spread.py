@@ -58,10 +58,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-#: A tolerance is never tighter than this (fraction of the median).
-TOLERANCE_FLOOR = 0.03
-#: A tolerance is never wider than this: the metric is not asserted instead.
-TOLERANCE_CAP = 0.4
+from hpcnet.constants import TOLERANCE_CAP, TOLERANCE_FLOOR
+
 #: Modified z-score above which a sample is an outlier (Iglewicz-Hoaglin).
 OUTLIER_Z = 3.5
 #: Chance that a clean run right after the baseline fails any of its values
