@@ -238,7 +238,7 @@ def cmd_refs(args) -> int:
         return Exit.OK
     report = references.load_report(Path(args.report))
     systems = {tc['system'] for tc in baseline.judged_cases([report])}
-    floor, _ = _tolerance_floor(args.floor, systems.pop() if len(systems) == 1 else None)
+    floor, _ = sites.baseline_floor(systems.pop() if len(systems) == 1 else None, args.floor)
     text = references.dump(baseline.document([report], floor=floor))
     if args.output:
         Path(args.output).write_text(text)
@@ -246,13 +246,6 @@ def cmd_refs(args) -> int:
     else:
         print(text, end='')
     return Exit.OK
-
-
-def _tolerance_floor(given: float | None, system: str | None) -> tuple:
-    '''(floor, where from): the baseline's tightest tolerance: --floor, else
-    the site file's (hpcnet.sites.BASELINE_FLOOR) for ``system``, else the
-    default.'''
-    return (given, '--floor') if given is not None else sites.baseline_floor(system)
 
 
 def cmd_baseline(args) -> int:
@@ -285,7 +278,7 @@ def cmd_baseline(args) -> int:
     # What the file's site says is not asserted stays so, and its spread
     # does not widen or unassert the metrics measured beside it.
     existing = references.load(path) if path.exists() else {}
-    floor, source = _tolerance_floor(args.floor, system)
+    floor, source = sites.baseline_floor(system, args.floor)
     _say(f'tolerance floor {floor:g} ({source})')
     data = baseline.document(reports, floor=floor,
                              declared=baseline.site_not_asserted(existing))

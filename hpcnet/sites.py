@@ -192,10 +192,12 @@ def selected_site(sites: list, named: str, hostname: str):
     return match[0] if match else None
 
 
-def baseline_floor(system_name: str | None) -> tuple:
+def baseline_floor(system_name: str | None, given: float | None = None) -> tuple:
     """(floor, where it comes from): the tightest tolerance a baseline of
-    system ``system_name`` gets: its site file's BASELINE_FLOOR, else
-    TOLERANCE_FLOOR."""
+    system ``system_name`` gets: ``given`` (--floor), else its site file's
+    BASELINE_FLOOR, else TOLERANCE_FLOOR."""
+    if given is not None:
+        return given, '--floor'
     site = next((s for s in load_site_files(*system_directories())
                  if s.system['name'] == system_name), None)
     if site is None or site.baseline_floor == TOLERANCE_FLOOR:
