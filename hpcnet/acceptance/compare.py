@@ -18,7 +18,6 @@ session and metric. The outcome's exit code follows hpcnet.exitcodes.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -354,11 +353,12 @@ class Outcome:
         return ', '.join(parts)
 
 
-def _not_compared(before: list, after: list, why: str) -> statcompare.Comparison:
+def _not_compared(before: list, after: list, why: str,
+                  more_samples: int | None = None) -> statcompare.Comparison:
     return statcompare.Comparison(
         verdict=statcompare.Verdict.INCONCLUSIVE, ratio=float('nan'), ci_low=float('nan'),
         ci_high=float('nan'), p_value=float('nan'), n_before=len(before), n_after=len(after),
-        reason=f'not compared: {why}', more_samples=None)
+        reason=f'not compared: {why}', more_samples=more_samples)
 
 
 def _compare_exact(before: list, after: list) -> statcompare.Comparison:
@@ -438,11 +438,9 @@ def _not_fairly_measured(before: list, after: list, fair_before: bool,
     to emulate the wire: not decided; where only the after side lacks fair
     samples, samples of a quieter moment decide it.'''
     side = 'before' if fair_after else 'after' if fair_before else 'before and after'
-    return dataclasses.replace(
-        _not_compared(before, after, f'{HOST_OVERLOADED} whenever it was measured {side} (its '
-                      'iperf3 calibration below the wire): those samples measure the host, not '
-                      'the link'),
-        more_samples=statcompare.MIN_SAMPLES if fair_before else None)
+    return _not_compared(before, after, f'{HOST_OVERLOADED} whenever it was measured {side} (its '
+                         'iperf3 calibration below the wire): those samples measure the host, not '
+                         'the link', statcompare.MIN_SAMPLES if fair_before else None)
 
 
 def _judge(unit: str, before: list, after: list, alpha: float,
