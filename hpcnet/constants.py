@@ -121,9 +121,11 @@ class Unit:
 #: Suffix of a metric judged over iperf3 on the same link, where a partition's
 #: nodes share the host's cores (hpcnet.checklib.calibration): bandwidth_4MiB_over_iperf3.
 CALIBRATED_SUFFIX = '_over_iperf3'
-#: How such a case's not-judged reason starts when the host could not emulate
-#: the wire: the run is then not decided (exit 3), not passed.
-HOST_OVERLOADED = 'testbed host overloaded'
+#: How a case's not-judged reason starts when its measurement was withheld
+#: (a testbed host too busy to emulate the wire: hpcnet.checklib.calibration),
+#: followed by the reason in parentheses: the run is then not decided (exit 3),
+#: not passed, and its values are shown apart by every reader.
+MEASUREMENT_WITHHELD = 'measurement withheld'
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
 #: a session (docs/known-issues.md).
@@ -142,10 +144,10 @@ FINALIZE_TIMEOUT_OVERSUBSCRIBED_S = 20
 #: in a full run, a verdict on chance rather than on the stack
 #: (docs/known-issues.md, "Retries").
 KNOWN_ISSUE_RETRIES = 2
-#: How many times `hpcnet run` measures again a case the testbed host was
-#: too busy to judge (its iperf3 calibration below the wire's floor): a busy
-#: moment passes, so a later attempt decides it; each attempt is listed.
-HOST_OVERLOADED_RETRIES = 2
+#: How many times `hpcnet run` measures again a case whose measurement was
+#: withheld (a testbed host too busy to emulate the wire): a busy moment
+#: passes, so a later attempt decides it; each attempt is listed.
+WITHHELD_RETRIES = 2
 #: A baseline's tolerance is never tighter than this (fraction of the median)
 #: unless the system's site file sets its own ``baseline_floor``
 #: (hpcnet.sites; hpcnet.acceptance.spread states the tolerance's rule).

@@ -24,7 +24,7 @@ from hpcnet import sites, stacks
 from hpcnet.acceptance import baseline, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
-from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, HOST_OVERLOADED_RETRIES,
+from hpcnet.constants import (CHECKS_DIR, MEASUREMENT_WITHHELD, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, WITHHELD_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
                               PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
 from hpcnet.exitcodes import WORDS, Exit, worst
@@ -113,8 +113,7 @@ KNOWN_ISSUE = 'known issue'
 
 
 def measured_on_overloaded_host(tc: dict) -> bool:
-    return tc['result'] == 'pass' and \
-        tc.get('judgement_basis') == references.Basis.HOST_OVERLOADED
+    return tc['result'] == 'pass' and references.withheld(tc)
 
 
 def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
@@ -125,7 +124,7 @@ def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
     if failed_by_known_issue(tc):
         return KNOWN_ISSUE, KNOWN_ISSUE_RETRIES + 1
     if remeasure and measured_on_overloaded_host(tc):
-        return HOST_OVERLOADED, HOST_OVERLOADED_RETRIES + 1
+        return MEASUREMENT_WITHHELD, WITHHELD_RETRIES + 1
     return None
 
 
@@ -205,7 +204,7 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         by_result[tc['result']].append(tc)
     retried_keys = {(tc['name'], tc['system'], tc['partition'], tc['environ']) for tc in retried}
     for tc in retried:
-        if tc.get('retried_for') == HOST_OVERLOADED:
+        if tc.get('retried_for') == MEASUREMENT_WITHHELD:
             verdict = (f'NOT JUDGED {tc["attempts"]} TIMES' if measured_on_overloaded_host(tc)
                        else f'MEASURED AGAIN (attempt {tc["attempts"]})' if tc['result'] == 'pass'
                        else f'FAILED WHEN MEASURED AGAIN (attempt {tc["attempts"]})')
@@ -237,15 +236,15 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
             basis[tc['judgement_basis']] += 1
     for why, count in sorted(not_judged.items()):
         lines.append(f'NOT JUDGED ({count}): {why[len(references.NOT_JUDGED) + 2:]}')
-    overloaded = basis[references.Basis.HOST_OVERLOADED]
+    overloaded = sum(basis[b] for b in references.Basis.WITHHELD_AS)
     if overloaded:
         codes.append(Exit.UNDECIDED)
     code = worst(*codes)
     counts = ', '.join(f'{len(v)} {k}' for k, v in sorted(by_result.items()))
     last = f'{WORDS[code]}: {counts}'
     if overloaded:
-        last += (f'; {overloaded} case(s) not judged: {HOST_OVERLOADED} (run again on a quieter '
-                 'host)')
+        last += (f'; {overloaded} case(s) not judged: {MEASUREMENT_WITHHELD} (NOT JUDGED says why; '
+                 'run again when that has passed)')
     elif code == Exit.OK and not_judged:
         unjudged = sum(not_judged.values())
         judged = sum(1 for tc in ran if tc.get('judgement_basis') == references.Basis.REFERENCES)

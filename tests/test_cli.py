@@ -151,8 +151,8 @@ def test_a_case_the_host_was_too_busy_to_judge_is_measured_again(tmp_path):
     # Still too busy after every attempt allowed: not judged, never a pass.
     assert 'NOT JUDGED 3 TIMES: remeasure_overloaded_every_time ' in out, out[-3000:]
     assert (tmp_path / 'always').read_text().count('attempt') == 3
-    assert 'retrying (attempt 2 of 3), testbed host overloaded: remeasure_overloaded_once' in out
-    assert 'NOT DECIDED: 2 pass; 1 case(s) not judged: testbed host overloaded' in out
+    assert 'retrying (attempt 2 of 3), measurement withheld: remeasure_overloaded_once' in out
+    assert 'NOT DECIDED: 2 pass; 1 case(s) not judged: measurement withheld' in out
     assert res.returncode == 3
 
 

@@ -148,18 +148,20 @@ def test_samples_of_a_host_too_busy_to_judge_count_nowhere(tmp_path):
     (row,) = compare.compare(compare.load_side(before), one_busy).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED and row.result.n_after == 5, \
         row.result.reason
+    # Shown, not dropped: a report from before the basis was generic says why as it was.
+    assert row.withheld == '1 sample withheld after (host overloaded): shown, not judged'
     all_busy = compare.load_side(_overloaded(after, 'all-busy', range(6)))
     outcome = compare.compare(compare.load_side(before), all_busy)
     (row,) = outcome.rows
     assert not outcome.missing_after and outcome.exit_code == 3
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
-    assert row.result.reason.startswith('not compared: testbed host overloaded whenever it was '
-                                        'measured after'), row.result.reason
+    assert row.result.reason.startswith('not compared: measurement withheld (host overloaded) '
+                                        'whenever it was measured after'), row.result.reason
     assert outcome.more_samples() == statcompare.MIN_SAMPLES
     outcome = compare.compare(compare.load_side(_overloaded(before, 'b-busy', range(5))),
                               compare.load_side(after))
     assert outcome.rows[0].result.reason.startswith(
-        'not compared: testbed host overloaded whenever it was measured before')
+        'not compared: measurement withheld (host overloaded) whenever it was measured before')
     assert outcome.more_samples() == 0 and outcome.exit_code == 3
 
 

@@ -21,7 +21,7 @@ from conftest import env_regex, run_reframe, unexplained_failures
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
-from hpcnet.constants import CHECKS_DIR, HOST_OVERLOADED, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
+from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
@@ -315,7 +315,7 @@ def overloaded(tb, iperf3_mbit: float, wire_mbit: float, what: str) -> None:
     emulate the wire, once the links are shown to be shaped as declared.'''
     shaped_as_declared(tb)
     if iperf3_mbit < LINK_FLOOR * wire_mbit:
-        pytest.skip(f'{HOST_OVERLOADED}: not judged: {what}: iperf3 {iperf3_mbit:.0f} Mbit/s, '
+        pytest.skip(f'{MEASUREMENT_WITHHELD}: not judged: {what}: iperf3 {iperf3_mbit:.0f} Mbit/s, '
                     f'{iperf3_mbit / wire_mbit:.2f} of the wire\'s payload rate {wire_mbit:.0f} '
                     f'(emulating it needs {LINK_FLOOR:.2f})')
 

@@ -20,7 +20,7 @@ from conftest import env_regex, run_reframe, running_testbed, unexplained_failur
 from hpcnet.acceptance import paper
 from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration
 from hpcnet import testbed as tbm
-from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, HOST_OVERLOADED, WORK_DIR, P2PMode
+from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, WORK_DIR, P2PMode
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -70,7 +70,7 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
         assert "on fabric 'tcp'" in c['transport']
         # Never above the wire, however busy the host.
         assert values['efficiency_4MiB'] <= (1 + ABOVE_WIRE) * EFFICIENCY, c['name']
-        if c['judgement'].startswith(f'not judged: {HOST_OVERLOADED}'):
+        if c['judgement'].startswith(f'not judged: {MEASUREMENT_WITHHELD}'):
             print(f"\n{c['name']} {c['environ']}: {c['judgement']}")
             continue
         # Judged over iperf3 on the same link (reference/testbed.yaml): ReFrame's

@@ -29,8 +29,8 @@ from pathlib import Path
 
 from hpcnet.acceptance import statcompare
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases, perf_samples
-from hpcnet.acceptance.references import Basis
-from hpcnet.constants import CONFIG_DIR, HOST_OVERLOADED, Unit
+from hpcnet.acceptance.references import withheld, withheld_reason
+from hpcnet.constants import CONFIG_DIR, MEASUREMENT_WITHHELD, Unit
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
@@ -177,14 +177,15 @@ class Samples:
     upgrade: (MPI family, compiler family)."""
     values: dict
     families: dict
-    #: The same of the cases a testbed host was too busy to judge (their
-    #: calibration fell below the wire): they measured the host, not the
-    #: link, so they are kept out of every comparison.
-    overloaded: dict = field(default_factory=dict)
+    #: The same of the cases whose measurement was withheld (a testbed host
+    #: too busy to emulate the wire): not judged by either side, and shown.
+    withheld: dict = field(default_factory=dict)
+    #: {key: {why withheld ("host busy"): how many samples}}
+    why_withheld: dict = field(default_factory=dict)
 
     def keys(self) -> set:
         """Every metric the side measured, fairly or not."""
-        return set(self.values) | set(self.overloaded)
+        return set(self.values) | set(self.withheld)
 
 
 def compiler_family(environ: str) -> str:
@@ -196,10 +197,11 @@ def compiler_family(environ: str) -> str:
 
 def samples(side: Side) -> Samples:
     """Every passed sample of a side, values kept but not asserted included
-    (those of a case the host was too busy to judge apart); a sample that
-    is not a finite number is an error naming it."""
+    (those of a case whose measurement was withheld apart, with why); a
+    sample that is not a finite number is an error naming it."""
     values: dict = {}
-    overloaded: dict = {}
+    withheld_values: dict = {}
+    why: dict = {}
     families: dict = {}
     for report in side.reports:
         session = report.get('session_info', {}).get('uuid', side.spec)
@@ -216,9 +218,12 @@ def samples(side: Side) -> Samples:
                     raise CompareError(f'{side.spec}: session {session}: {key[0]} @{key[1]} '
                                        f'+{key[2]}: {var} is {value}: not a measurement '
                                        '(a benchmark figure must be a finite number)')
-                into = overloaded if tc.get('judgement_basis') == Basis.HOST_OVERLOADED else values
+                into = withheld_values if withheld(tc) else values
                 into.setdefault((*key, var), (unit, []))[1].append(value)
-    return Samples(values, families, overloaded)
+                if withheld(tc):
+                    reasons = why.setdefault((*key, var), {})
+                    reasons[withheld_reason(tc)] = reasons.get(withheld_reason(tc), 0) + 1
+    return Samples(values, families, withheld_values, why)
 
 
 def pair_environments(before: Samples, after: Samples, explicit: dict | None = None) -> dict:
@@ -304,6 +309,8 @@ class Row:
     unit: str
     result: statcompare.Comparison
     changed: tuple
+    #: How many samples of each side were withheld and why (withheld_note).
+    withheld: str = ''
 
 
 @dataclass
@@ -409,8 +416,9 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
             if new is not None and (test, partition, new, metric) in out:
                 out[test, partition, environ, metric] = out.pop((test, partition, new, metric))
         return out
-    values_after, overloaded_after = as_before(s_after.values), as_before(s_after.overloaded)
-    measured_after = set(values_after) | set(overloaded_after)
+    values_after, withheld_after = as_before(s_after.values), as_before(s_after.withheld)
+    why_after = as_before(s_after.why_withheld)
+    measured_after = set(values_after) | set(withheld_after)
     p_before, p_after = provenance(before), provenance(after)
     rows = []
     for key in sorted(measured_before & measured_after):
@@ -422,25 +430,40 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
             unit, values_before = s_before.values[key]
             result = _judge(unit, values_before, values_after[key][1], alpha, threshold)
         else:
-            unit, values_before = s_before.values.get(key) or s_before.overloaded[key]
-            values_now = (values_after.get(key) or overloaded_after[key])[1]
+            unit, values_before = s_before.values.get(key) or s_before.withheld[key]
+            values_now = (values_after.get(key) or withheld_after[key])[1]
             result = _not_fairly_measured(values_before, values_now,
                                           fair_before=key in s_before.values,
-                                          fair_after=key in values_after)
-        rows.append(Row(*label, unit, result, changed))
+                                          fair_after=key in values_after,
+                                          why=_reasons(s_before.why_withheld.get(key, {}),
+                                                       why_after.get(key, {})))
+        rows.append(Row(*label, unit, result, changed,
+                        withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {}))))
     return Outcome(rows, sorted(measured_before - measured_after),
                    sorted(measured_after - measured_before), renamed)
 
 
+def _reasons(*sides: dict) -> str:
+    return ', '.join(sorted({why for side in sides for why in side}))
+
+
+def withheld_note(before: dict, after: dict) -> str:
+    '''"2 samples withheld after (host busy)": the samples of a metric whose
+    measurement was withheld, per side, shown beside its verdict; '' when none.'''
+    parts = [f'{sum(why.values())} sample{"s" if sum(why.values()) != 1 else ""} withheld {side} '
+             f'({_reasons(why)})' for side, why in (('before', before), ('after', after)) if why]
+    return '; '.join(parts) + (': shown, not judged' if parts else '')
+
+
 def _not_fairly_measured(before: list, after: list, fair_before: bool,
-                         fair_after: bool) -> statcompare.Comparison:
-    '''A metric a side measured only while the testbed host was too busy
-    to emulate the wire: not decided; where only the after side lacks fair
-    samples, samples of a quieter moment decide it.'''
+                         fair_after: bool, why: str) -> statcompare.Comparison:
+    '''A metric a side measured only in measurements that were withheld:
+    not decided; where only the after side lacks fair samples, samples of a
+    quieter moment decide it.'''
     side = 'before' if fair_after else 'after' if fair_before else 'before and after'
-    return _not_compared(before, after, f'{HOST_OVERLOADED} whenever it was measured {side} (its '
-                         'iperf3 calibration below the wire): those samples measure the host, not '
-                         'the link', statcompare.MIN_SAMPLES if fair_before else None)
+    return _not_compared(before, after, f'{MEASUREMENT_WITHHELD} ({why}) whenever it was measured '
+                         f'{side}: those samples are shown, not judged',
+                         statcompare.MIN_SAMPLES if fair_before else None)
 
 
 def _judge(unit: str, before: list, after: list, alpha: float,
@@ -471,6 +494,8 @@ def table(rows: list) -> str:
                      f'{row.metric} [{row.unit}]')
         if c.verdict != statcompare.Verdict.UNCHANGED:
             lines.append(f'{"":28}{c.reason}')
+        if row.withheld:
+            lines.append(f'{"":28}{row.withheld}')
         if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
             lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
     return '\n'.join(lines)

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import yaml
 
-from hpcnet.constants import REFERENCE_DIR, REFERENCE_DIR_ENV
+from hpcnet.constants import MEASUREMENT_WITHHELD, REFERENCE_DIR, REFERENCE_DIR_ENV
 
 #: Special keys ReFrame accepts in an $index, besides test attribute names.
 INDEX_SPECIALS = ('$system', '$partition', '$environ')
@@ -172,8 +172,24 @@ class Basis:
     REFERENCES = 'references'                #: its values held to the file
     NO_FILE = 'no reference file'            #: recorded, not judged
     NOTHING_ASSERTED = 'nothing asserted'    #: the file asserts none of its values
-    HOST_OVERLOADED = 'host overloaded'      #: its calibration showed the host could not emulate the wire
-    NOT_JUDGED = (NO_FILE, NOTHING_ASSERTED, HOST_OVERLOADED)
+    WITHHELD = 'measurement withheld'        #: not a fair measurement (its judgement says why)
+    #: WITHHELD and what reports written before it was named so recorded.
+    WITHHELD_AS = (WITHHELD, 'host overloaded')
+    NOT_JUDGED = (NO_FILE, NOTHING_ASSERTED, *WITHHELD_AS)
+
+
+def withheld(tc: dict) -> bool:
+    '''Whether a case's measurement was withheld: its values are shown, and
+    judged by no reader.'''
+    return tc.get('judgement_basis') in Basis.WITHHELD_AS
+
+
+def withheld_reason(tc: dict) -> str:
+    '''The short reason a case's measurement was withheld ("host busy"), as
+    its judgement gives it after MEASUREMENT_WITHHELD; a report from before
+    the reason was recorded says "host overloaded".'''
+    found = re.search(rf'{MEASUREMENT_WITHHELD} \(([^:)]+)', tc.get('judgement') or '')
+    return found.group(1) if found else 'host overloaded'
 
 
 def _check_test_name(path, key, test, perfvars_by_test):

@@ -30,7 +30,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from hpcnet.acceptance import baseline, compare, paper  # noqa: E402
 from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
 from hpcnet.exitcodes import WORDS, Exit  # noqa: E402
-from hpcnet.acceptance.references import NOT_JUDGED, Basis  # noqa: E402
+from hpcnet.acceptance.references import NOT_JUDGED, Basis, withheld  # noqa: E402
 from hpcnet.acceptance.statcompare import Verdict  # noqa: E402
 
 #: Cell colours of the verdict matrix.
@@ -588,4 +588,4 @@ def retried_keys(report: dict) -> set:
     host was why."""
     return {(tc['name'], tc['system'], tc['partition'], tc['environ'])
             for tc in report.get('hpcnet_retried', []) if tc.get('result') == 'pass'
-            and tc.get('judgement_basis') != Basis.HOST_OVERLOADED}
+            and not withheld(tc)}

@@ -7,13 +7,18 @@ busy the host is as much as on the wire.  Such a case runs iperf3 between its
 two nodes just before and just after the benchmark and is judged on
 ``<metric>_over_iperf3`` (over the faster of the two iperf3 runs), so the
 same host load is on both sides of the ratio.
-Two findings come before any ratio:
+Three findings come before any ratio:
 
-- a node's interface shaped (tc tbf) below the partition's ``link_rate_bps``:
-  the link is not the one declared, and the case fails naming the node;
-- iperf3 below :data:`HOST_FLOOR` of the wire's payload rate on links shaped
-  as declared: the host could not emulate the wire, and the case is
-  "testbed host overloaded: not judged", naming the figures.
+- the path shaped (any tc qdisc or class on either node's interface on the
+  way to the other: hpcnet.checklib.qdiscs) below the partition's
+  ``link_rate_bps``: the link is not the one declared, and the case fails
+  naming the node and the shaper;
+- iperf3 below :data:`HOST_FLOOR` of the wire's payload rate while the host's
+  CPU pressure (PSI, read before and after) is at or above
+  :data:`BUSY_PRESSURE_PCT`: the host could not emulate the wire, and the
+  measurement is withheld ("measurement withheld (host busy: ...)");
+- iperf3 that slow on a quiet host: the link itself is slow, and the case's
+  figures are judged against the wire, so its ratios say so.
 """
 from __future__ import annotations
 
@@ -21,16 +26,23 @@ import json
 import math
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hpcnet import templates
+from hpcnet.checklib import qdiscs
 from hpcnet.checklib.linkstats import per_node
-from hpcnet.constants import HOST_OVERLOADED
+from hpcnet.constants import MEASUREMENT_WITHHELD
 
 #: The lowest fraction of the wire's TCP payload rate at which iperf3 shows
 #: that the host still emulates the wire: a healthy testbed host reaches
 #: 0.94-1.01 (docs/measurements.md, "Calibrated judging").
 HOST_FLOOR = 0.90
+#: The CPU pressure (``/proc/pressure/cpu``, "some avg10": the share of the
+#: last 10 s some task waited for a core) from which the host is busy: above
+#: every reading of a clean testbed run, whose own busy-polling ranks keep a
+#: task waiting up to 28 % of the time, and below what other work beside it
+#: brings (up to 58 %) (docs/measurements.md, "Calibrated judging").
+BUSY_PRESSURE_PCT = 30.0
 #: How far above the wire a figure may read: a shaped link lets no more
 #: through (reference/testbed.yaml's wire-derived upper bounds).
 ABOVE_WIRE = 0.02
@@ -43,8 +55,9 @@ PHASES = ('before', 'after')
 #: (tc rounds rates to its clock).
 RATE_ROUNDING = 0.001
 
-_SHAPER = re.compile(r'^hpcnet-shaper: (\S+) (\S+) (.*)$', re.M)
-_PRESSURE = re.compile(r'^hpcnet-cpu-pressure: (.*)$', re.M)
+#: The pressure probe's line; a line without its phase is the one read before.
+_PRESSURE = re.compile(r'^hpcnet-cpu-pressure(?: (before|after))?: (.*)$', re.M)
+_AVG10 = re.compile(r'\bavg10=(\d+(?:\.\d+)?)')
 
 
 class CalibrationError(ValueError):
@@ -70,13 +83,26 @@ LOG_FILE = 'calibration.log'
 FILES = [SHAPER_FILE, LOG_FILE, *(file_name(phase) for phase in PHASES)]
 
 
-def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
-    '''A command printing each node's root qdisc of ``iface`` (tc JSON) and
-    the host's CPU pressure, one tagged line each.'''
-    script = (f'printf "hpcnet-shaper: %s %s %s\\n" "$(hostname)" {shlex.quote(iface)} '
-              f'"$(tc -j qdisc show dev {shlex.quote(iface)} 2>&1 | tr -d "\\n")"; '
-              'printf "hpcnet-cpu-pressure: %s\\n" "$(head -n1 /proc/pressure/cpu 2>/dev/null)"')
+def pressure_command(phase: str, launcher: str, num_nodes: int) -> str:
+    '''A command printing each node's CPU pressure, one tagged line each.'''
+    script = (f'printf "hpcnet-cpu-pressure {phase}: %s\\n" '
+              '"$(head -n1 /proc/pressure/cpu 2>/dev/null)"')
     return per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes)
+
+
+def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
+    '''A command printing, from each node, every tc view of ``iface`` that
+    hpcnet.checklib.qdiscs reads and the node's address on it, one tagged
+    line each, then the CPU pressure before the run.'''
+    dev = shlex.quote(iface)
+    views = (('shaper', f'tc -j qdisc show dev {dev} 2>&1 | tr -d "\\n"'),
+             ('classes', f'tc class show dev {dev} 2>&1 | tr "\\n" ";"'),
+             ('filters', f'tc -j filter show dev {dev} 2>&1 | tr -d "\\n"'),
+             ('address', f'ip -j -4 addr show dev {dev} 2>&1 | tr -d "\\n"'))
+    script = '; '.join(f'printf "hpcnet-{view}: %s %s %s\\n" "$(hostname)" {dev} "$({command})"'
+                       for view, command in views)
+    return (per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes) + '; '
+            + pressure_command('before', launcher, num_nodes))
 
 
 def iperf3_command(phase: str, stagedir: str, iface: str, launcher: str) -> str:
@@ -116,29 +142,28 @@ def read_iperf3(path: str) -> dict:
         raise CalibrationError(f'{path}: not JSON ({err})') from None
 
 
-def shaped_rates(text: str) -> dict:
-    '''host -> the rate (bit/s) its interface's root tbf qdisc sends at, or
-    None where the interface is not shaped.'''
-    rates = {}
-    for host, iface, said in _SHAPER.findall(text):
-        try:
-            qdiscs = json.loads(said)
-        except ValueError:
-            raise CalibrationError(f'{host}: `tc -j qdisc show dev {iface}` said: '
-                                   f'{said.strip() or "(nothing)"}') from None
-        roots = [q for q in qdiscs if isinstance(q, dict) and q.get('root')]
-        tbf = [q for q in roots if q.get('kind') == 'tbf']
-        rates[host] = int(tbf[0]['options']['rate']) * 8 if tbf else None
-    return rates
+def pressure_pct(line: str) -> float | None:
+    '''The "some avg10" of a /proc/pressure/cpu line (%), or None.'''
+    found = _AVG10.search(line)
+    return float(found.group(1)) if found and line.startswith('some') else None
+
+
+def _busiest(lines: list) -> str:
+    '''The reading of the busiest node (the host's, where nodes share it).'''
+    readable = [line for line in lines if pressure_pct(line) is not None]
+    return max(readable, key=pressure_pct) if readable else (lines[0] if lines else '')
 
 
 @dataclass(frozen=True)
 class Calibration:
-    '''iperf3 on the case's link before and after it, and the shapers seen.'''
+    '''iperf3 on the case's link before and after it, the shaping on its
+    path and the host's CPU pressure before and after.'''
     before_MBps: float
     after_MBps: float
-    shaped_bps: dict        #: host -> rate of its tbf, or None
-    cpu_pressure: str = ''  #: /proc/pressure/cpu's "some" line, as read
+    shaped_bps: dict        #: host -> the lowest shaped rate toward the path's other end, or None
+    cpu_pressure: str = ''  #: /proc/pressure/cpu's "some" line before the run, as read
+    cpu_pressure_after: str = ''
+    shaped_by: dict = field(default_factory=dict)   #: host -> the tc shaper(s) setting that rate
 
     @property
     def link_MBps(self) -> float:
@@ -159,23 +184,71 @@ class Calibration:
             return value_MBps / slower
         return 1.0
 
+    def ratio(self, value_MBps: float, link_rate_bps: int, mtu: int | None) -> float:
+        '''What the case is judged by: over() the iperf3 bracket, except on a
+        slow link of a quiet host, where iperf3 is as slow as the link and
+        the figure is held to the wire instead.'''
+        if self.slow_link(link_rate_bps, mtu):
+            return value_MBps / tcp_payload_MBps(link_rate_bps, mtu)
+        return self.over(value_MBps)
+
     def throttled(self, iface: str, link_rate_bps: int) -> list:
-        '''Nodes whose interface is shaped below the declared rate.'''
-        return [f'{host}: {iface} is shaped to {rate / 1e6:g} Mbit/s (tc tbf), below the '
-                f"partition's link_rate_bps ({link_rate_bps / 1e6:g} Mbit/s)"
+        '''Nodes whose interface shapes the path below the declared rate.'''
+        return [f'{host}: {iface} is shaped to {rate / 1e6:g} Mbit/s toward the other node '
+                f'(tc {self.shaped_by.get(host, "tbf")}), below the partition\'s link_rate_bps '
+                f'({link_rate_bps / 1e6:g} Mbit/s)'
                 for host, rate in sorted(self.shaped_bps.items())
                 if rate is not None and rate < link_rate_bps * (1 - RATE_ROUNDING)]
 
-    def overloaded(self, link_rate_bps: int, mtu: int | None) -> str | None:
-        '''Why the host could not emulate the wire during the case, or None.'''
+    def pressures(self) -> list:
+        '''The CPU pressures (some avg10, %) read, before then after.'''
+        return [p for p in (pressure_pct(self.cpu_pressure), pressure_pct(self.cpu_pressure_after))
+                if p is not None]
+
+    def host_busy(self) -> bool | None:
+        '''Whether the host was busy around the run (either reading at or
+        above BUSY_PRESSURE_PCT); None where no pressure could be read.'''
+        found = self.pressures()
+        return max(found) >= BUSY_PRESSURE_PCT if found else None
+
+    def below_floor(self, link_rate_bps: int, mtu: int | None) -> bool:
         wire = tcp_payload_MBps(link_rate_bps, mtu)
-        if min(self.before_MBps, self.after_MBps) >= HOST_FLOOR * wire:
+        return min(self.before_MBps, self.after_MBps) < HOST_FLOOR * wire
+
+    def slow_link(self, link_rate_bps: int, mtu: int | None) -> bool:
+        '''iperf3 below the floor while the host was quiet: the link is slow.'''
+        return self.below_floor(link_rate_bps, mtu) and self.host_busy() is False
+
+    def iperf3_figures(self, link_rate_bps: int, mtu: int | None) -> str:
+        wire = tcp_payload_MBps(link_rate_bps, mtu)
+        return (f'iperf3 on the same link reached {self.before_MBps:.1f} MB/s before and '
+                f'{self.after_MBps:.1f} MB/s after the run, {self.before_MBps / wire:.2f} and '
+                f'{self.after_MBps / wire:.2f} of the wire\'s payload rate {wire:.1f} MB/s '
+                f'(emulating the wire needs {HOST_FLOOR:.2f})')
+
+    def pressure_figures(self) -> str:
+        readings = ', '.join(f'{pressure_pct(line):.2f} % {phase}' for phase, line in
+                             (('before', self.cpu_pressure), ('after', self.cpu_pressure_after))
+                             if pressure_pct(line) is not None)
+        return (f'CPU pressure some avg10 {readings} (busy from {BUSY_PRESSURE_PCT:g} %)'
+                if readings else 'no CPU pressure readable (/proc/pressure/cpu)')
+
+    def withheld(self, link_rate_bps: int, mtu: int | None) -> str | None:
+        '''Why this measurement is withheld (iperf3 below the floor on a busy
+        host, or on a host whose load could not be read), or None.'''
+        if not self.below_floor(link_rate_bps, mtu) or self.host_busy() is False:
             return None
-        pressure = f'; CPU pressure: {self.cpu_pressure}' if self.cpu_pressure else ''
-        return (f'{HOST_OVERLOADED}: iperf3 on the same link reached {self.before_MBps:.1f} MB/s '
-                f'before and {self.after_MBps:.1f} MB/s after the run, '
-                f'{self.before_MBps / wire:.2f} and {self.after_MBps / wire:.2f} of the wire\'s '
-                f'payload rate {wire:.1f} MB/s (emulating the wire needs {HOST_FLOOR:.2f}){pressure}')
+        why = 'host busy' if self.host_busy() else 'host load unknown'
+        return (f'{MEASUREMENT_WITHHELD} ({why}: {self.pressure_figures()}): '
+                f'{self.iperf3_figures(link_rate_bps, mtu)}')
+
+    def slow_link_note(self, link_rate_bps: int, mtu: int | None) -> str | None:
+        '''What a slow link on a quiet host is judged against, or None.'''
+        if not self.slow_link(link_rate_bps, mtu):
+            return None
+        return (f'slow link on a quiet host ({self.pressure_figures()}): '
+                f'{self.iperf3_figures(link_rate_bps, mtu)}; its figures are judged against the '
+                'wire')
 
 
 def read(stagedir: str) -> Calibration:
@@ -188,9 +261,15 @@ def read(stagedir: str) -> Calibration:
             text = fp.read()
     except OSError:
         raise CalibrationError(f'the shaper probe wrote no {SHAPER_FILE}') from None
-    rates = shaped_rates(text)
+    try:
+        rates = qdiscs.path_rates(text)
+    except qdiscs.ShapingError as err:
+        raise CalibrationError(str(err)) from None
     if not rates:
         raise CalibrationError(f'{SHAPER_FILE}: no node reported its interface')
-    pressure = _PRESSURE.search(text)
-    return Calibration(figures['before'], figures['after'], rates,
-                       pressure.group(1).strip() if pressure else '')
+    readings = {phase: [line.strip() for when, line in _PRESSURE.findall(text)
+                        if (when or 'before') == phase] for phase in PHASES}
+    return Calibration(figures['before'], figures['after'],
+                       {host: rate for host, (rate, _) in rates.items()},
+                       _busiest(readings['before']), _busiest(readings['after']),
+                       {host: what for host, (rate, what) in rates.items() if rate is not None})

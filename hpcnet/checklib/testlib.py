@@ -176,7 +176,7 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
             self.reference = self.reference_without_bounds(self.not_asserted)
         if withheld:
             self.judgement = f'{references.NOT_JUDGED}: {withheld}'
-            self.judgement_basis = references.Basis.HOST_OVERLOADED
+            self.judgement_basis = references.Basis.WITHHELD
         elif self.references.strict and self.not_asserted:
             reasons = '; '.join(sorted({references.reason_kind(v['reason'])
                                         for v in self.not_asserted.values()}))
@@ -211,7 +211,7 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
 
     def withheld_judgement(self) -> str | None:
         '''Why the host could not give this case a fair measurement this time
-        (its values are recorded, not asserted: basis HOST_OVERLOADED), or
+        (its values are recorded, not asserted: basis WITHHELD), or
         None; a check whose measurement shows it measured something other
         than the declared system raises here.'''
         return None
@@ -295,7 +295,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
 
     @sn.deferrable
     def _over_iperf3(self, value):
-        return self.calibration().over(value)
+        return self.calibration().ratio(value, self.partition.link_rate_bps, self.partition.mtu)
 
     @parsed_once
     def calibration(self) -> calibration.Calibration:
@@ -306,7 +306,12 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         self.link_calibration = {'iperf3_before_MBps': found.before_MBps,
                                  'iperf3_after_MBps': found.after_MBps,
                                  'shaped_bps': found.shaped_bps,
-                                 'cpu_pressure': found.cpu_pressure}
+                                 'shaped_by': found.shaped_by,
+                                 'cpu_pressure': found.cpu_pressure,
+                                 'cpu_pressure_after': found.cpu_pressure_after}
+        slow = found.slow_link_note(self.partition.link_rate_bps, self.partition.mtu)
+        if slow:
+            self.link_calibration['judged_against'] = slow
         return found
 
     def withheld_judgement(self) -> str | None:
@@ -317,7 +322,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         if throttled:
             raise PerformanceError(f'the link is slower than declared: {"; ".join(throttled)} '
                                    f'(iperf3 on it: {found.link_MBps:.1f} MB/s)')
-        return found.overloaded(self.partition.link_rate_bps, self.partition.mtu)
+        return found.withheld(self.partition.link_rate_bps, self.partition.mtu)
 
     def link_iface(self):
         '''The interface whose counters prove the traffic, or None.'''
@@ -348,7 +353,9 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
                       f'{calibration.iperf3_command("before", self.stagedir, iface, launcher)} '
                       f'> {log} 2>&1']
             after = [f'{calibration.iperf3_command("after", self.stagedir, iface, launcher)} '
-                     f'>> {log} 2>&1']
+                     f'>> {log} 2>&1',
+                     f'{calibration.pressure_command("after", launcher, self.num_nodes)} '
+                     f'>> {shaper} 2>&1']
             self.keep_files += calibration.FILES
         self.prerun_cmds += before + [linkstats.per_node(
             linkstats.snapshot_command('before', iface), launcher, self.num_nodes)]

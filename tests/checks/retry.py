@@ -1,7 +1,7 @@
 """Checks for the retry policy of `hpcnet run`: a failure that carries a
 stack's named known issue is run again (KNOWN_ISSUE_RETRIES times at most),
 and so is a case the testbed host was too busy to judge
-(HOST_OVERLOADED_RETRIES); any other failure is final."""
+(WITHHELD_RETRIES); any other failure is final."""
 import os
 
 import reframe as rfm
@@ -9,7 +9,7 @@ import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 
 from hpcnet.checklib.testlib import JudgedByReferences, MpiBenchmark
-from hpcnet.constants import HOST_OVERLOADED
+from hpcnet.constants import MEASUREMENT_WITHHELD
 from hpcnet.stacks import BUILTIN_ENV
 
 
@@ -92,7 +92,7 @@ class FirstAttemptsOverloaded(rfm.RunOnlyRegressionTest, JudgedByReferences):
     def withheld_judgement(self):
         attempt = next_attempt(self.marker)
         if attempt <= self.overloaded_attempts:
-            return f'{HOST_OVERLOADED}: attempt {attempt} of this test'
+            return f'{MEASUREMENT_WITHHELD} (host busy: attempt {attempt} of this test)'
         return None
 
 
