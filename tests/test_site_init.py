@@ -339,3 +339,56 @@ def test_from_a_directory_without_an_output_is_one_line(monkeypatch, tmp_path, c
     assert _site_init(monkeypatch, tmp_path, 'day1', '--from', str(saved)) == 2
     err = capsys.readouterr().err
     assert f'{saved}/scontrol-show-partition.txt is missing: the output of scontrol' in err
+
+
+def _site_check_here(monkeypatch, tmp_path, sacct_says):
+    '''site check of a one-partition site on the drained testbed, its srun
+    run here (the node script on this host as the job 4242), sacct answering
+    ``sacct_says`` (stdout, exit code).'''
+    import subprocess
+    from hpcnet.siteinit import check
+    asked = []
+
+    def completed(argv, timeout, env=None):
+        asked.append(argv)
+        if argv[0] == 'srun':
+            return subprocess.run(['sh', '-c', argv[-1]], text=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={'SLURM_JOB_ID': '4242',
+                                                               'PATH': '/usr/bin:/bin'})
+        assert argv[0] == 'sacct', argv
+        return subprocess.CompletedProcess(argv, sacct_says[1], sacct_says[0], 'sacct: error')
+    monkeypatch.setattr(slurm, 'completed', completed)
+    monkeypatch.setattr(check, 'SACCT_PAUSE_S', 0)
+    node_list = slurm.parse_nodes(read('scontrol-show-node.testbed-drained.txt'))
+    (eth,) = slurm.parse_partitions(read('scontrol-show-partition.testbed.txt'), node_list)
+    system = {'name': 's', 'partitions': [{
+        'name': 'eth-tcp', 'scheduler': 'slurm', 'launcher': 'srun',
+        'access': ['--partition=eth', '--exclusive'],
+        'extras': {'fabric': 'tcp', 'iface': 'lo', 'num_nodes': 4}}]}
+    findings = check.check_site(system, {}, tmp_path / 'stage', {'eth': eth},
+                                slurm_nodes=node_list)
+    return findings, asked
+
+
+def test_site_check_runs_on_the_idle_nodes_and_asks_sacct(monkeypatch, tmp_path):
+    findings, asked = _site_check_here(monkeypatch, tmp_path, ('4242|COMPLETED\n', 0))
+    srun = asked[0]
+    assert '--nodelist=cn1,cn2' in srun and '--nodes=2' in srun
+    texts = [f.line() for f in findings]
+    assert any('left out, not idle now: cn3 (IDLE+DRAIN), cn4 (ALLOCATED)' in t for t in texts)
+    assert texts[-1].startswith('ok ') and 'sacct: job 4242, which ended, is COMPLETED' in texts[-1]
+    assert asked[-1][:1] == ['sacct'] and '--jobs=4242' in asked[-1]
+
+
+def test_site_check_fails_when_sacct_does_not_answer(monkeypatch, tmp_path):
+    from hpcnet.exitcodes import Exit
+    from hpcnet.siteinit import check
+    findings, asked = _site_check_here(
+        monkeypatch, tmp_path, ('', 1))
+    last = findings[-1]
+    assert last.code == Exit.FAILED and last.text.startswith('sacct: no answer for job 4242')
+    assert 'sacct: error' in last.text
+    assert sum(a[0] == 'sacct' for a in asked) == check.SACCT_TRIES
+    assert [f for f in findings if f.text.startswith('sacct')] == [last]
+    findings, _ = _site_check_here(monkeypatch, tmp_path, ('4242|RUNNING\n', 0))
+    assert findings[-1].code == Exit.FAILED and "state 'RUNNING'" in findings[-1].text

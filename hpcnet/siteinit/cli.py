@@ -181,7 +181,7 @@ def cmd_check(args) -> int:
                          'partition(s))')
     print(validated.line(), flush=True)
     try:
-        parts, _ = slurm.cluster()
+        parts, slurm_nodes = slurm.cluster()
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
@@ -198,7 +198,7 @@ def cmd_check(args) -> int:
     try:
         findings = [validated] + check.check_site(
             system, per_partition, stage, {p.name: p for p in parts},
-            report=lambda f: print(f.line(), flush=True))
+            report=lambda f: print(f.line(), flush=True), slurm_nodes=slurm_nodes)
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED

@@ -150,12 +150,20 @@ def split_available(part: SlurmPartition, nodes: list, reservation: str | None =
             {n.name: n.state for n in mine if not available(n, reservation)})
 
 
-def partition_of_access(access: list) -> str | None:
-    '''The Slurm partition an hpcnet partition's ``access`` options name.'''
+def option_value(access: list, long: str, short: str | None = None) -> str | None:
+    '''The value of the Slurm option ``long`` (or ``short``) in ``access``
+    (an hpcnet partition's job options), as ``--long=V``, ``--long V``,
+    ``-sV`` or ``-s V``.'''
+    forms = [re.escape(long) + '=', re.escape(short)] if short else [re.escape(long) + '=']
     for i, opt in enumerate(access):
-        m = re.fullmatch(r'(?:--partition=|-p)(\S+)', opt)
+        m = re.fullmatch(f'(?:{"|".join(forms)})(\\S+)', opt)
         if m:
             return m.group(1)
-        if opt in ('--partition', '-p') and i + 1 < len(access):
+        if opt in (long, short) and i + 1 < len(access):
             return access[i + 1]
     return None
+
+
+def partition_of_access(access: list) -> str | None:
+    '''The Slurm partition an hpcnet partition's ``access`` options name.'''
+    return option_value(access, '--partition', '-p')
