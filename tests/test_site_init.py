@@ -371,13 +371,15 @@ def _site_check_here(monkeypatch, tmp_path, sacct_says):
 
 
 def test_site_check_runs_on_the_idle_nodes_and_asks_sacct(monkeypatch, tmp_path):
-    findings, asked = _site_check_here(monkeypatch, tmp_path, ('4242|COMPLETED\n', 0))
+    findings, asked = _site_check_here(
+        monkeypatch, tmp_path, ('JobID|State|ExitCode|End|NodeList\n4242|COMPLETED|0:0|1764000000|cn1\n'
+                                '4242.0|COMPLETED|0:0|1764000000|cn1\n', 0))
     srun = asked[0]
     assert '--nodelist=cn1,cn2' in srun and '--nodes=2' in srun
     texts = [f.line() for f in findings]
     assert any('left out, not idle now: cn3 (IDLE+DRAIN), cn4 (ALLOCATED)' in t for t in texts)
     assert texts[-1].startswith('ok ') and 'sacct: job 4242, which ended, is COMPLETED' in texts[-1]
-    assert asked[-1][:1] == ['sacct'] and '--jobs=4242' in asked[-1]
+    assert asked[-1][:1] == ['sacct'] and asked[-1][asked[-1].index('-j') + 1] == '4242'
 
 
 def test_site_check_fails_when_sacct_does_not_answer(monkeypatch, tmp_path):

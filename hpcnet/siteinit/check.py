@@ -107,8 +107,9 @@ def _hosts(names) -> str:
 def check_accounting(job_id: str) -> Finding:
     '''sacct answers for ``job_id``, a job that has ended: ReFrame polls the
     state of its Slurm jobs with sacct and stops after 3 failed calls.'''
-    argv = ['sacct', '--noheader', '--allocations', '--parsable2', f'--jobs={job_id}',
-            '--format=JobID,State']
+    # The command ReFrame's slurm scheduler polls with (SLURM_TIME_FORMAT aside).
+    argv = ['sacct', '-S', time.strftime('%F'), '-P', '-j', job_id,
+            '-o', 'jobid,state,exitcode,end,nodelist']
     said = ''
     for attempt in range(SACCT_TRIES):
         if attempt:
