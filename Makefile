@@ -26,7 +26,13 @@ deps:
 
 venv: $(VENV)/.hpcnet-installed
 
+# The oldest Python hpcnet runs on: pyproject.toml's requires-python (ReFrame 4.10 needs 3.10).
+PYTHON_MIN := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)"$$/\1/p' pyproject.toml)
+
 $(VENV)/.hpcnet-installed: pyproject.toml
+	@v=$$($(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])') && \
+	[ "$$(printf '%s\n' $(PYTHON_MIN) $$v | sort -V | head -n 1)" = "$(PYTHON_MIN)" ] || { \
+	echo "make venv: $(PYTHON) is Python $$v; hpcnet needs Python $(PYTHON_MIN) or newer (pyproject.toml requires-python): make venv PYTHON=python3.11, or another $(PYTHON_MIN)+ interpreter" >&2; exit 2; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'

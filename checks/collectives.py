@@ -2,8 +2,8 @@
 operation, IMB's t_min/t_avg/t_max across ranks, results validated.
 
 Scale ``1_node``: one rank per core of one node; scale ``all_nodes``: one
-rank on each node of a multi-node partition, whose interfaces must carry the
-traffic.
+rank on each node of a multi-node partition available when it starts
+(hpcnet.checklib.flexnodes), whose interfaces must carry the traffic.
 """
 
 import reframe as rfm

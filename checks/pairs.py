@@ -2,7 +2,8 @@
 ranks, scheduled in rounds of disjoint pairs (N ranks: N-1 rounds), so that
 one bad link or node stands out instead of hiding in an average.
 
-Scale ``all_nodes``: one rank on each node of a multi-node partition.  Each
+Scale ``all_nodes``: one rank on each node of a multi-node partition available
+when it starts (hpcnet.checklib.flexnodes).  Each
 pair reports its mean latency and bandwidth, its first exchange (what a
 connection costs to set up) and its jitter (standard deviation).
 

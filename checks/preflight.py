@@ -12,12 +12,14 @@ from hpcnet.checklib import preflight
 from hpcnet.constants import Fabric, Scale, Unit
 from hpcnet.model import Partition
 from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.checklib.flexnodes import TakesAvailableNodes
 from hpcnet.checklib.testlib import JudgedByReferences, SkipsWithReason
 
 
 @rfm.simple_test
-class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason):
-    #: One node, or every node of a multi-node partition.
+class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
+                       TakesAvailableNodes):
+    #: One node, or the nodes of a multi-node partition available when it starts.
     scale = parameter(Scale.WHOLE_PARTITION)
     valid_systems = ['*']
     valid_prog_environs = [BUILTIN_ENV]
@@ -34,7 +36,8 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithR
         self.partition = part = Partition.of(self.current_partition)
         if part.fabric == Fabric.SHM:
             self.skip_because('shared memory has no link to check')
-        self.num_nodes = 1 if self.scale == Scale.ONE_NODE else part.num_nodes
+        self.num_nodes = (1 if self.scale == Scale.ONE_NODE
+                          else self.available_nodes(part.num_nodes))
         self.num_tasks = self.num_nodes
         self.num_tasks_per_node = 1
         self.descr = f'Preflight of the {part.fabric} fabric of {part.fullname}'

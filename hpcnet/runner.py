@@ -224,6 +224,10 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
         skips[tc.get('skip_reason') or 'no reason recorded'].append(tc)
     for reason, tcs in sorted(skips.items(), key=lambda kv: -len(kv[1])):
         lines.append(f'SKIPPED ({len(tcs)}): {reason}')
+    # A case the partition declares that could not run now (too few nodes
+    # available) decides nothing about it.
+    if any(tc.get('skip_undecided') for tc in by_result.get('skip', [])):
+        codes.append(Exit.UNDECIDED)
     ran = [tc for tc in final.values() if tc['result'] != 'skip']
     if not ran:
         lines.append('NOTHING RAN: every selected case was skipped')

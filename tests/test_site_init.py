@@ -200,3 +200,197 @@ def test_missing_slurm_command_is_one_error(tmp_path, monkeypatch):
     with pytest.raises(slurm.SlurmError, match='^srun not found'):
         check.check_nodes(part, [], tmp_path / 'stage', [])
     assert not list((tmp_path / 'stage').iterdir()), 'the token file is removed'
+
+
+# A drained node and an allocated one (tests/data/site-init/README.md): the
+# partition is proposed on the two idle nodes, naming the two left out.
+
+def _cluster_outputs(hostname='hn0'):
+    '''{file of hpcnet.siteinit.plan: recorded text}: what the testbed
+    printed with cn3 drained and cn4 allocated, the probe run on cn1 and cn2.'''
+    from hpcnet.siteinit import plan
+    return {plan.HOSTNAME.file: hostname + '\n',
+            plan.SHOW_NODES.file: read('scontrol-show-node.testbed-drained.txt'),
+            plan.SHOW_PARTITIONS.file: read('scontrol-show-partition.testbed.txt'),
+            'probe-eth.txt': read('srun-probe.testbed-cn1-cn2.txt'),
+            plan.MPI_LIST.file: read('srun-mpi-list.testbed.txt')}
+
+
+def test_node_states_a_job_starts_on():
+    node_list = slurm.parse_nodes(read('scontrol-show-node.testbed-drained.txt'))
+    (eth,) = slurm.parse_partitions(read('scontrol-show-partition.testbed.txt'), node_list)
+    assert slurm.split_available(eth, node_list) == (
+        ['cn1', 'cn2'], {'cn3': 'IDLE+DRAIN', 'cn4': 'ALLOCATED'})
+    node = slurm.SlurmNode('n', ('p',), 'IDLE+RESERVED')
+    assert not slurm.available(node) and slurm.available(node, reservation='maint')
+    for state in ('MIXED', 'DOWN+NOT_RESPONDING', 'IDLE+MAINT+DRAIN', 'IDLE+POWERED_DOWN',
+                  'IDLE+PLANNED', 'IDLE+COMPLETING'):
+        assert not slurm.available(slurm.SlurmNode('n', ('p',), state), 'maint'), state
+
+
+class FakeSlurm:
+    '''Stands in for the Slurm commands (hpcnet.siteinit.slurm.run): answers
+    from recorded text, and records every command asked.'''
+
+    def __init__(self, outputs):
+        from hpcnet.siteinit import plan
+        self.by_argv = {plan.SHOW_NODES.argv: outputs[plan.SHOW_NODES.file],
+                        plan.SHOW_PARTITIONS.argv: outputs[plan.SHOW_PARTITIONS.file],
+                        plan.MPI_LIST.argv: outputs[plan.MPI_LIST.file]}
+        self.probe = outputs['probe-eth.txt']
+        self.asked = []
+
+    def __call__(self, argv, timeout=60):
+        self.asked.append(list(argv))
+        if argv[0] == 'srun' and argv[1] == '-l':
+            return self.probe
+        return self.by_argv[tuple(argv)]
+
+
+def _site_init(monkeypatch, tmp_path, *argv):
+    from hpcnet import cli
+    monkeypatch.setenv('HPCNET_SYSTEMS_DIRS', str(tmp_path / 'systems'))
+    monkeypatch.setattr('socket.gethostname', lambda: 'hn0')
+    return cli.main(['site', 'init', *argv])
+
+
+@pytest.fixture
+def fake_slurm(monkeypatch):
+    fake = FakeSlurm(_cluster_outputs())
+    monkeypatch.setattr(slurm, 'run', fake)
+    return fake
+
+
+def test_drained_and_allocated_nodes_leave_the_partition_in(monkeypatch, tmp_path, fake_slurm,
+                                                           capsys):
+    code = _site_init(monkeypatch, tmp_path, 'day1', '--reservation', 'maint',
+                      '--account', 'net-team', '--qos', 'high')
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert 'eth: cn3 (IDLE+DRAIN), cn4 (ALLOCATED) left out' in err
+    probes = [a for a in fake_slurm.asked if a[:2] == ['srun', '-l']]
+    (probe,) = probes
+    assert '--nodelist=cn1,cn2' in probe and '--nodes=2' in probe
+    assert ['--reservation=maint', '--account=net-team', '--qos=high'] == [
+        a for a in probe if a.startswith(('--reservation', '--account', '--qos'))]
+    assert int(next(a for a in probe if a.startswith('--immediate=')).split('=')[1]) <= 30
+    text = (tmp_path / 'systems' / 'day1.py').read_text()
+    assert '- eth: cn3 (IDLE+DRAIN), cn4 (ALLOCATED) left out' in text
+    (site,) = load_site_files(tmp_path / 'systems')
+    (part,) = site.system['partitions']
+    assert part['name'] == 'eth-tcp'
+    assert part['access'] == ['--partition=eth', '--exclusive', '--reservation=maint',
+                              '--account=net-team', '--qos=high']
+    assert part['extras']['num_nodes'] == 4      # the partition's nodes: the checks take the idle ones
+    assert '/sys/class/net/eth0/speed on cn1, cn2' in text
+
+
+def test_dry_run_submits_nothing(monkeypatch, tmp_path, fake_slurm, capsys):
+    assert _site_init(monkeypatch, tmp_path, 'day1', '--dry-run') == 0
+    out = capsys.readouterr().out
+    assert [a[0] for a in fake_slurm.asked] == ['scontrol', 'scontrol'], fake_slurm.asked
+    assert "srun -l --partition=eth --nodelist=cn1,cn2 --nodes=2" in out
+    assert 'srun --mpi=list' in out
+    assert not (tmp_path / 'systems').exists()
+
+
+def test_a_value_that_is_not_a_slurm_name_is_refused(monkeypatch, tmp_path, fake_slurm, capsys):
+    assert _site_init(monkeypatch, tmp_path, 'day1', '--account', 'a b;rm -rf x') == 2
+    err = capsys.readouterr().err
+    assert "--account 'a b;rm -rf x' is not a Slurm name" in err and 'Traceback' not in err
+    assert fake_slurm.asked == []
+
+
+def test_from_saved_outputs_writes_the_live_file(monkeypatch, tmp_path, fake_slurm, capsys):
+    '''--dump-commands' script saves what --from reads: the same outputs give
+    the same file, and the script runs each command the live path runs.'''
+    import subprocess
+    assert _site_init(monkeypatch, tmp_path / 'live', 'day1') == 0
+    live = (tmp_path / 'live' / 'systems' / 'day1.py').read_text()
+    assert _site_init(monkeypatch, tmp_path, 'day1', '--dump-commands') == 0
+    script = capsys.readouterr().out
+    # The script run with stand-ins for hostname, scontrol and srun that print the recordings.
+    bin_dir, saved = tmp_path / 'bin', tmp_path / 'saved'
+    bin_dir.mkdir()
+    recorded = tmp_path / 'recorded'
+    recorded.mkdir()
+    for name, text in _cluster_outputs().items():
+        (recorded / name).write_text(text)
+    stand_ins = {'hostname': 'cat "$REC/hostname.txt"',
+                 'scontrol': 'case "$3" in node) cat "$REC/scontrol-show-node.txt";; '
+                             '*) cat "$REC/scontrol-show-partition.txt";; esac',
+                 'srun': 'case "$1" in --mpi=list) cat "$REC/srun-mpi-list.txt";; '
+                         '*) cat "$REC/probe-eth.txt";; esac'}
+    for name, body in stand_ins.items():
+        (bin_dir / name).write_text(f'#!/bin/sh\n{body}\n')
+        (bin_dir / name).chmod(0o755)
+    env = {'PATH': f'{bin_dir}:/usr/bin:/bin', 'REC': str(recorded)}
+    subprocess.run(['sh', '-c', script, 'dump', str(saved)], check=True, env=env)
+    assert _site_init(monkeypatch, tmp_path / 'offline', 'day1', '--from', str(saved)) == 0
+    assert (tmp_path / 'offline' / 'systems' / 'day1.py').read_text() == live
+    assert len(fake_slurm.asked) == 4 + 2     # the live run's 4, the dump's 2 scontrol: none offline
+
+
+def test_from_a_directory_without_an_output_is_one_line(monkeypatch, tmp_path, capsys):
+    from hpcnet.siteinit import plan
+    saved = tmp_path / 'saved'
+    saved.mkdir()
+    (saved / plan.SHOW_NODES.file).write_text(read('scontrol-show-node.testbed-drained.txt'))
+    assert _site_init(monkeypatch, tmp_path, 'day1', '--from', str(saved)) == 2
+    err = capsys.readouterr().err
+    assert f'{saved}/scontrol-show-partition.txt is missing: the output of scontrol' in err
+
+
+def _site_check_here(monkeypatch, tmp_path, sacct_says):
+    '''site check of a one-partition site on the drained testbed, its srun
+    run here (the node script on this host as the job 4242), sacct answering
+    ``sacct_says`` (stdout, exit code).'''
+    import subprocess
+    from hpcnet.siteinit import check
+    asked = []
+
+    def completed(argv, timeout, env=None):
+        asked.append(argv)
+        if argv[0] == 'srun':
+            return subprocess.run(['sh', '-c', argv[-1]], text=True, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={'SLURM_JOB_ID': '4242',
+                                                               'PATH': '/usr/bin:/bin'})
+        assert argv[0] == 'sacct', argv
+        return subprocess.CompletedProcess(argv, sacct_says[1], sacct_says[0], 'sacct: error')
+    monkeypatch.setattr(slurm, 'completed', completed)
+    monkeypatch.setattr(check, 'SACCT_PAUSE_S', 0)
+    node_list = slurm.parse_nodes(read('scontrol-show-node.testbed-drained.txt'))
+    (eth,) = slurm.parse_partitions(read('scontrol-show-partition.testbed.txt'), node_list)
+    system = {'name': 's', 'partitions': [{
+        'name': 'eth-tcp', 'scheduler': 'slurm', 'launcher': 'srun',
+        'access': ['--partition=eth', '--exclusive'],
+        'extras': {'fabric': 'tcp', 'iface': 'lo', 'num_nodes': 4}}]}
+    findings = check.check_site(system, {}, tmp_path / 'stage', {'eth': eth},
+                                slurm_nodes=node_list)
+    return findings, asked
+
+
+def test_site_check_runs_on_the_idle_nodes_and_asks_sacct(monkeypatch, tmp_path):
+    findings, asked = _site_check_here(
+        monkeypatch, tmp_path, ('JobID|State|ExitCode|End|NodeList\n4242|COMPLETED|0:0|1764000000|cn1\n'
+                                '4242.0|COMPLETED|0:0|1764000000|cn1\n', 0))
+    srun = asked[0]
+    assert '--nodelist=cn1,cn2' in srun and '--nodes=2' in srun
+    texts = [f.line() for f in findings]
+    assert any('left out, not idle now: cn3 (IDLE+DRAIN), cn4 (ALLOCATED)' in t for t in texts)
+    assert texts[-1].startswith('ok ') and 'sacct: job 4242, which ended, is COMPLETED' in texts[-1]
+    assert asked[-1][:1] == ['sacct'] and asked[-1][asked[-1].index('-j') + 1] == '4242'
+
+
+def test_site_check_fails_when_sacct_does_not_answer(monkeypatch, tmp_path):
+    from hpcnet.exitcodes import Exit
+    from hpcnet.siteinit import check
+    findings, asked = _site_check_here(
+        monkeypatch, tmp_path, ('', 1))
+    last = findings[-1]
+    assert last.code == Exit.FAILED and last.text.startswith('sacct: no answer for job 4242')
+    assert 'sacct: error' in last.text
+    assert sum(a[0] == 'sacct' for a in asked) == check.SACCT_TRIES
+    assert [f for f in findings if f.text.startswith('sacct')] == [last]
+    findings, _ = _site_check_here(monkeypatch, tmp_path, ('4242|RUNNING\n', 0))
+    assert findings[-1].code == Exit.FAILED and "state 'RUNNING'" in findings[-1].text

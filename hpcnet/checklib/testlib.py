@@ -27,6 +27,7 @@ from reframe.utility import ScopedDict
 
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
+from hpcnet.checklib.flexnodes import TakesAvailableNodes
 from hpcnet.constants import (CALIBRATED_SUFFIX, FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
                               Fabric, Feature, PartitionFeature, Scale, Unit)
 from hpcnet.model import Partition, Stack
@@ -109,10 +110,17 @@ class SkipsWithReason(rfm.RegressionTestPlugin):
 
     #: Why the case was skipped ('' when it ran).
     skip_reason = variable(str, value='', loggable=True)
+    #: The skip leaves the run "not decided" (a case the partition declares
+    #: that could not run now), not a case that does not apply.
+    skip_undecided = variable(typ.Bool, value=False, loggable=True)
 
     def skip_because(self, reason: str) -> None:
         self.skip_reason = reason
         self.skip(reason)
+
+    def not_decided_because(self, reason: str) -> None:
+        self.skip_undecided = True
+        self.skip_because(f'not decided: {reason}')
 
 
 class JudgedByReferences(rfm.RegressionTestPlugin):
@@ -230,7 +238,8 @@ class build_mpiprobe(MakeBuild):
         return {'CC': 'cc'}
 
 
-class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason):
+class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
+                 TakesAvailableNodes):
     '''Base of every run whose bytes should cross the partition's link.'''
 
     exclusive_access = True
@@ -273,7 +282,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason)
         elif self.scale == Scale.TWO_NODES:
             self.num_nodes, self.num_tasks = 2, 2
         else:
-            self.num_nodes = self.num_tasks = self.partition.num_nodes
+            self.num_nodes = self.num_tasks = self.available_nodes(self.partition.num_nodes)
         self.num_tasks_per_node = self.num_tasks // self.num_nodes
 
 

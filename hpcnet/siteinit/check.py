@@ -13,6 +13,7 @@ import re
 import secrets
 import shlex
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,14 @@ from hpcnet.stacks.probe import PROBE_PROGRAM, probe_source
 
 #: Seconds Slurm may take to start a check's job before it counts as not started.
 START_WITHIN_S = 120
+#: The same for the job on the partition's idle nodes, asked for by name:
+#: it starts at once or a node is busy.
+NAMED_START_WITHIN_S = 20
+#: How often, and how many seconds apart, sacct is asked for a finished job
+#: (slurmdbd records a job's end a moment after it ends).
+SACCT_TRIES, SACCT_PAUSE_S = 5, 2
+#: Job states sacct reports for a job that has ended.
+ENDED = ('COMPLETED', 'FAILED', 'CANCELLED', 'TIMEOUT', 'NODE_FAIL', 'OUT_OF_MEMORY')
 #: The check's jobs' time limit (minutes): each runs for seconds.
 JOB_MINUTES = 3
 #: What the probe program prints on each rank of a passed exchange.
@@ -75,7 +84,7 @@ def environment_paths(environ: dict) -> list:
 def node_script(part: Partition, tokens: dict, paths: list) -> str:
     '''Shell run on each node: the tokens (name -> file) and paths it reads,
     then the preflight probe of the declared interface and RDMA devices.'''
-    lines = ['H=$(hostname)']
+    lines = ['H=$(hostname)', 'echo "hpcnet-preflight: $H job_id=${SLURM_JOB_ID:-none}"']
     for name, path in tokens.items():
         q = shlex.quote(str(path))
         lines.append(f'echo "hpcnet-preflight: $H token_{name}=$(cat {q} 2>/dev/null || '
@@ -95,32 +104,69 @@ def _hosts(names) -> str:
     return ', '.join(names) if len(names) <= 6 else f'{len(names)} nodes ({names[0]} ...)'
 
 
-def check_nodes(part: Partition, access: list, stage: Path, environs: list) -> list:
-    '''Findings of one job on every node of the partition.'''
+def check_accounting(job_id: str) -> Finding:
+    '''sacct answers for ``job_id``, a job that has ended: ReFrame polls the
+    state of its Slurm jobs with sacct and stops after 3 failed calls.'''
+    # The command ReFrame's slurm scheduler polls with (SLURM_TIME_FORMAT aside).
+    argv = ['sacct', '-S', time.strftime('%F'), '-P', '-j', job_id,
+            '-o', 'jobid,state,exitcode,end,nodelist']
+    said = ''
+    for attempt in range(SACCT_TRIES):
+        if attempt:
+            time.sleep(SACCT_PAUSE_S)
+        try:
+            res = slurm.completed(argv, 30)
+        except (slurm.SlurmError, subprocess.TimeoutExpired) as err:
+            return fail(f'sacct: {err or "did not answer within 30 s"} (ReFrame polls Slurm '
+                        'jobs with sacct)')
+        rows = [ln.split('|') for ln in res.stdout.splitlines() if ln.strip()]
+        state = next((row[1] for row in rows if row[0] == job_id and len(row) > 1), '')
+        if res.returncode == 0 and state.split()[:1] and state.split()[0] in ENDED:
+            return ok(f'sacct: job {job_id}, which ended, is {state} in the accounting '
+                      '(ReFrame polls Slurm jobs with sacct)')
+        said = _last_words(res.stderr or res.stdout) if res.returncode else (
+            f'state {state!r}' if state else 'no record of it')
+    return fail(f'sacct: no answer for job {job_id}, which ended: {" ".join(argv)}: {said} '
+                '(ReFrame polls Slurm jobs with sacct: slurmdbd and AccountingStorageType must '
+                'be set up)')
+
+
+def check_nodes(part: Partition, access: list, stage: Path, environs: list,
+                hosts: list | None = None, left_out: dict | None = None) -> list:
+    '''([Finding], the job's id or None) of one job on the partition's nodes
+    ``hosts`` (idle ones, named; None: as many as it declares, Slurm's
+    choice); ``left_out`` {name: state}: its nodes that are not idle.'''
     stage.mkdir(parents=True, exist_ok=True)
     token = secrets.token_hex(8)
     token_file = stage / f'.hpcnet-site-check-{token}'
     token_file.write_text(token + '\n')
     paths = sorted({p for env in environs for p in environment_paths(env)})
     script = node_script(part, {'stage': token_file}, paths)
-    argv = ['srun', *access, f'--nodes={part.num_nodes}', '--ntasks-per-node=1',
-            f'--immediate={START_WITHIN_S}', f'--time={JOB_MINUTES}', 'sh', '-c', script]
+    count = len(hosts) if hosts else part.num_nodes
+    where = [f'--nodelist={",".join(hosts)}'] if hosts else []
+    within = NAMED_START_WITHIN_S if hosts else START_WITHIN_S
+    argv = ['srun', *access, *where, f'--nodes={count}', '--ntasks-per-node=1',
+            f'--immediate={within}', f'--time={JOB_MINUTES}', 'sh', '-c', script]
     try:
-        res = slurm.completed(argv, START_WITHIN_S + 60 * JOB_MINUTES)
+        res = slurm.completed(argv, within + 60 * JOB_MINUTES)
     except subprocess.TimeoutExpired:
-        return [fail(f'{part.fullname}: a job on its {part.num_nodes} node(s) did not end within '
-                     f'{JOB_MINUTES} min')]
+        return [fail(f'{part.fullname}: a job on {count} of its node(s) did not end within '
+                     f'{JOB_MINUTES} min')], None
     finally:
         token_file.unlink()
     nodes = preflight.parse(res.stdout)
     if res.returncode != 0 or not nodes:
-        return [fail(f'{part.fullname}: no job ran on its {part.num_nodes} node(s): srun '
-                      f'{" ".join(access)} --nodes={part.num_nodes} exited with {res.returncode}: '
-                      f'{_last_words(res.stderr or res.stdout)}')]
+        return [fail(f'{part.fullname}: no job ran on {count} of its node(s): srun '
+                      f'{" ".join(access + where)} --nodes={count} exited with {res.returncode}: '
+                      f'{_last_words(res.stderr or res.stdout)}')], None
     findings = [ok(f'{part.fullname}: a job ran on {_hosts(nodes)}')]
-    if len(nodes) < part.num_nodes:
-        findings.append(fail(f'{part.fullname}: only {len(nodes)} of the {part.num_nodes} nodes '
-                              'it declares (extras num_nodes) answered'))
+    if left_out:
+        findings.append(ok(f'{part.fullname}: left out, not idle now: ' + ', '.join(
+            f'{n} ({s})' for n, s in sorted(left_out.items())) + ' (the checks run on the '
+            'nodes idle when they start)'))
+    if len(nodes) < count:
+        findings.append(fail(f'{part.fullname}: only {len(nodes)} of the {count} nodes '
+                              'the job asked for answered'))
     blind = [n.host for n in nodes.values() if n.values.get('token_stage') != token]
     if blind:
         findings.append(fail(
@@ -152,7 +198,8 @@ def check_nodes(part: Partition, access: list, stage: Path, environs: list) -> l
     declared = ', '.join(filter(None, [part.iface, *part.rdma_devices]))
     if declared and not problems:
         findings.append(ok(f'{part.fullname}: {declared} present and as declared on every node'))
-    return findings
+    job_ids = {n.values.get('job_id') for n in nodes.values()} - {'none', None}
+    return findings, (job_ids.pop() if len(job_ids) == 1 else None)
 
 
 def one_per_family(environs: list) -> list:
@@ -231,22 +278,28 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
 
 
 def check_site(system: dict, environs: dict, stage: Path, slurm_parts: dict,
-               report=lambda finding: None) -> list:
+               report=lambda finding: None, slurm_nodes: tuple = ()) -> list:
     '''Every finding for ``system`` (validated), whose partitions get the
     ReFrame environments ``environs`` {partition name: [environment]}, with
-    the Slurm partitions ``slurm_parts`` {name: SlurmPartition}; each is
-    passed to ``report`` as soon as it is made.'''
-    findings = []
+    the Slurm partitions ``slurm_parts`` {name: SlurmPartition} and their
+    nodes ``slurm_nodes`` (SlurmNode); each is passed to ``report`` as soon
+    as it is made.  The first job that ran is looked up in sacct.'''
+    findings, ended = [], []
     for rfm_part in system['partitions']:
-        for finding in _check_partition(system, rfm_part, environs, stage, slurm_parts):
+        for finding in _check_partition(system, rfm_part, environs, stage, slurm_parts,
+                                        slurm_nodes, ended):
             report(finding)
             findings.append(finding)
-    return findings
+    accounting = (check_accounting(ended[0]) if ended else
+                  Finding(Exit.UNDECIDED, 'sacct: not checked: no job ran'))
+    report(accounting)
+    return findings + [accounting]
 
 
 def _check_partition(system: dict, rfm_part: dict, environs: dict, stage: Path,
-                     slurm_parts: dict):
-    '''The findings of one partition, each as soon as it is made.'''
+                     slurm_parts: dict, slurm_nodes: tuple, ended: list):
+    '''The findings of one partition, each as soon as it is made; the id of
+    its job on the nodes is appended to ``ended``.'''
     part = Partition.from_extras(f'{system["name"]}:{rfm_part["name"]}', rfm_part['extras'])
     access = list(rfm_part.get('access', []))
     name = slurm.partition_of_access(access)
@@ -272,7 +325,16 @@ def _check_partition(system: dict, rfm_part: dict, environs: dict, stage: Path,
                     f'Slurm partition {name} has {total}')
         return
     mine = environs.get(rfm_part['name'], [])
-    yield from check_nodes(part, access, stage, mine)
+    hosts, busy = slurm.split_available(slurm_parts[name], slurm_nodes,
+                                        slurm.option_value(access, '--reservation'))
+    if not hosts:
+        yield Finding(Exit.UNDECIDED, f'{part.fullname}: not checked: no node of Slurm partition '
+                                      f'{name} is idle (' + ', '.join(
+                                          f'{n} {s}' for n, s in sorted(busy.items())) + ')')
+        return
+    found, job_id = check_nodes(part, access, stage, mine, hosts[:part.num_nodes], busy)
+    yield from found
+    ended += [job_id] if job_id else []
     chosen = one_per_family(mine)
     if not chosen:
         yield Finding(Exit.UNDECIDED, f'{part.fullname}: no MPI environment to start '

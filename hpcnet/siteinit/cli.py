@@ -17,13 +17,9 @@ from hpcnet.argtypes import positive_int
 from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
-from hpcnet.siteinit import check, nodes, proposal, slurm
+from hpcnet.siteinit import check, nodes, plan, proposal, slurm
 from hpcnet.sites import SHIPPED_SYSTEMS, load_site_files, sessions_dir, system_directories
 from hpcnet.stacks import modules
-
-#: Seconds the probe job may wait for its nodes.
-PROBE_START_WITHIN_S = 120
-
 
 def _say(msg: str) -> None:
     print(f'hpcnet: {msg}', file=sys.stderr, flush=True)
@@ -36,43 +32,104 @@ def target_directory() -> Path:
     return Path(extra[0]) if extra else SYSTEMS_DIR
 
 
-def probe_partition(part: slurm.SlurmPartition, count: int | None) -> list:
-    '''NodeNetwork of each node of one short job on ``part`` (all its nodes,
-    or ``count``).'''
-    n = min(part.total_nodes, count) if count else part.total_nodes
-    out = slurm.run(['srun', '-l', f'--partition={part.name}', f'--nodes={n}',
-                     '--ntasks-per-node=1', f'--immediate={PROBE_START_WITHIN_S}',
-                     f'--time={check.JOB_MINUTES}', 'sh', '-c', nodes.PROBE_SCRIPT],
-                    timeout=PROBE_START_WITHIN_S + 60 * check.JOB_MINUTES)
-    return nodes.parse_probe(out)
+def _states(by_name: dict) -> str:
+    return ', '.join(f'{name} ({state})' for name, state in sorted(by_name.items()))
 
 
-def cmd_init(args) -> int:
-    proposal.check_name(args.name)
-    path = target_directory() / f'{args.name}.py'
-    if path.exists() and not args.dry_run:
-        raise ConfigError(f'{path} exists: site init does not overwrite a site file (remove it, '
-                          'or choose another NAME)')
-    taken = {s.system['name']: s.path for s in load_site_files(*system_directories())}
-    if args.name in taken and not args.dry_run:
-        raise ConfigError(f'system {args.name!r} is already defined by {taken[args.name]}')
-    try:
-        partitions, slurm_nodes = slurm.cluster()
-    except slurm.SlurmError as err:
-        raise ConfigError(f'site init reads Slurm: {err}') from None
-    wanted = [p for p in partitions if not args.partition or p.name in args.partition]
-    if args.partition and len(wanted) < len(args.partition):
-        known = ', '.join(p.name for p in partitions)
-        raise ConfigError(f'--partition {", ".join(args.partition)}: Slurm has {known}')
-    proposals, skipped = [], []
+def plan_probes(wanted: list, slurm_nodes: list, access: list, reservation: str | None,
+                count: int | None) -> tuple:
+    '''([(partition, probe Command)], [why a partition is not probed],
+    [which nodes are left out and why]): each partition's probe runs on the
+    nodes Slurm would start a job on now (slurm.available), ``count`` of them
+    at most.'''
+    probes, skipped, left_out = [], [], []
     for part in wanted:
         if part.total_nodes == 0:
             skipped.append(f'{part.name}: no nodes (scontrol show partition: TotalNodes=0)')
             continue
-        _say(f'probing Slurm partition {part.name}: one job on '
-             f'{min(part.total_nodes, args.nodes or part.total_nodes)} node(s)')
+        hosts, busy = slurm.split_available(part, slurm_nodes, reservation)
+        if busy:
+            left_out.append(f'{part.name}: {_states(busy)} left out: scontrol shows '
+                            f'{"them" if len(busy) > 1 else "it"} not idle'
+                            + (f' nor in reservation {reservation}' if reservation else ''))
+        if not hosts:
+            skipped.append(f'{part.name}: no node is idle (scontrol show node: {_states(busy)}); '
+                           'run site init again when some are, or in a reservation (--reservation)')
+            continue
+        probes.append((part, plan.probe(part, hosts[:count] if count else hosts, access)))
+    return probes, skipped, left_out
+
+
+def _wanted(args, partitions: list) -> list:
+    wanted = [p for p in partitions if not args.partition or p.name in args.partition]
+    if args.partition and len(wanted) < len(args.partition):
+        known = ', '.join(p.name for p in partitions)
+        raise ConfigError(f'--partition {", ".join(args.partition)}: Slurm has {known}')
+    return wanted
+
+
+def _check_target(args) -> Path:
+    proposal.check_name(args.name)
+    path = target_directory() / f'{args.name}.py'
+    if path.exists():
+        raise ConfigError(f'{path} exists: site init does not overwrite a site file (remove it, '
+                          'or choose another NAME)')
+    taken = {s.system['name']: s.path for s in load_site_files(*system_directories())}
+    if args.name in taken:
+        raise ConfigError(f'system {args.name!r} is already defined by {taken[args.name]}')
+    return path
+
+
+def cmd_init(args) -> int:
+    writes = not (args.dry_run or args.dump_commands)
+    path = _check_target(args) if writes else proposal.check_name(args.name)
+    access = plan.access_options(args.reservation, args.account, args.qos)
+    source = plan.Saved(Path(args.from_dir)) if args.from_dir else plan.Live()
+    try:
+        slurm_nodes = slurm.parse_nodes(source.output(plan.SHOW_NODES))
+        partitions = slurm.parse_partitions(source.output(plan.SHOW_PARTITIONS), slurm_nodes)
+    except slurm.SlurmError as err:
+        raise ConfigError(f'site init reads Slurm: {err}') from None
+    wanted = _wanted(args, partitions)
+    probes, skipped, left_out = plan_probes(wanted, slurm_nodes, access, args.reservation,
+                                            args.nodes)
+    for line in left_out:
+        _say(line)
+    commands = [plan.HOSTNAME, plan.SHOW_NODES, plan.SHOW_PARTITIONS,
+                *(c for _, c in probes), plan.MPI_LIST]
+    if args.dump_commands:
+        print(plan.dump_script(commands), end='')
+        return Exit.OK
+    if args.dry_run:
+        print('# hpcnet site init --dry-run: the commands it would run ($PROBE: the probe '
+              'script, hpcnet.siteinit.nodes.PROBE_SCRIPT; --dump-commands prints it)')
+        print('\n'.join(c.shown() for c in commands[3:]))
+        for line in skipped:
+            _say(f'not proposed: {line}')
+        return Exit.OK
+    text, made = _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out,
+                          access)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    _say(f'wrote {path}: {len(made)} partition(s) ({", ".join(p.name for p in made)}); next: '
+         f'hpcnet site check --system {args.name}')
+    # A Slurm partition with nodes and no partition in the file is not decided:
+    # its nodes were busy, or its probe failed.
+    missing = [p.name for p in wanted if p.total_nodes and p.name not in {m.slurm for m in made}]
+    if missing:
+        _say(f'{WORDS[Exit.UNDECIDED]}: Slurm partition(s) {", ".join(missing)} not in the file '
+             '("not proposed" says why)')
+    return Exit.UNDECIDED if missing else Exit.OK
+
+
+def _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out, access) -> tuple:
+    '''(the site file's text, [Proposal] in it) from each probe's output.'''
+    proposals = []
+    for part, command in probes:
+        _say(f'Slurm partition {part.name}: the probe job on {", ".join(command.hosts)}'
+             + (f' (saved in {source.directory / command.file})' if args.from_dir else ''))
         try:
-            found = probe_partition(part, args.nodes)
+            found = nodes.parse_probe(source.output(command))
         except (slurm.SlurmError, nodes.ProbeError) as err:
             skipped.append(f'{part.name}: the probe job failed: {err}')
             continue
@@ -85,22 +142,15 @@ def cmd_init(args) -> int:
         raise ConfigError('site init found no partition with a fabric to test: '
                           + '; '.join(skipped))
     try:
-        pmis = slurm.parse_mpi_list(slurm.run(['srun', '--mpi=list']))
+        pmis = slurm.parse_mpi_list(source.output(plan.MPI_LIST))
     except slurm.SlurmError as err:
         raise ConfigError(f'site init reads Slurm: {err}') from None
-    text = proposal.render(args.name, socket.gethostname(), proposals, skipped, partitions,
-                           slurm_nodes, pmis)
+    text = proposal.render(args.name, source.hostname(), proposals, skipped, partitions,
+                           slurm_nodes, pmis, left_out=left_out, access=access)
     with tempfile.TemporaryDirectory() as scratch:
-        (Path(scratch) / path.name).write_text(text)
+        (Path(scratch) / f'{args.name}.py').write_text(text)
         load_site_files(scratch)          # the written file validates, or this is a bug
-    if args.dry_run:
-        print(text, end='')
-        return Exit.OK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    _say(f'wrote {path}: {len(proposals)} partition(s) '
-         f'({", ".join(p.name for p in proposals)}); next: hpcnet site check --system {args.name}')
-    return Exit.OK
+    return text, proposals
 
 
 def _site(args):
@@ -131,7 +181,7 @@ def cmd_check(args) -> int:
                          'partition(s))')
     print(validated.line(), flush=True)
     try:
-        parts, _ = slurm.cluster()
+        parts, slurm_nodes = slurm.cluster()
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
@@ -148,7 +198,7 @@ def cmd_check(args) -> int:
     try:
         findings = [validated] + check.check_site(
             system, per_partition, stage, {p.name: p for p in parts},
-            report=lambda f: print(f.line(), flush=True))
+            report=lambda f: print(f.line(), flush=True), slurm_nodes=slurm_nodes)
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
@@ -165,10 +215,23 @@ def register(sub) -> None:
     ss = p.add_subparsers(dest='site_cmd', required=True)
     i = ss.add_parser('init', help='write config/systems/NAME.py from Slurm and the nodes')
     i.add_argument('name', help='the system name (and file name)')
-    i.add_argument('--dry-run', action='store_true', help='print the file, write nothing')
+    modes = i.add_mutually_exclusive_group()
+    modes.add_argument('--dry-run', action='store_true',
+                       help='print the probe jobs it would start; start none, write nothing')
+    modes.add_argument('--dump-commands', action='store_true',
+                       help='print a shell script that saves, on the cluster, every output '
+                            'site init reads (into its argument DIR); then use --from DIR')
+    i.add_argument('--from', dest='from_dir', metavar='DIR',
+                   help="write the file from the outputs --dump-commands' script saved in DIR "
+                        '(runs nothing)')
     i.add_argument('--partition', action='append',
                    help='only this Slurm partition (repeatable; default all)')
-    i.add_argument('--nodes', type=positive_int, help='probe this many nodes per partition (default all)')
+    i.add_argument('--nodes', type=positive_int,
+                   help='probe this many idle nodes per partition (default all idle nodes)')
+    for option, what in (('--reservation', 'a reservation'), ('--account', 'an account'),
+                         ('--qos', 'a QOS')):
+        i.add_argument(option, help=f'run the probe in {what}, and write it into every '
+                                    "partition's access (Slurm's option of that name)")
     i.set_defaults(func=cmd_init)
     c = ss.add_parser('check', help='what a site must hold before its first run')
     c.add_argument('--system', help='the site (default: the site file matching this host)')

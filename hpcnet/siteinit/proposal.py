@@ -177,10 +177,13 @@ def _line(key: str, value, source: str, indent: str, argument: bool = False) -> 
 
 
 def render(name: str, host: str, proposals: list, skipped: list, partitions: list,
-           slurm_nodes: tuple = (), pmis: tuple = ()) -> str:
+           slurm_nodes: tuple = (), pmis: tuple = (), left_out: tuple = (),
+           access: tuple = ()) -> str:
     '''The site file's text: every value with a comment saying where it came from
     (``slurm_nodes``: SlurmNode, whose features and GRES each partition lists;
-    ``pmis``: what ``srun --mpi=list`` offers).'''
+    ``pmis``: what ``srun --mpi=list`` offers; ``left_out``: which nodes the
+    probe did not run on, and why; ``access``: the job options given to
+    site init, --reservation, --account, --qos).'''
     check_name(name)
     out = [f'"""`{name}`: written by `hpcnet site init {name}` on {host} from what Slurm',
            '(scontrol) and one probe job per partition (ip, sysfs, rdma link, GIDs) said.',
@@ -188,6 +191,9 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
            f'(docs/site-guide.md, "A site file"), then `hpcnet site check --system {name}`.']
     if skipped:
         out += ['', 'Not proposed:'] + [f'- {s}' for s in skipped]
+    if left_out:
+        out += ['', 'Not probed (the checks run on the nodes idle when they start, at least '
+                'two):'] + [f'- {s}' for s in left_out]
     out += ['"""', 'from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT',
             'from hpcnet.model import partition_extras', '', 'system = {',
             f'    {"name"!r}: {name!r},  # the NAME given to hpcnet site init',
@@ -211,10 +217,11 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
                 _line('launcher', 'srun', "Slurm's own launcher; the PMI per MPI family is the "
                       'fabric table\'s (config/fabrics.yaml, launchers.srun) unless extras pmi '
                       'says' + (f' (srun --mpi=list: {", ".join(pmis)})' if pmis else ''), ind),
-                _line('access', [f'--partition={prop.slurm}', '--exclusive'],
+                _line('access', [f'--partition={prop.slurm}', '--exclusive', *access],
                       f'Slurm partition {prop.slurm}; --exclusive: timed runs never share a node'
                       + (' (the partition is OverSubscribe=EXCLUSIVE too)' if slurm_part.exclusive
-                         else ''), ind),
+                         else '') + (f'; {" ".join(access)}: given to site init' if access else ''),
+                      ind),
                 f"{ind}'time_limit': DEFAULT_JOB_TIME_LIMIT,  # hpcnet's limit per job",
                 f'{ind}{"extras"!r}: partition_extras(  # what the checks read (PartitionKey)']
         for key in PartitionKey.ALL:

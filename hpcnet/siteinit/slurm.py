@@ -115,18 +115,55 @@ def parse_mpi_list(text: str) -> list:
             if line.startswith(('\t', ' ')) and re.fullmatch(r'[\w.-]+', line.strip())]
 
 
+#: What ``scontrol --oneliner show node`` and ``... show partition`` print.
+SHOW_NODES = ('scontrol', '--oneliner', 'show', 'node')
+SHOW_PARTITIONS = ('scontrol', '--oneliner', 'show', 'partition')
+
+
 def cluster() -> tuple:
     '''(partitions, nodes) of the cluster this host submits to.'''
-    nodes = parse_nodes(run(['scontrol', '--oneliner', 'show', 'node']))
-    return parse_partitions(run(['scontrol', '--oneliner', 'show', 'partition']), nodes), nodes
+    nodes = parse_nodes(run(list(SHOW_NODES)))
+    return parse_partitions(run(list(SHOW_PARTITIONS)), nodes), nodes
+
+
+#: The one node state a job starts on at once: ReFrame's flexible node
+#: allocation counts exactly these by default (``--flex-alloc-nodes=idle``).
+IDLE = frozenset({'IDLE'})
+#: What a node's state shows while a reservation holds it: a job in that
+#: reservation starts there.
+RESERVED = frozenset({'RESERVED', 'MAINT'})
+
+
+def available(node: SlurmNode, reservation: str | None = None) -> bool:
+    '''Whether a job started now gets ``node`` (scontrol's State, as ReFrame's
+    flexible allocation reads it): idle and nothing else (not drained, down,
+    allocated, completing, powered down, planned for a pending job); in a
+    reservation (``reservation``), idle and held by a reservation too.'''
+    states = frozenset(node.state.upper().split('+'))
+    return states == IDLE or bool(reservation and 'IDLE' in states and states - IDLE <= RESERVED)
+
+
+def split_available(part: SlurmPartition, nodes: list, reservation: str | None = None) -> tuple:
+    '''([names a job gets now], {name: state} of the others) of ``part``'s nodes.'''
+    mine = [n for n in nodes if n.name in part.nodes]
+    return ([n.name for n in mine if available(n, reservation)],
+            {n.name: n.state for n in mine if not available(n, reservation)})
+
+
+def option_value(access: list, long: str, short: str | None = None) -> str | None:
+    '''The value of the Slurm option ``long`` (or ``short``) in ``access``
+    (an hpcnet partition's job options), as ``--long=V``, ``--long V``,
+    ``-sV`` or ``-s V``.'''
+    forms = [re.escape(long) + '=', re.escape(short)] if short else [re.escape(long) + '=']
+    for i, opt in enumerate(access):
+        m = re.fullmatch(f'(?:{"|".join(forms)})(\\S+)', opt)
+        if m:
+            return m.group(1)
+        if opt in (long, short) and i + 1 < len(access):
+            return access[i + 1]
+    return None
 
 
 def partition_of_access(access: list) -> str | None:
     '''The Slurm partition an hpcnet partition's ``access`` options name.'''
-    for i, opt in enumerate(access):
-        m = re.fullmatch(r'(?:--partition=|-p)(\S+)', opt)
-        if m:
-            return m.group(1)
-        if opt in ('--partition', '-p') and i + 1 < len(access):
-            return access[i + 1]
-    return None
+    return option_value(access, '--partition', '-p')

@@ -25,7 +25,7 @@ class Hpcnet(PythonPackage):
     # builds it from a checkout (`spack develop`, README.md), which needs no url.
     version("0.1.0")
 
-    depends_on("python@3.9:", type=("build", "run"))
+    depends_on("python@3.10:", type=("build", "run"))
     depends_on("py-setuptools@64:", type="build")
     # Spack's `reframe` is a plain Package (its tree on PYTHONPATH, bin/reframe on PATH);
     # 4.10 comes from this repository's reframe recipe until the builtin one has it.
