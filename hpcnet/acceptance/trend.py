@@ -11,6 +11,7 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from hpcnet.acceptance import history as hist  # noqa: E402
+from hpcnet.acceptance import history_text as htext  # noqa: E402
 from hpcnet.acceptance.figures import img  # noqa: E402
 from hpcnet.acceptance.report import esc  # noqa: E402
 
@@ -34,7 +35,7 @@ def plot(series: hist.Series) -> str:
     for change in finding.changes:
         colour = _WORSE if series.worse(change) else _BETTER
         ax.axvline(x[change.position] - 0.5, color=colour, ls='--', lw=1.2)
-        ax.annotate(hist.levels_text(change),
+        ax.annotate(htext.levels_text(change),
                     (x[change.position] - 0.5, ax.get_ylim()[1]), xytext=(3, -10),
                     textcoords='offset points', color=colour, fontsize=8)
     for outlier in finding.outliers:
@@ -53,13 +54,13 @@ def _findings_table(found: hist.History) -> str:
         word = 'worse' if series.worse(change) else 'better'
         rows.append((f'<td class="{word}">changed, {word}</td>', series,
                      series.sessions[change.position],
-                     f'{hist.levels_text(change)}, '
+                     f'{htext.levels_text(change)}, '
                      f'p={change.p_value:.2g}, {change.n_before}+{change.n_after} sessions',
-                     hist.changed_near(series, change)))
+                     htext.changed_near(series, change)))
     for series, outlier in found.outliers():
         rows.append(('<td class="outlier">outlier</td>', series,
                      series.sessions[outlier.position],
-                     hist.outlier_text(outlier), hist.what_changed(series, outlier.position)))
+                     htext.outlier_text(outlier), htext.what_changed(series, outlier.position)))
     if not rows:
         return ''
     body = ''.join(
@@ -96,7 +97,7 @@ def section(found: hist.History) -> str:
     short = found.too_short()
     too_short = (f'<p>{len(short)} metrics have fewer than {found.needed} sessions: too few to '
                  'tell a change.</p>' if short else '')
-    return (f'<p>{esc(found.summary())}.</p><p><small>{esc(found.method())}</small></p>'
+    return (f'<p>{esc(found.summary())}.</p><p><small>{esc(htext.method(found))}</small></p>'
             f'{grid}{more}{_findings_table(found)}{too_short}{_sessions_table(found)}'
             '<style>table.trend td.worse { background: #ffcdd2; } '
             'table.trend td.better { background: #c8e6c9; } '
