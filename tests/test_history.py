@@ -282,14 +282,16 @@ def test_the_newest_bad_nights_are_not_decided_never_outliers():
 
 
 def test_as_many_bad_nights_as_a_level_are_a_regression_even_when_the_test_cannot_tell():
-    # The ping-pong case holds the earlier level's sessions: with a threshold
-    # no change can pass, the tail alone decides.
     found = judged(nights(_noisy(20) + [56.0, 56.3, 55.9, 56.1]))
     assert found.exit_code == Exit.FAILED
-    values = _noisy(8) + [56.0, 56.3, 55.9, 56.1]
-    finding = history.find_changes(values, threshold=0.9)
-    assert finding.changes == () and finding.tail.nights == history.MIN_SEGMENT
-    assert finding.tail.size < -0.4
+    # At an alpha no 12 sessions can reach, the series is too short for a
+    # change, and its newest 4 nights still decide.
+    sessions, series = history.series_of(nights(_noisy(8) + [56.0, 56.3, 55.9, 56.1]),
+                                         system='testbed')
+    strict = history.judge(sessions, series, alpha=1e-6)
+    tail = bandwidth(strict).finding.tail
+    assert bandwidth(strict).finding.too_short and tail.nights == history.MIN_SEGMENT
+    assert strict.regressed_tails() and strict.exit_code == Exit.FAILED
 
 
 def test_a_case_that_crashed_the_newest_nights_stopped_since_the_first():

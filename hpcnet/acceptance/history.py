@@ -329,17 +329,23 @@ class History:
         return Exit.OK
 
     def summary(self) -> str:
-        return (f'{len(self.changes(worse=True))} changed for the worse, '
-                f'{len(self.changes(worse=False))} for the better, '
-                f'{len(self.tails())} worse the newest nights '
-                f'({len(self.regressed_tails())} of them for {self.min_segment} or more), '
-                f'{len(self.stopped())} stopped, '
-                f'{len(self.changes(accepted=True)) + len(self.tails(accepted=True))} accepted, '
-                f'{len(self.busy())} values of a busy host not decided, '
-                f'{len(self.heads())} cut short by the period start, '
-                f'{len(self.outliers())} outlier sessions, {len(self.unchanged())} unchanged, '
-                f'{len(self.too_short())} with too short a history (fewer than {self.needed} '
-                'sessions)')
+        """The counts, those that decide the verdict first; zeros left out
+        after the first."""
+        counts = [(len(self.changes(worse=True)), 'changed for the worse'),
+                  (len(self.regressed_tails()), f'worse the newest {self.min_segment}+ nights'),
+                  (len(self.stopped()), 'stopped'),
+                  (len(self.tails()) - len(self.regressed_tails()),
+                   f'worse the newest nights (fewer than {self.min_segment})'),
+                  (len({id(s) for s in self.busy_newest()}), 'measured on a busy host the newest nights'),
+                  (len(self.heads()), "cut short by the period's start"),
+                  (len(self.too_short()), f'with too short a history (fewer than {self.needed} '
+                                          'sessions)'),
+                  (len(self.changes(worse=False)), 'changed for the better'),
+                  (len(self.changes(accepted=True)) + len(self.tails(accepted=True)), 'accepted'),
+                  (len(self.busy()), 'values of a busy host not decided'),
+                  (len(self.outliers()), 'outlier sessions'),
+                  (len(self.unchanged()), 'unchanged')]
+        return ', '.join(f'{n} {what}' for i, (n, what) in enumerate(counts) if n or not i)
 
 
 def _accept(series: Series, acceptances: list) -> None:
