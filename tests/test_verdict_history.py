@@ -76,3 +76,18 @@ def test_a_change_three_sessions_after_the_period_start_fails(tmp_path):
     res = _history(tmp_path, values, '--period', f'now-{int(23.5 * 24)}h:now')
     _row('change 3 sessions after period start', res, Exit.FAILED, 'CHANGED WORSE  ')
     assert 'from session 4 (' in res.stdout and 'OUTLIER' not in res.stdout
+
+
+def test_acknowledging_the_change_turns_the_nights_after_it_green(tmp_path):
+    values = _noisy(10) + [v * 0.8 for v in _noisy(12, seed=4)]
+    assert _history(tmp_path, values).returncode == Exit.FAILED
+    changed = '00000011-0000-4000-8000-000000000000'
+    (tmp_path / 'results.db').unlink()
+    res = _history(tmp_path, values, '--acknowledge', f'{changed}:bandwidth', '--why',
+                   'the new switch firmware caps the link')
+    assert res.returncode == Exit.OK, res.stdout + res.stderr
+    assert 'ACCEPTED       ' in res.stdout
+    assert changed in (tmp_path / 'refs' / 'acknowledged' / 'history.yaml').read_text()
+    (tmp_path / 'results.db').unlink()
+    res = _history(tmp_path, values, '--acknowledge', changed)
+    assert res.returncode == Exit.USAGE and 'go together' in res.stderr, res.stderr
