@@ -3,10 +3,11 @@ session each changed, and the verdict (hpcnet.acceptance.history states the
 rule); ``--html FILE`` writes the trend page."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner
-from hpcnet.acceptance import compare, history, trend
+from hpcnet.acceptance import accepted, compare, history, history_text, trend
 from hpcnet.acceptance import report as hpcnet_report
 
 
@@ -14,14 +15,16 @@ def cmd_history(args) -> int:
     if args.min_segment < 2:
         raise runner.SelectionError(f'--min-segment {args.min_segment}: a level of one session '
                                     'is one bad night, not a change (valid: 2 or more)')
+    if bool(args.acknowledge) != bool(args.why):
+        raise runner.SelectionError('--acknowledge and --why go together (valid: --acknowledge '
+                                    'SESSION_UUID[:REGEX] --why TEXT)')
     try:
-        found = history.load(args.period, db=Path(args.db) if args.db else None,
-                             system=args.system, name=args.name,
-                             min_segment=args.min_segment, alpha=args.alpha,
-                             threshold=args.threshold)
-    except history.HistoryError as err:
+        found = _load(args)
+        if args.acknowledge:
+            found = _acknowledge(args, found)
+    except (history.HistoryError, accepted.AcceptedError) as err:
         raise runner.SelectionError(str(err)) from None
-    print(history.text(found))
+    print(history_text.text(found))
     code = found.exit_code
     verdict = f'{exitcodes.WORDS[code]}: history: {found.summary()}'
     if code == exitcodes.Exit.UNDECIDED:
@@ -42,6 +45,30 @@ def cmd_history(args) -> int:
         runner.say(f'trend page: {output}')
     runner.say(verdict)
     return code
+
+
+def _load(args) -> history.History:
+    return history.load(args.period, db=Path(args.db) if args.db else None,
+                        system=args.system, name=args.name, min_segment=args.min_segment,
+                        alpha=args.alpha, threshold=args.threshold)
+
+
+def _acknowledge(args, found: history.History) -> history.History:
+    """Record that the site accepts the change at a session of the history
+    read, then judge the history again with it."""
+    session, metrics = accepted.parse_spec(args.acknowledge)
+    if session not in {s.uuid for s in found.sessions}:
+        raise accepted.AcceptedError(f'--acknowledge {args.acknowledge}: session {session} is '
+                                     'not among the sessions read (valid: a session '
+                                     '`hpcnet history` names for this --period)')
+    if metrics and not any(re.search(metrics, s.name()) for s in found.series):
+        raise accepted.AcceptedError(f'--acknowledge {args.acknowledge}: {metrics!r} finds no '
+                                     "series (valid: a regex on 'test @partition +environment "
+                                     "metric', as the lines name them)")
+    path = accepted.acknowledged_path()
+    accepted.acknowledge(path, session, metrics, args.why)
+    runner.say(f'acknowledged in {path}: {args.acknowledge}: {args.why}')
+    return _load(args)
 
 
 def add_parser(sub) -> None:
@@ -66,5 +93,10 @@ def add_parser(sub) -> None:
     p.add_argument('--threshold', type=argtypes.fraction, default=history.THRESHOLD,
                    help='smallest relative change of level that counts (default %(default)s)')
     p.add_argument('--html', metavar='FILE', help='also write the trend page (HTML) here')
+    p.add_argument('--acknowledge', metavar='SESSION_UUID[:REGEX]',
+                   help='record that the site accepts the change (or the newest nights) '
+                        'at this session, for the series REGEX finds (default: all), in '
+                        f'<reference dir>/{accepted.ACKNOWLEDGED}; needs --why')
+    p.add_argument('--why', metavar='TEXT', help='why the change is accepted (the record keeps it)')
     p.set_defaults(func=cmd_history)
 

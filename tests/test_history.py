@@ -1,6 +1,11 @@
 """`hpcnet history`: the change-point rule on series (a step, one bad
-session, no change, too short), and the command's contract (usage errors,
-"not decided") on real stored sessions."""
+session, no change, too short, the newest nights, a change the period's
+start cut short), the series read from sessions (busy-host nights kept,
+series that stop, accepted changes), and the command's contract (usage
+errors, "not decided") on real stored sessions."""
+import copy
+import functools
+import json
 import math
 import os
 import platform
@@ -12,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcnet.acceptance import baseline, history
+from hpcnet.acceptance import accepted, baseline, history, history_text, levels
+from hpcnet.acceptance.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
@@ -100,8 +106,8 @@ def test_a_level_that_is_all_outliers_still_has_a_median(monkeypatch):
     beside stress-ng): the level is then no level, and its median is of all
     its sessions, not an error.'''
     values = [100.0] * 6 + [80.0, 120.0, 60.0, 140.0] + [100.0] * 6
-    first = history._candidates(values, True, history.MIN_SEGMENT)[0]
-    monkeypatch.setattr(history, '_outliers', lambda v, bounds, *a: list(range(bounds[1])))
+    first = levels._candidates(values, True, history.MIN_SEGMENT)[0]
+    monkeypatch.setattr(levels, '_outliers', lambda v, bounds, *a: list(range(bounds[1])))
     found = history.find_changes(values)
     assert found.changes == ()
     assert found.levels[0][:2] == (0, first if len(found.levels) > 1 else len(values))
@@ -145,10 +151,10 @@ def test_a_change_reads_what_the_sessions_beside_its_border_recorded():
                             changed={4: [], 5: ['link rate: 1000000000 -> 900000000']})
     change = history.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
                             n_after=4)
-    assert history.changed_near(series, change) == (
+    assert history_text.changed_near(series, change) == (
         'no recorded change (beside it, session 6 (2027-01-20 08:00:00 UTC, 00000005): '
         'link rate: 1000000000 -> 900000000)')
-    assert 'beside it, session 6' in history.change_line(series, change)
+    assert 'beside it, session 6' in history_text.change_line(series, change)
 
 
 def _hpcnet(*args):
@@ -196,3 +202,191 @@ def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_
         info = session.report['session_info']
         assert re.fullmatch('[0-9a-f]{40}', info[baseline.SUITE_COMMIT_TAG])
         assert info[baseline.OS_KERNEL_TAG] == platform.release()
+
+
+# -- Sessions crafted from a recorded one (tests/data/history): one night each.
+
+RECORDED = Path(__file__).parent / 'data' / 'history' / 'testbed-12-sessions.json'
+DAY = 86400.0
+#: The recorded streaming case, and a ping-pong case beside it every night.
+BW, PINGPONG = 'hpcnet_p2p %scale=2_nodes %mode=bw', 'hpcnet_p2p %scale=2_nodes %mode=pingpong'
+
+
+@functools.lru_cache(maxsize=1)
+def _recorded() -> str:
+    return RECORDED.read_text()
+
+
+def night(number: int, bandwidth: float | None, *, start: float = 1.8e9, busy: bool = False,
+          crashed: bool = False) -> dict:
+    """Session ``number`` of a nightly series: the recorded session with
+    the streaming case's bandwidth_4MiB at ``bandwidth`` (the case absent
+    when None), measured on a busy host or crashed, and a ping-pong case."""
+    report = copy.deepcopy(json.loads(_recorded())[0])
+    uuid = f'{number:08d}-0000-4000-8000-000000000000'
+    report['session_info'].update(uuid=uuid, time_start_unix=start + number * DAY,
+                                  time_end_unix=start + number * DAY + 60)
+    template = report['runs'][0]['testcases'][0]
+    pingpong = {**copy.deepcopy(template), 'name': PINGPONG, 'not_asserted': {},
+                'perfvalues': {'testbed:eth:latency_8B': [30.0, None, None, None, 'us', 'pass']}}
+    cases = [pingpong]
+    if bandwidth is not None:
+        case = {**template, 'name': BW, 'not_asserted': {},
+                'perfvalues': {'testbed:eth:bandwidth_4MiB': [bandwidth, None, None, None,
+                                                              'MB/s', 'pass']}}
+        if busy:
+            case['judgement_basis'] = Basis.HOST_OVERLOADED
+        if crashed:
+            case.update(result='fail', fail_phase='run', perfvalues={},
+                        fail_reason='the job failed: signal 11 (SIGSEGV) on cn1')
+        cases.append(case)
+    report['runs'][0]['testcases'] = cases
+    return report
+
+
+def nights(values: list, first: int = 1, **kw) -> list:
+    """One night per value (None: the case absent, 'crash': it crashed,
+    ('busy', v): v measured on a busy host)."""
+    out = []
+    for number, value in enumerate(values, first):
+        if value == 'crash':
+            out.append(night(number, 0.0, crashed=True, **kw))
+        elif isinstance(value, tuple):
+            out.append(night(number, value[1], busy=True, **kw))
+        else:
+            out.append(night(number, value, **kw))
+    return out
+
+
+def judged(reports: list, earlier: list = (), acceptances: tuple = ()) -> history.History:
+    sessions, series = history.series_of(reports, system='testbed', earlier=earlier)
+    return history.judge(sessions, series, acceptances=acceptances)
+
+
+def bandwidth(found: history.History) -> history.Series:
+    (series,) = [s for s in found.series if s.key[3] == 'bandwidth_4MiB']
+    return series
+
+
+def test_the_newest_bad_nights_are_not_decided_never_outliers():
+    found = judged(nights(_noisy(20) + [56.0, 56.3, 55.9]))
+    series = bandwidth(found)
+    assert series.finding.outliers == ()
+    tail = series.finding.tail
+    assert (tail.start, tail.nights) == (20, 3) and tail.size == pytest.approx(-0.5, abs=0.02)
+    assert found.exit_code == Exit.UNDECIDED
+    text = history_text.text(found)
+    assert 'WORSE LATELY   hpcnet_p2p %scale=2_nodes %mode=bw @testbed:eth +gcc12-openmpi4 ' \
+        'bandwidth_4MiB [MB/s]: the newest 3 sessions, since session 21' in text
+    assert 'OUTLIER' not in text
+
+
+def test_as_many_bad_nights_as_a_level_are_a_regression_even_when_the_test_cannot_tell():
+    found = judged(nights(_noisy(20) + [56.0, 56.3, 55.9, 56.1]))
+    assert found.exit_code == Exit.FAILED
+    # At an alpha no 12 sessions can reach, the series is too short for a
+    # change, and its newest 4 nights still decide.
+    sessions, series = history.series_of(nights(_noisy(8) + [56.0, 56.3, 55.9, 56.1]),
+                                         system='testbed')
+    strict = history.judge(sessions, series, alpha=1e-6)
+    tail = bandwidth(strict).finding.tail
+    assert bandwidth(strict).finding.too_short and tail.nights == history.MIN_SEGMENT
+    assert strict.regressed_tails() and strict.exit_code == Exit.FAILED
+
+
+def test_a_case_that_crashed_the_newest_nights_stopped_since_the_first():
+    found = judged(nights(_noisy(14) + ['crash'] * 6))
+    series = bandwidth(found)
+    assert series.stop.since.index == 15 and len(series.stop.sessions) == 6
+    assert found.exit_code == Exit.FAILED
+    (line,) = history_text.stopped_lines(found)
+    assert line.startswith('STOPPED        hpcnet_p2p %scale=2_nodes %mode=bw @testbed:eth '
+                           '+gcc12-openmpi4: no value since session 15 (')
+    assert 'fail in run: the job failed: signal 11 (SIGSEGV) on cn1 (x6)' in line
+
+
+def test_a_case_missing_from_the_newest_sessions_stopped():
+    found = judged(nights(_noisy(12) + [None] * 2))
+    assert bandwidth(found).stop.since.index == 13
+    assert 'not run (x2)' in history_text.stopped_lines(found)[0]
+    assert found.exit_code == Exit.FAILED
+    # Missing in the middle only: no stop.
+    assert not bandwidth(judged(nights(_noisy(6) + [None] + _noisy(6, seed=3)))).stop
+
+
+def test_a_change_a_few_sessions_after_the_period_start_is_judged_with_the_sessions_before():
+    good, bad = _noisy(11), [v * 0.5 for v in _noisy(20, seed=5)]
+    reports = nights(good + bad)
+    # The period starts 3 sessions before the change.
+    found = judged(reports[8:], earlier=reports[:8])
+    series = bandwidth(found)
+    (change,) = [c for c in series.finding.changes]
+    assert series.session_of(change.position).index == 4 and series.worse(change)
+    assert series.finding.outliers == () and found.exit_code == Exit.FAILED
+    assert [s.index for s in found.sessions][:9] == list(range(-7, 2))
+    # With no session before the period, the level before is cut short: not decided.
+    alone = judged(reports[8:])
+    (head,) = [h for _, h in alone.heads()]
+    assert (head.start, head.nights) == (0, 3) and bandwidth(alone).finding.outliers == ()
+    assert alone.exit_code == Exit.UNDECIDED
+    assert 'CUT SHORT      ' in history_text.text(alone)
+
+
+def test_busy_host_nights_are_shown_not_decided_and_keep_the_session_numbers():
+    values = _noisy(7) + [('busy', 80.0)] + [v * 0.9 for v in _noisy(6, seed=2)]
+    found = judged(nights(values))
+    series = bandwidth(found)
+    assert [s.index for s, _ in series.busy] == [8] and len(found.sessions) == 14
+    (change,) = series.finding.changes
+    assert series.session_of(change.position).index == 9
+    assert 'BUSY HOST      session 8 (' in history_text.text(found)
+    assert found.exit_code == Exit.FAILED
+    # The newest nights on a busy host: not decided, never a silent pass.
+    newest = judged(nights(_noisy(20) + [('busy', 80.0)] * 5))
+    assert newest.exit_code == Exit.UNDECIDED and len(bandwidth(newest).newest_busy()) == 5
+    assert 'values measured on a busy host (testbed host overloaded), not decided, the newest' \
+        in history_text.text(newest)
+
+
+def test_an_acknowledged_change_starts_a_new_level(tmp_path):
+    reports = nights(_noisy(10) + [v * 0.8 for v in _noisy(12, seed=4)])
+    assert judged(reports).exit_code == Exit.FAILED
+    path = tmp_path / 'acknowledged' / 'history.yaml'
+    accepted.acknowledge(path, reports[12]['session_info']['uuid'], 'bandwidth_4MiB',
+                         'the new switch firmware caps the link at 80 %')
+    found = judged(reports, acceptances=tuple(accepted.acknowledgements(path)))
+    assert found.exit_code == Exit.OK, history_text.text(found)
+    assert 'ACCEPTED       ' in history_text.text(found) and 'switch firmware' in path.read_text()
+    # An acknowledgement of an earlier session, or of other series, accepts nothing.
+    for session, pattern in ((reports[5], None), (reports[12], 'latency')):
+        other = accepted.Acceptance((session['session_info']['uuid'],), pattern, 'x')
+        assert judged(reports, acceptances=(other,)).exit_code == Exit.FAILED
+    # Bad nights after the accepted change are judged against the new level.
+    later = judged(reports + nights([40.0, 40.2, 39.9], first=23),
+                   acceptances=tuple(accepted.acknowledgements(path)))
+    assert later.exit_code == Exit.UNDECIDED and later.tails()
+
+
+def test_a_baseline_written_after_a_change_accepts_it(tmp_path):
+    reports = nights(_noisy(10) + [v * 0.8 for v in _noisy(12, seed=4)])
+    uuids = [r['session_info']['uuid'] for r in reports[14:17]]
+    (tmp_path / 'testbed.yaml').write_text(
+        f"'{PROVENANCE}':\n  date: '2027-01-01T00:00:00+00:00'\n  sessions: {json.dumps(uuids)}\n")
+    found = judged(reports, acceptances=tuple(accepted.baselines({'testbed'}, tmp_path)))
+    assert found.exit_code == Exit.OK, history_text.text(found)
+
+
+@pytest.mark.parametrize('spec,says', [
+    ('not-a-uuid', "'not-a-uuid' is not a session UUID"),
+    ('00000001-0000-4000-8000-000000000000:(', "'(' is not a regular expression"),
+])
+def test_an_acknowledgement_that_cannot_be_one_is_a_usage_error(spec, says):
+    with pytest.raises(accepted.AcceptedError, match=re.escape(says)):
+        accepted.parse_spec(spec)
+
+
+def test_an_unreadable_acknowledgements_file_names_the_entry(tmp_path):
+    path = tmp_path / 'history.yaml'
+    path.write_text('- session: 00000001-0000-4000-8000-000000000000\n')
+    with pytest.raises(accepted.AcceptedError, match=r'entry 1: why: missing'):
+        accepted.acknowledgements(path)

@@ -18,7 +18,7 @@ import pytest
 from conftest import env_regex, run_reframe, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import history
+from hpcnet.acceptance import history, history_text
 from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, WORK_DIR
 from hpcnet.exitcodes import Exit
 
@@ -80,25 +80,25 @@ def test_history_names_the_session_the_link_was_cut(tmp_path, one_env_per_stack)
     raw = by_metric['bandwidth_4MiB']
     (change,) = raw.finding.changes
     session = raw.sessions[change.position]
-    assert abs(session.index - CHANGE_AT) <= 1, history.change_line(raw, change)
-    assert raw.worse(change) and -0.2 < change.size < -0.05, history.change_line(raw, change)
+    assert abs(session.index - CHANGE_AT) <= 1, history_text.change_line(raw, change)
+    assert raw.worse(change) and -0.2 < change.size < -0.05, history_text.change_line(raw, change)
     assert change.p_value < history.ALPHA
     # What the runs recorded that session: the declared rate, and the shaper
     # the calibration read on the nodes.
-    assert 'link rate: 1000000000 -> 900000000' in history.changed_near(raw, change), raw.changed
-    assert 'link shaped (tc): 1000 Mbit/s -> 900 Mbit/s' in history.changed_near(raw, change)
-    line = history.change_line(raw, change)
+    assert 'link rate: 1000000000 -> 900000000' in history_text.changed_near(raw, change), raw.changed
+    assert 'link shaped (tc): 1000 Mbit/s -> 900 Mbit/s' in history_text.changed_near(raw, change)
+    line = history_text.change_line(raw, change)
     assert line in res.stdout
     # One slow session is an outlier, never a change (a stall of the shared
     # host may add another outlier: it is printed, not a failure).
     outliers = {raw.sessions[o.position].index: o for o in raw.finding.outliers}
-    assert OUTLIER_AT in outliers, [history.outlier_line(raw, o) for o in raw.finding.outliers]
-    assert history.outlier_line(raw, outliers[OUTLIER_AT]) in res.stdout
+    assert OUTLIER_AT in outliers, [history_text.outlier_line(raw, o) for o in raw.finding.outliers]
+    assert history_text.outlier_line(raw, outliers[OUTLIER_AT]) in res.stdout
     assert 'link rate: 1000000000 -> 600000000' in raw.changed[outliers[OUTLIER_AT].position]
     # What the cut does not move: iperf3 on the same link fell as much, and
     # the efficiency is over the rate the partition declares.
     for metric in ('bandwidth_4MiB' + CALIBRATED_SUFFIX, 'efficiency_4MiB'):
         assert not by_metric[metric].finding.changes, \
-            [history.change_line(by_metric[metric], c) for c in by_metric[metric].finding.changes]
+            [history_text.change_line(by_metric[metric], c) for c in by_metric[metric].finding.changes]
     assert 'id="trend"' in (tmp_path / 'trend.html').read_text()
     (tmp_path / 'history.json').write_text(json.dumps([s.report for s in found.sessions]))

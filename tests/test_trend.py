@@ -74,3 +74,13 @@ def test_chromium_shows_the_trend_section(page):
     SCREENSHOT.unlink(missing_ok=True)
     shot = _chromium(f'--screenshot={SCREENSHOT}', size, page.as_uri())
     assert shot.returncode == 0 and SCREENSHOT.stat().st_size > 30_000, shot.stderr[-2000:]
+
+
+def test_the_trend_section_shows_the_newest_nights_busy_nights_and_stops():
+    from test_history import _noisy, judged as judge_nights, nights
+    found = judge_nights(nights(_noisy(10) + [('busy', 80.0)] + _noisy(6, seed=3)
+                                + [56.0, 56.2] + ['crash']))
+    section = trend.section(found)
+    assert section.count('<img') == 1
+    for word in ('worse the newest 2 sessions', 'busy host: not decided', 'stopped'):
+        assert f'>{word}</td>' in section, word

@@ -1,77 +1,54 @@
-"""`hpcnet history`: the trend of every metric over the stored sessions, and
-the session it changed.
+"""`hpcnet history`: the trend of every metric over the stored sessions, the
+session it changed, and what the newest nights say.
 
 The sessions are ReFrame's (its results database, read through
 `reframe --describe-stored-sessions` as `hpcnet compare` reads a period),
 in the order they started.  Per test x partition x environment x metric the
 series is one value per session: the median of that session's samples
 (every passed repeat, as hpcnet.acceptance.compare.samples collects them).
+hpcnet.acceptance.levels judges each series (changes, outliers, the newest
+nights that stand apart from the level: its tail).
 
-The rule, per series (find_changes):
+What a series holds besides its values:
 
-1. Too short: fewer than sessions_needed() sessions cannot show a change
-   at all (two levels of MIN_SEGMENT sessions each whose rank test can reach
-   ALPHA), so the series is "not decided".
-2. Candidates: ruptures' binary segmentation (Binseg) with the L1 cost
-   (the median of each level, so one far value does not pull a level) on
-   log(value) (a relative change is the same size at any scale; raw values
-   for a series with a zero or a negative value, such as error counts), no
-   level shorter than MIN_SEGMENT sessions: one bad night, or a few, cannot
-   be a level of its own.
-3. Each candidate is tested against the levels on both sides of it, up to
-   the neighbouring change points, each level without its outliers (4.):
-   the two-sided Mann-Whitney U p (scipy.stats) times the number of places
-   the border between the two levels could have been (Bonferroni: the
-   search chose the place that separates them best, so the plain p would
-   flatter it) below ALPHA, and the medians moved by more than THRESHOLD
-   (both as in `hpcnet compare`).  The weakest candidate that fails goes,
-   its neighbours' levels grow and are tested again, until every one left
-   passes.
-4. Outliers: a session's value more than 3.5 robust standard deviations
-   and more than THRESHOLD from its level's median (each value over its
-   level's median, pooled over the series, judged by
-   hpcnet.acceptance.spread.outliers, the rule baselines leave repeats out
-   by) is an outlier: reported, never a change, and left out of the levels
-   step 3 tests.  A level needs MIN_SEGMENT sessions without its outliers.
+- busy nights: the values of a session whose case the host was too busy to
+  judge are shown as "not decided" points; they are not judged, and the
+  session keeps its number, so no change is named a session off;
+- its stop: the sessions after its last value in which its partition ran
+  but it has none (the case failed, was not run, or ran without the metric);
+- the earlier level: a period of ReFrame's ``START:END`` form is judged with
+  up to LOOKBACK sessions before START (numbered 0, -1, ...), so a change a
+  few sessions after START has its earlier level; changes before START are
+  not the period's;
+- what the site accepted (hpcnet.acceptance.accepted): a change, or a tail,
+  that starts at most one session after a session the site accepted (its
+  baseline, or an acknowledgement) is ACCEPTED, not a failure.
 
-Each change says its session, the levels before and after, its size
-(after / before - 1), its p, whether it is worse (by the unit's better side,
-hpcnet.acceptance.statcompare.better_direction; a value with no better side,
-an MTU, counts as worse when it changes, as `hpcnet compare` judges it) and
-what the session's cases recorded differently from the session before
-(hpcnet.acceptance.compare.provenance; ReFrame's version and host, and the
-suite's commit and the host's kernel that `hpcnet run` stores with the session).
-
-Exit code (hpcnet.exitcodes): a change for the worse in the period is
-FAILED; otherwise a series too short to judge is UNDECIDED; else OK.
+Exit code (hpcnet.exitcodes): FAILED for a change for the worse in the
+period, a worse tail of MIN_SEGMENT nights or more (a level), or a stopped
+series; else UNDECIDED for a worse tail shorter than that, newest nights
+measured on a busy host, a head (the level before a change the period's
+start cut short, when no earlier session holds it), or a series too short;
+else OK.
 """
 from __future__ import annotations
 
 import datetime
-import math
 import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import ruptures
-
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance import accepted as accepted_mod, compare, statcompare
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
-from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
+from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change,  # noqa: F401
+                                      Finding, Outlier, find_changes, sessions_needed)
 from hpcnet.exitcodes import Exit
 
-#: The fewest sessions of one level: a change needs this many nights on each
-#: side, so up to MIN_SEGMENT - 1 bad nights in a row are outliers.
-MIN_SEGMENT = 4
-#: Significance level of each change point's rank test, corrected for the
-#: search (as `hpcnet compare`'s).
-ALPHA = compare.ALPHA
-#: Smallest relative change of level that is a change (as `hpcnet compare`).
-THRESHOLD = compare.THRESHOLD
-
-
+#: Sessions before a ``START:END`` period read to judge the level at START:
+#: enough to decide a level of their own.
+LOOKBACK = sessions_needed()
+_PERIOD = re.compile(r'([^:?]+):([^:?]+)')
 
 
 class HistoryError(ValueError):
@@ -79,142 +56,10 @@ class HistoryError(ValueError):
     error (exit 2)."""
 
 
-def sessions_needed(min_segment: int = MIN_SEGMENT, alpha: float = ALPHA) -> int:
-    """The fewest sessions in which a change can be found: two levels of at
-    least ``min_segment`` sessions whose test (_levels_differ) can reach
-    ``alpha``; its smallest p, at complete separation, is
-    2 x borders / C(n, n1), smallest where the levels are equally long."""
-    n = 2 * min_segment
-    while 2 * (n - 2 * min_segment + 1) * statcompare.min_exact_p(n // 2, n - n // 2) >= alpha:
-        n += 1
-    return n
-
-
-@dataclass(frozen=True)
-class Change:
-    """A change of level at ``position`` (the first value of the new level)."""
-    position: int
-    before: float           #: median of the level before
-    after: float            #: median of the level after
-    p_value: float          #: two-sided Mann-Whitney U p x the borders searched
-    n_before: int
-    n_after: int
-
-    @property
-    def size(self) -> float:
-        """Relative change of the level, after / before - 1."""
-        return self.after / self.before - 1 if self.before else math.copysign(math.inf, self.after)
-
-
-@dataclass(frozen=True)
-class Outlier:
-    position: int
-    value: float
-    level: float            #: median of the level it stands in
-
-
-@dataclass(frozen=True)
-class Finding:
-    """What find_changes found in one series."""
-    changes: tuple
-    outliers: tuple
-    #: (start, end, median) of each level, end exclusive, its outliers left
-    #: out of the median (the level Change and Outlier give).
-    levels: tuple
-    too_short: bool
-
-
-def _relative(values) -> bool:
-    return min(values) > 0
-
-
-def _level_median(kept: list, segment: list) -> float:
-    """A level's median, its outliers left out; of all its values when every
-    one of them is an outlier (a level of a few disagreeing sessions)."""
-    return statistics.median(kept or segment)
-
-
-def _levels_differ(before: list, after: list, *, segments: tuple, relative: bool,
-                   min_segment: int, alpha: float, threshold: float) -> tuple:
-    """(whether the two levels differ, p, median before, after): the
-    two-sided Mann-Whitney U p times the number of places the levels' border
-    could have been put (Bonferroni: the search tried them all); levels of
-    fewer than ``min_segment`` values (outliers taken out) never differ.
-    ``segments``: the two levels' values, outliers included."""
-    low, high = _level_median(before, segments[0]), _level_median(after, segments[1])
-    if min(len(before), len(after)) < min_segment:
-        # A level whose sessions disagree (outliers taken out) is no level.
-        return False, 1.0, low, high
-    direction = 'greater' if high > low else 'less'
-    borders = max(1, len(before) + len(after) - 2 * min_segment + 1)
-    p = min(1.0, 2 * borders * statcompare.mann_whitney_p(before, after, direction))
-    moved = abs(high / low - 1) > threshold if relative else high != low
-    return p < alpha and moved, p, low, high
-
-
-def _outliers(values: list, bounds: list, relative: bool, threshold: float) -> list:
-    """Positions of the values far from their level: each value over its
-    level's median (minus it, for counts) pooled over the series, by the
-    rule baselines leave repeats out by (spread.outliers: OUTLIER_Z robust sd and
-    ``threshold``); pooled, because a level of a few sessions says little
-    about its own spread."""
-    residuals = []
-    for start, end in zip(bounds, bounds[1:]):
-        level = statistics.median(values[start:end])
-        residuals += [v / level if relative else v - level for v in values[start:end]]
-    return spread_outliers(residuals, threshold if relative else 0.0)
-
-
-def _candidates(values: list, relative: bool, min_segment: int) -> list:
-    """Positions where ruptures' Binseg (L1 cost) splits the series into
-    levels of at least ``min_segment`` values, as many as fit."""
-    signal = np.log(values) if relative else np.asarray(values, dtype=float)
-    algo = ruptures.Binseg(model='l1', min_size=min_segment, jump=1).fit(signal.reshape(-1, 1))
-    return [b for b in algo.predict(n_bkps=max(1, len(values) // min_segment - 1))
-            if b < len(values)]
-
-
-def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-                 threshold: float = THRESHOLD) -> Finding:
-    """The change points and outliers of one series by the module's rule."""
-    values = [float(v) for v in values]
-    n = len(values)
-    if n < sessions_needed(min_segment, alpha):
-        return Finding((), (), ((0, n, statistics.median(values) if values else math.nan),),
-                       True)
-    relative = _relative(values)
-    kept = _candidates(values, relative, min_segment)
-    while True:
-        bounds = [0, *kept, n]
-        # One bad night says nothing about the level it stands in.
-        out = set(_outliers(values, bounds, relative, threshold))
-        segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
-        levels = [[values[j] for j in range(start, end) if j not in out]
-                  for start, end in zip(bounds, bounds[1:])]
-        tests = [_levels_differ(levels[i], levels[i + 1], segments=segments[i:i + 2],
-                                relative=relative, min_segment=min_segment, alpha=alpha,
-                                threshold=threshold)
-                 for i in range(len(kept))]
-        weak = [i for i, t in enumerate(tests) if not t[0]]
-        if not weak:
-            break
-        # The weakest goes first: its neighbours' levels grow and are tested again.
-        del kept[max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))]
-    changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
-                           len(levels[i + 1])) for i, b in enumerate(kept))
-    medians = [_level_median(level, segment) for level, segment in zip(levels, segments)]
-    found = [Outlier(i, values[i], median)
-             for (start, end), median in zip(zip(bounds, bounds[1:]), medians)
-             for i in sorted(out) if start <= i < end]
-    return Finding(changes, tuple(found),
-                   tuple((start, end, median)
-                         for (start, end), median in zip(zip(bounds, bounds[1:]), medians)),
-                   False)
-
-
 @dataclass(frozen=True)
 class Session:
-    """One stored session, numbered from 1 in the order the sessions started."""
+    """One stored session, numbered from 1 in the order the sessions of the
+    period started (0, -1, ... before the period)."""
     index: int
     uuid: str
     start: float
@@ -226,7 +71,18 @@ class Session:
             .strftime('%Y-%m-%d %H:%M:%S UTC')
 
     def label(self) -> str:
-        return f'session {self.index} ({self.when}, {self.uuid[:8]})'
+        before = ', before the period' if self.index < 1 else ''
+        return f'session {self.index} ({self.when}, {self.uuid[:8]}{before})'
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A series with no value in the newest sessions its partition ran."""
+    sessions: tuple         #: (Session, why) of each, oldest first
+
+    @property
+    def since(self) -> Session:
+        return self.sessions[0][0]
 
 
 @dataclass
@@ -239,6 +95,11 @@ class Series:
     finding: Finding | None = None
     #: {position: ['what: before -> after', ...]} at each change and outlier.
     changed: dict = field(default_factory=dict)
+    #: (Session, median) of the sessions whose case the host was too busy to judge.
+    busy: list = field(default_factory=list)
+    stop: Stop | None = None
+    #: Acceptance of each change / of the tail, where the site accepted it.
+    accepted: dict = field(default_factory=dict)
 
     @property
     def case(self) -> tuple:
@@ -248,11 +109,21 @@ class Series:
         test, partition, environ, metric = self.key
         return f'{test} @{partition} +{environ} {metric} [{self.unit}]'
 
-    def worse(self, change: Change) -> bool:
+    def worse(self, change: Change | Apart) -> bool:
+        """A lower level of a higher-is-better metric, a higher of a
+        lower-is-better one; any change of a value with no better side."""
         higher = statcompare.better_direction(self.unit)
-        if higher is None:
-            return True
-        return (change.after < change.before) == higher
+        after, before = (change.after, change.before) if isinstance(change, Change) \
+            else (change.median, change.level)
+        return True if higher is None else (after < before) == higher
+
+    def session_of(self, position: int) -> Session:
+        return self.sessions[position]
+
+    def newest_busy(self) -> list:
+        """The busy nights after the series' last judged value."""
+        last = self.sessions[-1].index if self.sessions else -10 ** 9
+        return [(s, v) for s, v in self.busy if s.index > last]
 
 
 def facts(session: Session, provenance: dict, case: tuple) -> dict:
@@ -268,17 +139,73 @@ def facts(session: Session, provenance: dict, case: tuple) -> dict:
     return facts
 
 
-def _sessions(reports: list) -> list:
+def _ran(report: dict) -> dict:
+    """{case key: why it has no value, or None when a repeat measured it} of
+    every case a session ran."""
+    out: dict = {}
+    for run in report.get('runs', []):
+        for tc in run.get('testcases', []):
+            if not tc.get('fixture'):
+                reason = ' '.join(str(tc.get('fail_reason') or '').split())[:120]
+                out[compare._case_key(tc)] = (
+                    f'{tc.get("result") or "?"}'
+                    + (f' in {tc["fail_phase"]}' if tc.get('fail_phase') else '')
+                    + (f': {reason}' if reason else ''))
+    for tc in _measured(report):
+        out[compare._case_key(tc)] = None
+    return out
+
+
+def _measured(report: dict) -> list:
+    return list(compare.measured_cases([report])) + [
+        tc for tc in report.get('hpcnet_retried') or [] if tc.get('result') == 'pass']
+
+
+def _sessions(reports: list, before: int) -> list:
     ordered = sorted(reports, key=lambda r: r.get('session_info', {}).get('time_start_unix', 0))
-    return [Session(i + 1, r.get('session_info', {}).get('uuid', f'report {i + 1}'),
+    return [Session(i + 1 - before, r.get('session_info', {}).get('uuid', f'report {i + 1}'),
                     float(r.get('session_info', {}).get('time_start_unix', 0)), r)
             for i, r in enumerate(ordered)]
 
 
-def series_of(reports: list, *, system: str | None = None, name: str | None = None) -> tuple:
+def _stop(series: Series, read: list) -> Stop | None:
+    """The sessions after the series' last value or busy night that ran its
+    partition, with why each has no value of it."""
+    last = max([s.index for s in series.sessions] + [s.index for s, _ in series.busy])
+    nights = []
+    for session, values, busy, ran in read:
+        if session.index <= last or series.key[1] not in {k[1] for k in ran}:
+            continue
+        why = ran.get(series.case, 'not run')
+        nights.append((session, why or 'ran without this metric'))
+    return Stop(tuple(nights)) if nights else None
+
+
+def _read(reports: list, earlier: list, selected) -> list:
+    """(Session, values, busy, ran) of each session that ran a selected case:
+    the last LOOKBACK of ``earlier`` numbered up to 0, then ``reports`` from 1."""
+    def read(some: list, before: int) -> list:
+        out = []
+        for session in _sessions(some, before):
+            got = compare.samples(compare.Side(session.uuid, [session.report]))
+            values = {k: v for k, v in got.values.items() if selected(k)}
+            busy = {k: v for k, v in got.overloaded.items() if selected(k)}
+            ran = {k: why for k, why in _ran(session.report).items() if selected((*k, ''))}
+            if values or busy or ran:
+                out.append((session, values, busy, ran))
+        return out
+    before = read(earlier, 0)[-LOOKBACK:]
+    renumbered = [(Session(i + 1 - len(before), s.uuid, s.start, s.report), *rest)
+                  for i, (s, *rest) in enumerate(before)]
+    return renumbered + read(reports, 0)
+
+
+def series_of(reports: list, *, system: str | None = None, name: str | None = None,
+              earlier: list = ()) -> tuple:
     """(sessions, [Series]) of the reports, in session order, the cases of
     ``system`` whose test name ``name`` (a regex) finds only; sessions that
-    measured none of them are left out and not numbered."""
+    ran none of them are left out and not numbered; ``earlier``: the
+    sessions before the period, read to judge its first level."""
     try:
         pattern = re.compile(name) if name else None
     except re.error as err:
@@ -287,20 +214,31 @@ def series_of(reports: list, *, system: str | None = None, name: str | None = No
     def selected(key: tuple) -> bool:
         return ((system is None or key[1].split(':')[0] == system)
                 and (pattern is None or pattern.search(key[0]) is not None))
-    measured = []
-    for session in _sessions(reports):
-        got = compare.samples(compare.Side(session.uuid, [session.report]))
-        values = {k: v for k, v in got.values.items() if selected(k)}
-        if values:
-            measured.append((session, values))
-    sessions = [Session(i + 1, s.uuid, s.start, s.report) for i, (s, _) in enumerate(measured)]
+    read = _read(reports, list(earlier), selected)
     by_key: dict = {}
-    for session, (_, values) in zip(sessions, measured):
+    for session, values, busy, _ in read:
         for key, (unit, samples) in values.items():
             series = by_key.setdefault(key, Series(key, unit, [], []))
             series.sessions.append(session)
             series.values.append(statistics.median(samples))
-    return sessions, [by_key[k] for k in sorted(by_key)]
+        for key, (unit, samples) in busy.items():
+            by_key.setdefault(key, Series(key, unit, [], [])).busy.append(
+                (session, statistics.median(samples)))
+    for series in by_key.values():
+        series.stop = _stop(series, read)
+    return [s for s, *_ in read], [by_key[k] for k in sorted(by_key)]
+
+
+def _point(acceptance: accepted_mod.Acceptance, sessions: list) -> int | None:
+    """The index of the newest session an acceptance accepts, among ``sessions``."""
+    named = [s.index for s in sessions if s.uuid in acceptance.sessions]
+    if named:
+        return max(named)
+    if acceptance.date:
+        written = datetime.datetime.fromisoformat(acceptance.date).timestamp()
+        before = [s.index for s in sessions if s.start <= written]
+        return max(before) if before else None
+    return None
 
 
 @dataclass
@@ -318,9 +256,10 @@ class History:
         """What the cases of ``session`` recorded differently from the
         session before, over the selected cases both ran ('what: a -> b (N
         cases)')."""
-        if session.index == 1:
+        at = self.sessions.index(session)
+        if at == 0:
             return []
-        before = self.sessions[session.index - 2]
+        before = self.sessions[at - 1]
         now_cases, before_cases = self.provenance[session.uuid], self.provenance[before.uuid]
         selected = {s.case for s in self.series}
         counted: dict = {}
@@ -330,10 +269,41 @@ class History:
                 counted[line] = counted.get(line, 0) + 1
         return [f'{line} ({n} case{"s" if n > 1 else ""})' for line, n in counted.items()]
 
-    def changes(self, worse: bool | None = None) -> list:
-        """(series, change) of every change (of the worse or better ones)."""
+    def changes(self, worse: bool | None = None, accepted: bool = False) -> list:
+        """(series, change) of every change in the period that the site did
+        not accept (that it did, with ``accepted``), of the worse or better ones."""
         return [(s, c) for s in self.series for c in s.finding.changes
-                if worse is None or s.worse(c) == worse]
+                if s.session_of(c.position).index >= 1
+                and (c.position in s.accepted) == accepted
+                and (worse is None or s.worse(c) == worse)]
+
+    def tails(self, worse: bool = True, accepted: bool = False) -> list:
+        """(series, tail) of the newest nights that stand apart, worse (better)."""
+        return [(s, s.finding.tail) for s in self.series
+                if s.finding.tail and s.worse(s.finding.tail) == worse
+                and ('tail' in s.accepted) == accepted]
+
+    def regressed_tails(self) -> list:
+        """Worse newest nights enough to be a level: a regression."""
+        return [(s, t) for s, t in self.tails() if t.nights >= self.min_segment]
+
+    def heads(self) -> list:
+        """(series, head) where the period's first sessions stand apart and
+        the level after them is worse: the level before a change that the
+        period's start cut short, with no earlier session to judge it by."""
+        return [(s, s.finding.head) for s in self.series
+                if s.finding.head and s.session_of(s.finding.head.start).index >= 1
+                and s.worse(Apart(0, 0, s.finding.head.level, s.finding.head.median))]
+
+    def stopped(self) -> list:
+        return [s for s in self.series if s.stop]
+
+    def busy_newest(self) -> list:
+        return [s for s in self.series if s.newest_busy()]
+
+    def busy(self) -> list:
+        """(series, Session, value) of every night measured on a busy host."""
+        return [(s, session, v) for s in self.series for session, v in s.busy]
 
     def outliers(self) -> list:
         return [(s, o) for s in self.series for o in s.finding.outliers]
@@ -342,7 +312,8 @@ class History:
         return [s for s in self.series if s.finding.too_short]
 
     def unchanged(self) -> list:
-        return [s for s in self.series if not s.finding.too_short and not s.finding.changes]
+        return [s for s in self.series if not s.finding.too_short and not s.finding.changes
+                and not s.finding.tail and not s.stop]
 
     @property
     def needed(self) -> int:
@@ -350,38 +321,63 @@ class History:
 
     @property
     def exit_code(self) -> Exit:
-        if self.changes(worse=True):
+        if self.changes(worse=True) or self.regressed_tails() or self.stopped():
             return Exit.FAILED
-        if self.too_short() or not self.series:
+        if (self.tails() or self.heads() or self.busy_newest() or self.too_short()
+                or not self.series):
             return Exit.UNDECIDED
         return Exit.OK
 
     def summary(self) -> str:
-        return (f'{len(self.changes(worse=True))} changed for the worse, '
-                f'{len(self.changes(worse=False))} for the better, {len(self.outliers())} '
-                f'outlier sessions, {len(self.unchanged())} unchanged, {len(self.too_short())} '
-                f'with too short a history (fewer than {self.needed} sessions)')
+        """The counts, those that decide the verdict first; zeros left out
+        after the first."""
+        counts = [(len(self.changes(worse=True)), 'changed for the worse'),
+                  (len(self.regressed_tails()), f'worse the newest {self.min_segment}+ nights'),
+                  (len(self.stopped()), 'stopped'),
+                  (len(self.tails()) - len(self.regressed_tails()),
+                   f'worse the newest nights (fewer than {self.min_segment})'),
+                  (len({id(s) for s in self.busy_newest()}), 'measured on a busy host the newest nights'),
+                  (len(self.heads()), "cut short by the period's start"),
+                  (len(self.too_short()), f'with too short a history (fewer than {self.needed} '
+                                          'sessions)'),
+                  (len(self.changes(worse=False)), 'changed for the better'),
+                  (len(self.changes(accepted=True)) + len(self.tails(accepted=True)), 'accepted'),
+                  (len(self.busy()), 'values of a busy host not decided'),
+                  (len(self.outliers()), 'outlier sessions'),
+                  (len(self.unchanged()), 'unchanged')]
+        return ', '.join(f'{n} {what}' for i, (n, what) in enumerate(counts) if n or not i)
 
-    def method(self) -> str:
-        return (f'change points: ruptures Binseg, L1 cost on log(value), levels of at least '
-                f'{self.min_segment} sessions, each kept where the two-sided Mann-Whitney U p '
-                f'x the borders searched < {self.alpha:g} and the level moved by more than '
-                f'{self.threshold:.0%}; '
-                f'outliers: more than {OUTLIER_Z:g} robust sd and {self.threshold:.0%} from their level')
+
+def _accept(series: Series, acceptances: list) -> None:
+    """Mark the changes and the tail of ``series`` that start at most one
+    session after a session the site accepted (a border is uncertain by one)."""
+    starts = {c.position: c.position for c in series.finding.changes}
+    if series.finding.tail:
+        starts['tail'] = series.finding.tail.start
+    for what, position in starts.items():
+        first = series.session_of(position).index
+        for acceptance, point in acceptances:
+            if (point is not None and point >= first - 1
+                    and acceptance.covers(series.name(), series.key[1])):
+                series.accepted[what] = acceptance
+                break
 
 
 def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-          threshold: float = THRESHOLD) -> History:
+          threshold: float = THRESHOLD, acceptances: tuple = ()) -> History:
     """Every series judged; beside each change and outlier, what its
     session's cases recorded differently from the session before."""
     provenance = {s.uuid: compare.provenance(compare.Side(s.uuid, [s.report])) for s in sessions}
+    points = [(a, _point(a, sessions)) for a in acceptances]
     for s in series:
         s.finding = find_changes(s.values, min_segment=min_segment, alpha=alpha,
                                  threshold=threshold)
+        _accept(s, points)
         # A level's border is uncertain by a session: a change also reads
         # what the sessions either side of it recorded differently.
         borders = {q for c in s.finding.changes for q in (c.position - 1, c.position, c.position + 1)}
-        for position in sorted(borders | {o.position for o in s.finding.outliers}):
+        ends = {e.start for e in (s.finding.tail, s.finding.head) if e}
+        for position in sorted(borders | ends | {o.position for o in s.finding.outliers}):
             if not 0 < position < len(s.sessions):
                 continue
             now, before = s.sessions[position], s.sessions[position - 1]
@@ -391,85 +387,44 @@ def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha
     return History(sessions, series, min_segment, alpha, threshold, provenance)
 
 
+def earlier_period(period: str) -> str | None:
+    """The sessions before a ``START:END`` period (ReFrame's syntax): from
+    the first stored to START; None for another query or the whole store."""
+    match = _PERIOD.fullmatch(period)
+    start = compare.ALL_TIME.split(':')[0]
+    return f'{start}:{match.group(1)}' if match and match.group(1) != start else None
+
+
 def load(period: str = compare.ALL_TIME, *, db: Path | None = None, system: str | None = None,
          name: str | None = None, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-         threshold: float = THRESHOLD) -> History:
+         threshold: float = THRESHOLD, acknowledged: Path | None = None) -> History:
     """The history of the sessions ``period`` selects (ReFrame's syntax, as
-    `hpcnet compare` takes it) in ReFrame's results database or ``db``."""
+    `hpcnet compare` takes it) in ReFrame's results database or ``db``,
+    with the changes the site accepted (its baselines' provenance and the
+    acknowledgements in ``acknowledged``, default under the reference directory)."""
     if db is not None and not db.is_file():
         raise HistoryError(f'--db {db}: no such results database (a file ReFrame wrote; '
                            'RFM_SQLITE_DB_FILE or reports/results.db)')
     try:
         reports = compare.stored_sessions(period, db)
+        earlier = compare.stored_sessions(earlier_period(period), db) \
+            if earlier_period(period) else []
     except compare.CompareError as err:
         raise HistoryError(str(err)) from None
-    sessions, series = series_of(reports, system=system, name=name)
+    in_period = {r.get('session_info', {}).get('uuid') for r in reports}
+    earlier = [r for r in earlier if r.get('session_info', {}).get('uuid') not in in_period]
+    sessions, series = series_of(reports, system=system, name=name, earlier=earlier)
     if not series:
         what = ', '.join(x for x in (f'system {system}' if system else '',
                                      f'tests matching {name!r}' if name else '') if x)
         raise HistoryError(f'{period}: {len(reports)} stored sessions, none with a measured '
                            f'value{" of " + what if what else ""} (see reframe '
                            '--list-stored-sessions)')
-    return judge(sessions, series, min_segment=min_segment, alpha=alpha, threshold=threshold)
-
-
-def level_text(value: float) -> str:
-    return f'{value:.4g}'
-
-
-def size_text(change: Change) -> str:
-    return f'{change.size:+.1%}' if math.isfinite(change.size) else 'from 0'
-
-
-def what_changed(series: Series, position: int) -> str:
-    return '; '.join(series.changed.get(position) or ['no recorded change'])
-
-
-def changed_near(series: Series, change: Change) -> str:
-    '''What the change's session recorded differently from the one before,
-    and what the sessions either side of it did (the border is uncertain by one).'''
-    beside = [f'{series.sessions[q].label()}: {"; ".join(series.changed[q])}'
-              for q in (change.position - 1, change.position + 1) if series.changed.get(q)]
-    return what_changed(series, change.position) + (
-        f' (beside it, {" / ".join(beside)})' if beside else '')
-
-
-def levels_text(change: Change) -> str:
-    return f'{level_text(change.before)} -> {level_text(change.after)} ({size_text(change)})'
-
-
-def outlier_text(outlier: Outlier) -> str:
-    off = f'{outlier.value / outlier.level - 1:+.1%}' if outlier.level else 'from 0'
-    return f'{level_text(outlier.value)} against a level of {level_text(outlier.level)} ({off})'
-
-
-def change_line(series: Series, change: Change) -> str:
-    word = 'WORSE' if series.worse(change) else 'BETTER'
-    return (f'CHANGED {word:6} {series.name()}: from {series.sessions[change.position].label()}: '
-            f'{levels_text(change)}, '
-            f'p={change.p_value:.2g} ({change.n_before}+{change.n_after} sessions); '
-            f'what changed that session: {changed_near(series, change)}')
-
-
-def outlier_line(series: Series, outlier: Outlier) -> str:
-    return (f'OUTLIER        {series.name()}: {series.sessions[outlier.position].label()}: '
-            f'{outlier_text(outlier)}, not a change; what changed that session: '
-            f'{what_changed(series, outlier.position)}')
-
-
-def text(history: History) -> str:
-    """What `hpcnet history` prints: the sessions and the method, one line
-    per change (worse first) and per outlier, and the metrics too short."""
-    first, last = history.sessions[0], history.sessions[-1]
-    lines = [f'{len(history.sessions)} sessions: {first.label()} … {last.label()}',
-             history.method()]
-    lines += [change_line(s, c) for s, c in history.changes(worse=True)]
-    lines += [change_line(s, c) for s, c in history.changes(worse=False)]
-    lines += [outlier_line(s, o) for s, o in history.outliers()]
-    short = history.too_short()
-    if short:
-        shown = ', '.join(f'{s.name()} ({len(s.values)})' for s in short[:5])
-        lines.append(f'TOO SHORT      {len(short)} metrics have fewer than {history.needed} '
-                     f'sessions, too few to tell a change: {shown}'
-                     + (' ...' if len(short) > 5 else ''))
-    return '\n'.join(lines)
+    try:
+        acceptances = (accepted_mod.baselines({s.key[1].split(':')[0] for s in series})
+                       + accepted_mod.acknowledgements(acknowledged
+                                                       or accepted_mod.acknowledged_path()))
+    except accepted_mod.AcceptedError as err:
+        raise HistoryError(str(err)) from None
+    return judge(sessions, series, min_segment=min_segment, alpha=alpha, threshold=threshold,
+                 acceptances=tuple(acceptances))

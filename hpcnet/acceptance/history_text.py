@@ -1,0 +1,158 @@
+"""What `hpcnet history` prints (hpcnet.acceptance.history judges): the
+sessions and the method, then one line per finding, the ones that decide
+the verdict first."""
+from __future__ import annotations
+
+import math
+
+from hpcnet.acceptance.history import Change, History, Outlier, Series
+from hpcnet.acceptance.spread import OUTLIER_Z
+from hpcnet.constants import HOST_OVERLOADED
+
+#: Names listed at most on one line of many metrics.
+SHOWN = 5
+
+
+def level_text(value: float) -> str:
+    return f'{value:.4g}'
+
+
+def size_text(change) -> str:
+    return f'{change.size:+.1%}' if math.isfinite(change.size) else 'from 0'
+
+
+def what_changed(series: Series, position: int) -> str:
+    return '; '.join(series.changed.get(position) or ['no recorded change'])
+
+
+def changed_near(series: Series, change: Change) -> str:
+    '''What the change's session recorded differently from the one before,
+    and what the sessions either side of it did (the border is uncertain by one).'''
+    beside = [f'{series.sessions[q].label()}: {"; ".join(series.changed[q])}'
+              for q in (change.position - 1, change.position + 1) if series.changed.get(q)]
+    return what_changed(series, change.position) + (
+        f' (beside it, {" / ".join(beside)})' if beside else '')
+
+
+def levels_text(change: Change) -> str:
+    return f'{level_text(change.before)} -> {level_text(change.after)} ({size_text(change)})'
+
+
+def outlier_text(outlier: Outlier) -> str:
+    off = f'{outlier.value / outlier.level - 1:+.1%}' if outlier.level else 'from 0'
+    return f'{level_text(outlier.value)} against a level of {level_text(outlier.level)} ({off})'
+
+
+def method(history: History) -> str:
+    return (f'change points: ruptures Binseg, L1 cost on log(value), levels of at least '
+            f'{history.min_segment} sessions, each kept where the two-sided Mann-Whitney U p '
+            f'x the borders searched < {history.alpha:g} and the level moved by more than '
+            f'{history.threshold:.0%}; outliers and the newest nights that stand apart: more '
+            f'than {OUTLIER_Z:g} robust sd and {history.threshold:.0%} from their level')
+
+
+def change_line(series: Series, change: Change) -> str:
+    word = 'WORSE' if series.worse(change) else 'BETTER'
+    return (f'CHANGED {word:6} {series.name()}: from {series.sessions[change.position].label()}: '
+            f'{levels_text(change)}, '
+            f'p={change.p_value:.2g} ({change.n_before}+{change.n_after} sessions); '
+            f'what changed that session: {changed_near(series, change)}')
+
+
+def accepted_line(series: Series, what, min_segment: int) -> str:
+    acceptance = series.accepted['tail' if what is series.finding.tail else what.position]
+    found = change_line(series, what) if isinstance(what, Change) \
+        else tail_line(series, what, min_segment)
+    return f'ACCEPTED       {found.split(" ", 1)[1].strip()}; accepted: {acceptance.why}'
+
+
+def tail_line(series: Series, tail, min_segment: int) -> str:
+    """The newest nights that stand apart from the level."""
+    since = series.sessions[tail.start].label()
+    if not series.worse(tail):
+        word, verdict = 'BETTER LATELY', 'not a failure'
+    elif tail.nights >= min_segment:
+        word, verdict = 'WORSE LATELY', 'as many as a level: a regression'
+    else:
+        word, verdict = 'WORSE LATELY', (f'fewer than a level ({min_segment}): not '
+                                         'decided, a regression if it holds')
+    return (f'{word:14} {series.name()}: the newest {tail.nights} sessions, since {since}: '
+            f'{level_text(tail.median)} against a level of {level_text(tail.level)} '
+            f'({size_text(tail)}), {verdict}; what changed that session: '
+            f'{what_changed(series, tail.start)}')
+
+
+def outlier_line(series: Series, outlier: Outlier) -> str:
+    return (f'OUTLIER        {series.name()}: {series.sessions[outlier.position].label()}: '
+            f'{outlier_text(outlier)}, not a change; what changed that session: '
+            f'{what_changed(series, outlier.position)}')
+
+
+def head_line(series: Series, head) -> str:
+    return (f'CUT SHORT      {series.name()}: the first {head.nights} sessions stand at '
+            f'{level_text(head.median)}, the level after them at {level_text(head.level)} '
+            f'({head.level / head.median - 1:+.1%}): the level before a change that the '
+            'period\'s start cut short; not decided (a period that starts earlier judges it)')
+
+
+def stopped_lines(history: History) -> list:
+    """One line per case (and first session without a value) whose series stopped."""
+    by_case: dict = {}
+    for s in history.stopped():
+        by_case.setdefault((s.case, s.stop.since.index), []).append(s)
+    lines = []
+    for (case, _), series in by_case.items():
+        stop = series[0].stop
+        whys: dict = {}
+        for _, why in stop.sessions:
+            whys[why] = whys.get(why, 0) + 1
+        test, partition, environ = case
+        lines.append(f'STOPPED        {test} @{partition} +{environ}: no value since '
+                     f'{stop.since.label()}, {len(stop.sessions)} sessions: '
+                     + '; '.join(f'{why} (x{n})' for why, n in whys.items())
+                     + f'; {len(series)} metrics: ' + ', '.join(s.key[3] for s in series[:SHOWN])
+                     + (' ...' if len(series) > SHOWN else ''))
+    return lines
+
+
+def busy_lines(history: History) -> list:
+    """One line per session with values measured on a busy host."""
+    by_session: dict = {}
+    for series, session, value in history.busy():
+        by_session.setdefault(session.index, (session, []))[1].append((series, value))
+    newest = {id(s) for s in history.busy_newest()}
+    lines = []
+    for session, found in by_session.values():
+        decides = any(id(s) in newest and any(x is session for x, _ in s.newest_busy())
+                      for s, _ in found)
+        lines.append(f'BUSY HOST      {session.label()}: {len(found)} values measured on a busy '
+                     f'host ({HOST_OVERLOADED}), not decided'
+                     + (', the newest of their series' if decides else ', kept in the series')
+                     + ': ' + ', '.join(f'{s.key[3]} {level_text(v)}' for s, v in found[:SHOWN])
+                     + (' ...' if len(found) > SHOWN else ''))
+    return lines
+
+
+def text(history: History) -> str:
+    """What `hpcnet history` prints: the sessions and the method, one line
+    per finding (failures first), and the metrics too short."""
+    first, last = history.sessions[0], history.sessions[-1]
+    lines = [f'{len(history.sessions)} sessions: {first.label()} … {last.label()}',
+             method(history)]
+    lines += [change_line(s, c) for s, c in history.changes(worse=True)]
+    lines += [tail_line(s, t, history.min_segment) for s, t in history.tails()]
+    lines += stopped_lines(history)
+    lines += busy_lines(history)
+    lines += [head_line(s, h) for s, h in history.heads()]
+    lines += [change_line(s, c) for s, c in history.changes(worse=False)]
+    lines += [tail_line(s, t, history.min_segment) for s, t in history.tails(worse=False)]
+    lines += [accepted_line(s, x, history.min_segment)
+              for s, x in history.changes(accepted=True) + history.tails(accepted=True)]
+    lines += [outlier_line(s, o) for s, o in history.outliers()]
+    short = history.too_short()
+    if short:
+        shown = ', '.join(f'{s.name()} ({len(s.values)})' for s in short[:SHOWN])
+        lines.append(f'TOO SHORT      {len(short)} metrics have fewer than {history.needed} '
+                     f'sessions, too few to tell a change: {shown}'
+                     + (' ...' if len(short) > SHOWN else ''))
+    return '\n'.join(lines)

@@ -1,0 +1,254 @@
+"""The levels of one series of session values, and where they change: the
+rule `hpcnet history` judges each metric by (hpcnet.acceptance.history reads
+the series; docs/acceptance.md, "Nightly history", states it for users).
+
+1. Too short: fewer than sessions_needed() values cannot show a change at
+   all (two levels of MIN_SEGMENT sessions each whose rank test can reach
+   ALPHA), so the series is "not decided".
+2. Candidates: ruptures' binary segmentation (Binseg) with the L1 cost (the
+   median of each level, so one far value does not pull a level) on
+   log(value) (a relative change is the same size at any scale; raw values
+   for a series with a zero or a negative value, such as error counts), no
+   level shorter than MIN_SEGMENT sessions: one bad night, or a few, cannot
+   be a level of its own in the middle of a series.
+3. Each candidate is tested against the levels on both sides of it, up to
+   the neighbouring change points, each level without its outliers (4.):
+   the two-sided Mann-Whitney U p times the number of places the border
+   could have been (Bonferroni: the search chose the place that separates
+   them best) below ALPHA, and the medians moved by more than THRESHOLD.
+   The weakest candidate that fails goes, its neighbours' levels grow and
+   are tested again, until every one left passes.
+4. Outliers: a value more than OUTLIER_Z robust standard deviations and more
+   than THRESHOLD from its level's median (residuals pooled over the series,
+   hpcnet.acceptance.spread.outliers) is an outlier: never a change, left
+   out of the levels step 3 tests.
+5. The ends are not the middle.  The newest values that stand apart from
+   the last level, all on one side (each beyond THRESHOLD and beyond
+   OUTLIER_Z robust sd of the other values around their levels), are its
+   ``tail``: what the newest nights say, never outliers of an older level.
+   The oldest values that stand apart from the first level the same way are
+   its ``head``: a level the period's start cut short (the level before a
+   change a few sessions in), never outliers of the newer level.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+import ruptures
+from scipy import stats
+
+from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
+
+#: The fewest sessions of one level: a change needs this many nights on each
+#: side, so up to MIN_SEGMENT - 1 bad nights in a row in the middle of a
+#: series are outliers (at its end they are its tail).
+MIN_SEGMENT = 4
+#: Significance level of each change point's rank test, corrected for the
+#: search (as `hpcnet compare`'s).
+ALPHA = compare.ALPHA
+#: Smallest relative change of level that is a change (as `hpcnet compare`).
+THRESHOLD = compare.THRESHOLD
+
+
+def sessions_needed(min_segment: int = MIN_SEGMENT, alpha: float = ALPHA) -> int:
+    """The fewest sessions in which a change can be found: two levels of at
+    least ``min_segment`` sessions whose test (_levels_differ) can reach
+    ``alpha``; its smallest p, at complete separation, is
+    2 x borders / C(n, n1), smallest where the levels are equally long."""
+    n = 2 * min_segment
+    while 2 * (n - 2 * min_segment + 1) * statcompare.min_exact_p(n // 2, n - n // 2) >= alpha:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of level at ``position`` (the first value of the new level)."""
+    position: int
+    before: float           #: median of the level before
+    after: float            #: median of the level after
+    p_value: float          #: two-sided Mann-Whitney U p x the borders searched
+    n_before: int
+    n_after: int
+
+    @property
+    def size(self) -> float:
+        """Relative change of the level, after / before - 1."""
+        return self.after / self.before - 1 if self.before else math.copysign(math.inf, self.after)
+
+
+@dataclass(frozen=True)
+class Outlier:
+    position: int
+    value: float
+    level: float            #: median of the level it stands in
+
+
+@dataclass(frozen=True)
+class Apart:
+    """Values at one end of a series that stand apart from the level next to
+    them, all on one side: the newest (a tail) or the oldest (a head)."""
+    start: int              #: position of the first of them
+    end: int                #: after the last of them
+    median: float           #: their median
+    level: float            #: median of the level next to them, without them
+
+    @property
+    def nights(self) -> int:
+        return self.end - self.start
+
+    @property
+    def size(self) -> float:
+        return self.median / self.level - 1 if self.level else math.copysign(math.inf, self.median)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What find_changes found in one series."""
+    changes: tuple
+    outliers: tuple
+    #: (start, end, median) of each level, end exclusive, its outliers left
+    #: out of the median (the level Change and Outlier give).
+    levels: tuple
+    too_short: bool
+    tail: Apart | None = None
+    head: Apart | None = None
+
+
+def _relative(values) -> bool:
+    return min(values) > 0
+
+
+def _level_median(kept: list, segment: list) -> float:
+    """A level's median, its outliers left out; of all its values when every
+    one of them is an outlier (a level of a few disagreeing sessions)."""
+    return statistics.median(kept or segment)
+
+
+def _levels_differ(before: list, after: list, *, segments: tuple, relative: bool,
+                   min_segment: int, alpha: float, threshold: float) -> tuple:
+    """(whether the two levels differ, p, median before, after): the
+    two-sided Mann-Whitney U p times the number of places the levels' border
+    could have been put (Bonferroni: the search tried them all); levels of
+    fewer than ``min_segment`` values (outliers taken out) never differ.
+    ``segments``: the two levels' values, outliers included."""
+    low, high = _level_median(before, segments[0]), _level_median(after, segments[1])
+    if min(len(before), len(after)) < min_segment:
+        # A level whose sessions disagree (outliers taken out) is no level.
+        return False, 1.0, low, high
+    direction = 'greater' if high > low else 'less'
+    borders = max(1, len(before) + len(after) - 2 * min_segment + 1)
+    p = min(1.0, 2 * borders * statcompare.mann_whitney_p(before, after, direction))
+    moved = abs(high / low - 1) > threshold if relative else high != low
+    return p < alpha and moved, p, low, high
+
+
+def _residuals(values: list, bounds: list, relative: bool) -> list:
+    """Each value over (minus, for counts) its level's median."""
+    out = []
+    for start, end in zip(bounds, bounds[1:]):
+        level = statistics.median(values[start:end])
+        out += [v / level if relative else v - level for v in values[start:end]]
+    return out
+
+
+def _outliers(values: list, bounds: list, relative: bool, threshold: float) -> list:
+    """Positions of the values far from their level: residuals pooled over
+    the series, by the rule baselines leave repeats out by (spread.outliers:
+    OUTLIER_Z robust sd and ``threshold``); pooled, because a level of a few
+    sessions says little about its own spread."""
+    return spread_outliers(_residuals(values, bounds, relative), threshold if relative else 0.0)
+
+
+def _candidates(values: list, relative: bool, min_segment: int) -> list:
+    """Positions where ruptures' Binseg (L1 cost) splits the series into
+    levels of at least ``min_segment`` values, as many as fit."""
+    signal = np.log(values) if relative else np.asarray(values, dtype=float)
+    algo = ruptures.Binseg(model='l1', min_size=min_segment, jump=1).fit(signal.reshape(-1, 1))
+    return [b for b in algo.predict(n_bkps=max(1, len(values) // min_segment - 1))
+            if b < len(values)]
+
+
+def _end(values: list, bounds: list, *, newest: bool, relative: bool, threshold: float,
+         min_segment: int, exclude: frozenset = frozenset()) -> Apart | None:
+    """The longest run of values at the newest (else the oldest) end of the
+    series that stand apart from the rest of their level, all on one side:
+    each beyond ``threshold`` and OUTLIER_Z robust sd of the other values
+    around their levels; the rest keeps ``min_segment`` values."""
+    n = len(values)
+    start, stop = (bounds[-2], n) if newest else (0, bounds[1])
+    others = [r for i, r in enumerate(_residuals(values, bounds, relative))
+              if not start <= i < stop]
+    centre = 1.0 if relative else 0.0
+    found = None
+    for k in range(1, stop - start - min_segment + 1):
+        part = range(stop - k, stop) if newest else range(start, start + k)
+        if set(part) & exclude:
+            break
+        rest = [values[i] for i in range(start, stop) if i not in part and i not in exclude]
+        level = statistics.median(rest)
+        residual = [v / level if relative else v - level for v in rest + [values[i] for i in part]]
+        spread = stats.median_abs_deviation([*others, *residual[:len(rest)]], scale='normal')
+        limit = max(OUTLIER_Z * float(spread), threshold if relative else 0.0)
+        off = [r - centre for r in residual[len(rest):]]
+        if not (all(d > limit for d in off) or all(d < -limit for d in off)):
+            break
+        found = Apart(part.start, part.stop, statistics.median(values[i] for i in part), level)
+    return found
+
+
+def _ends(values: list, bounds: list, relative: bool, threshold: float,
+          min_segment: int) -> tuple:
+    """(tail, head) of the series (module docstring, 5)."""
+    kw = {'relative': relative, 'threshold': threshold, 'min_segment': min_segment}
+    tail = _end(values, bounds, newest=True, **kw)
+    head = _end(values, bounds, newest=False,
+                exclude=frozenset(range(tail.start, tail.end)) if tail else frozenset(), **kw)
+    return tail, head
+
+
+def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
+                 threshold: float = THRESHOLD) -> Finding:
+    """The change points, outliers and ends of one series by the module's rule."""
+    values = [float(v) for v in values]
+    n = len(values)
+    if n < sessions_needed(min_segment, alpha):
+        tail = head = None
+        if n > min_segment:
+            tail, head = _ends(values, [0, n], _relative(values), threshold, min_segment)
+        return Finding((), (), ((0, n, statistics.median(values) if values else math.nan),),
+                       True, tail, head)
+    relative = _relative(values)
+    kept = _candidates(values, relative, min_segment)
+    while True:
+        bounds = [0, *kept, n]
+        # One bad night says nothing about the level it stands in.
+        out = set(_outliers(values, bounds, relative, threshold))
+        segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
+        levels = [[values[j] for j in range(start, end) if j not in out]
+                  for start, end in zip(bounds, bounds[1:])]
+        tests = [_levels_differ(levels[i], levels[i + 1], segments=segments[i:i + 2],
+                                relative=relative, min_segment=min_segment, alpha=alpha,
+                                threshold=threshold)
+                 for i in range(len(kept))]
+        weak = [i for i, t in enumerate(tests) if not t[0]]
+        if not weak:
+            break
+        # The weakest goes first: its neighbours' levels grow and are tested again.
+        del kept[max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))]
+    changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
+                           len(levels[i + 1])) for i, b in enumerate(kept))
+    medians = [_level_median(level, segment) for level, segment in zip(levels, segments)]
+    tail, head = _ends(values, bounds, relative, threshold, min_segment)
+    at_ends = {i for end in (tail, head) if end for i in range(end.start, end.end)}
+    found = [Outlier(i, values[i], median)
+             for (start, end), median in zip(zip(bounds, bounds[1:]), medians)
+             for i in sorted(out - at_ends) if start <= i < end]
+    return Finding(changes, tuple(found),
+                   tuple((start, end, median)
+                         for (start, end), median in zip(zip(bounds, bounds[1:]), medians)),
+                   False, tail, head)
