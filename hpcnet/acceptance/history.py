@@ -189,7 +189,7 @@ def _read(reports: list, earlier: list, selected) -> list:
         for session in _sessions(some, before):
             got = compare.samples(compare.Side(session.uuid, [session.report]))
             values = {k: v for k, v in got.values.items() if selected(k)}
-            busy = {k: v for k, v in got.overloaded.items() if selected(k)}
+            busy = {k: v for k, v in got.withheld.items() if selected(k)}
             ran = {k: why for k, why in _ran(session.report).items() if selected((*k, ''))}
             if values or busy or ran:
                 out.append((session, values, busy, ran))

@@ -7,7 +7,7 @@ import math
 
 from hpcnet.acceptance.history import Change, History, Outlier, Series
 from hpcnet.acceptance.spread import OUTLIER_Z
-from hpcnet.constants import HOST_OVERLOADED
+from hpcnet.constants import MEASUREMENT_WITHHELD
 
 #: Names listed at most on one line of many metrics.
 SHOWN = 5
@@ -125,8 +125,8 @@ def busy_lines(history: History) -> list:
     for session, found in by_session.values():
         decides = any(id(s) in newest and any(x is session for x, _ in s.newest_busy())
                       for s, _ in found)
-        lines.append(f'BUSY HOST      {session.label()}: {len(found)} values measured on a busy '
-                     f'host ({HOST_OVERLOADED}), not decided'
+        lines.append(f'BUSY HOST      {session.label()}: {len(found)} values not decided '
+                     f'({MEASUREMENT_WITHHELD}: the host was busy)'
                      + (', the newest of their series' if decides else ', kept in the series')
                      + ': ' + ', '.join(f'{s.key[3]} {level_text(v)}' for s, v in found[:SHOWN])
                      + (' ...' if len(found) > SHOWN else ''))
