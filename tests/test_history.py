@@ -344,7 +344,7 @@ def test_busy_host_nights_are_shown_not_decided_and_keep_the_session_numbers():
     # The newest nights on a busy host: not decided, never a silent pass.
     newest = judged(nights(_noisy(20) + [('busy', 80.0)] * 5))
     assert newest.exit_code == Exit.UNDECIDED and len(bandwidth(newest).newest_busy()) == 5
-    assert 'values measured on a busy host (testbed host overloaded), not decided, the newest' \
+    assert 'values not decided (measurement withheld: the host was busy), the newest' \
         in history_text.text(newest)
 
 
