@@ -124,6 +124,9 @@ CALIBRATED_SUFFIX = '_over_iperf3'
 #: How such a case's not-judged reason starts when the host could not emulate
 #: the wire: the run is then not decided (exit 3), not passed.
 HOST_OVERLOADED = 'testbed host overloaded'
+#: What the skip reason of a case says where its stack cannot use the fabric
+#: its partition declares: the run is then not decided (exit 3), not passed.
+FABRIC_UNUSABLE = 'cannot use fabric'
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
 #: a session (docs/known-issues.md).
