@@ -189,10 +189,8 @@ def cmd_crosscheck(args) -> int:
                                              rf'|{refs})( |$)',
                                        '-p', '^(' + '|'.join(envs) + ')$',
                                        '--reruns', str(args.repeats - 1), *args.reframe_args])
-        if run.report is None:
-            _say(f'the cross-check ran nothing (exit {int(run.code)}): no ratios')
-            return exitcodes.worst(run.code, Exit.UNDECIDED)
-        report = run.report
+        if (report := run.report) is None:
+            return run.nothing_ran('the cross-check', 'no ratios')
         if run.code != 0:
             _say(f'some runs failed (exit {int(run.code)}); ratios below use the ones that passed')
     data = references.load_report(report)
@@ -275,10 +273,7 @@ def cmd_baseline(args) -> int:
                 judged_elsewhere='the baseline being made')
             codes.append(run.code)
             if run.report is None:
-                # Never the report of an earlier invocation: nothing to make references from.
-                _say(f'baseline session {session} ran nothing (exit {int(run.code)}): '
-                     'no references written')
-                return exitcodes.worst(run.code, Exit.UNDECIDED)
+                return run.nothing_ran(f'baseline session {session}', 'no references written')
             reports.append(references.load_report(run.report))
     rc = exitcodes.worst(*codes)
     systems = {tc['system'] for tc in baseline.judged_cases(reports)}

@@ -24,7 +24,7 @@ from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import (CHECKS_DIR, HOST_OVERLOADED, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, HOST_OVERLOADED_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
                               PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
-from hpcnet.exitcodes import WORDS, Exit
+from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
                                 unmatched_prgenv)
@@ -212,6 +212,12 @@ class SuiteRun:
     earlier invocation may have left.'''
     code: int
     report: Path | None = None
+
+    def nothing_ran(self, what: str, consequence: str) -> Exit:
+        '''The verdict where ``what`` wrote no report with results: not
+        decided, or the worse code the run gave; one line says so.'''
+        say(f'{what} ran nothing (exit code {int(self.code)}): {consequence}')
+        return worst(self.code, Exit.UNDECIDED)
 
 
 def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None = None,

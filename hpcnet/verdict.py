@@ -142,9 +142,9 @@ def _not_decided_lines(final: dict, judged_elsewhere: str) -> list:
     unasserted = [] if judged_elsewhere else \
         sorted(case_name(tc) for tc in final.values() if unjudgeable_by_spread(tc))
     if unasserted:
-        lines.append(f'NOT DECIDED ({len(unasserted)}): nothing can fail these cases: no metric '
-                     'of theirs is asserted, and the baseline found some too variable to bound '
-                     f'({references.SPREAD_REASON} in the reference file): {", ".join(unasserted)}')
+        lines.append(f'NOT DECIDED ({len(unasserted)}): {", ".join(unasserted)}: no metric '
+                     'asserted, the baseline found some too variable to bound '
+                     f'({references.SPREAD_REASON} in the reference file): nothing can fail them')
     unusable = [tc for tc in final.values() if tc['result'] == 'skip'
                 and FABRIC_UNUSABLE in (tc.get('skip_reason') or '')]
     for tc in sorted(unusable, key=case_name):

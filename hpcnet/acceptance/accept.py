@@ -60,7 +60,9 @@ def _round(reframe_args: list, repeats: int) -> tuple:
         run = runner.run_suite(NAME, [*reframe_args, *runner.repeats_args(repeats)],
                                env={**os.environ, REFERENCE_DIR_ENV: no_references},
                                judged_elsewhere='the comparison with the baseline below')
-    return run.code, references.load_report(run.report) if run.report else None
+    if run.report is None:
+        return run.nothing_ran(f'a round of {repeats} repeats', 'no samples to compare'), None
+    return run.code, references.load_report(run.report)
 
 
 def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.BASELINE,
@@ -78,9 +80,7 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     code, report = _round(reframe_args, budget.repeats)
     if report is None:
         # Never a verdict on the reports of an earlier invocation.
-        code = worst(code, Exit.UNDECIDED)
-        runner.say(f'{WORDS[code]}: the first round ran nothing, so nothing was compared '
-                   f'(exit code {int(code)})')
+        runner.say(f'{WORDS[code]}: exit code {int(code)}')
         return code
     run_codes.append(code)
     reports.append(report)
@@ -109,10 +109,8 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
                    f'that hold them (the statistics ask for about {more})')
         code, report = _round([*runner.option_values_removed(reframe_args, ('-n', '--name')),
                                *_undecided_selection(outcome, after)], extra)
-        run_codes.append(worst(code, Exit.UNDECIDED) if report is None else code)
+        run_codes.append(code)
         if report is None:
-            runner.say(f'a round of {extra} more repeats ran nothing (exit code {int(code)}): '
-                       'the metrics stay not decided')
             break
         reports.append(report)
         taken += extra
