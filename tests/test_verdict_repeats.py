@@ -225,3 +225,22 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
     # Any other skip (no second node, no iperf3) beside a pass stays a pass.
     other = {**skipped, 'skip_reason': 'iperf3 is not on PATH (install the iperf3 package)'}
     assert runner.summary({('a',): [other], ('b',): [PASSED]}, [])[1] == Exit.OK
+
+
+def test_samples_come_from_every_repeat_and_from_a_repeat_passed_on_retry():
+    """Baseline and compare take a sample from each of the 3 repeats: two
+    that passed, and the one that passed only on its known issue's retry."""
+    from hpcnet.acceptance import baseline, compare
+    values = [4800.0, 4900.0, 5000.0]
+    repeats = [[{**PASSED, 'perfvalues': {'local:tcp:bandwidth_4MiB': [v, 0, None, None, 'MB/s', 'pass']}}]
+               for v in values]
+    repeats[1] = [_failed(repeats[1][0], KNOWN_ISSUE['fail_reason'])]
+    retried = {**PASSED, 'perfvalues': {'local:tcp:bandwidth_4MiB': [values[1], 0, None, None, 'MB/s', 'pass']},
+               'first_attempt': KNOWN_ISSUE['fail_reason'], 'attempts': 2,
+               'retried_for': 'known issue', 'repeat': 2, 'repeats': 3}
+    report = _report(repeats, [retried])
+    got = sorted(v for tc in baseline.judged_cases([report])
+                 for var, v, _ in baseline.perf_samples(tc) if var == 'bandwidth_4MiB')
+    assert got == values
+    sampled = compare.samples(compare.Side('s', [report])).values
+    assert sorted(sampled[(P2P, 'local:tcp', 'gcc12-openmpi4', 'bandwidth_4MiB')][1]) == values
