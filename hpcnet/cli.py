@@ -125,7 +125,8 @@ def cmd_stacks(args) -> int:
 
 
 def cmd_run(args) -> int:
-    return run_suite(args.report_name, [*args.reframe_args, *runner.repeats_args(args.repeats)])
+    return run_suite(args.report_name,
+                     [*args.reframe_args, *runner.repeats_args(args.repeats)]).code
 
 
 #: hpcnet commands `hpcnet testbed` runs on a testbed it brings up and down.
@@ -163,7 +164,7 @@ def cmd_testbed(args) -> int:
         with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
             if inner is not None:
                 return inner.func(inner)
-            return run_suite('testbed', ['--system', 'testbed', *rest])
+            return run_suite('testbed', ['--system', 'testbed', *rest]).code
     finally:
         tb.down()
         _say('testbed down')
@@ -184,13 +185,14 @@ def cmd_crosscheck(args) -> int:
             return 1
         modes = '|'.join(sorted({p.ours_mode for p in crosscheck.PAIRINGS}))
         refs = '|'.join(f'{p.check}.*benchmark={p.benchmark}' for p in crosscheck.PAIRINGS)
-        rc = run_suite('crosscheck', ['-n', rf'^(hpcnet_p2p.*scale=1_node.*mode=({modes})'
-                                            rf'|{refs})( |$)',
-                                      '-p', '^(' + '|'.join(envs) + ')$',
-                                      '--reruns', str(args.repeats - 1), *args.reframe_args])
-        report = reports_dir() / 'crosscheck-latest.json'
-        if rc != 0:
-            _say(f'some runs failed (exit {rc}); ratios below use the ones that passed')
+        run = run_suite('crosscheck', ['-n', rf'^(hpcnet_p2p.*scale=1_node.*mode=({modes})'
+                                             rf'|{refs})( |$)',
+                                       '-p', '^(' + '|'.join(envs) + ')$',
+                                       '--reruns', str(args.repeats - 1), *args.reframe_args])
+        if (report := run.report) is None:
+            return run.nothing_ran('the cross-check', 'no ratios')
+        if run.code != 0:
+            _say(f'some runs failed (exit {int(run.code)}); ratios below use the ones that passed')
     data = references.load_report(report)
     cases = [tc for run in data.get('runs', []) for tc in run['testcases']]
     rows = crosscheck.ratios(cases)
@@ -265,11 +267,14 @@ def cmd_baseline(args) -> int:
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
         for session in range(1, args.repeats + 1):
             _say(f'baseline session {session} of {args.repeats}')
-            codes.append(run_suite('baseline', [
+            run = run_suite('baseline', [
                 *args.reframe_args, '--session-extras', f'{baseline.BASELINE_TAG}={baseline_id}'],
                 env=baseline.environment_for_baseline_runs(scratch),
-                judged_elsewhere='the baseline being made'))
-            reports.append(references.load_report(reports_dir() / 'baseline-latest.json'))
+                judged_elsewhere='the baseline being made')
+            codes.append(run.code)
+            if run.report is None:
+                return run.nothing_ran(f'baseline session {session}', 'no references written')
+            reports.append(references.load_report(run.report))
     rc = exitcodes.worst(*codes)
     systems = {tc['system'] for tc in baseline.judged_cases(reports)}
     if system is None and len(systems) == 1:

@@ -126,6 +126,9 @@ CALIBRATED_SUFFIX = '_over_iperf3'
 #: followed by the reason in parentheses: the run is then not decided (exit 3),
 #: not passed, and its values are shown apart by every reader.
 MEASUREMENT_WITHHELD = 'measurement withheld'
+#: What the skip reason of a case says where its stack cannot use the fabric
+#: its partition declares: the run is then not decided (exit 3), not passed.
+FABRIC_UNUSABLE = 'cannot use fabric'
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
 #: a session (docs/known-issues.md).

@@ -20,8 +20,9 @@ class Exit(enum.IntEnum):
     #: A usage or configuration error: one line names the thing and what is valid.
     USAGE = 2
     #: Not decided: too few samples, metrics on one side only, a history too
-    #: short to say, nothing matched or judged, or cases skipped that the
-    #: partition declares.
+    #: short to say, nothing matched or judged, cases skipped that the
+    #: partition declares, or a case nothing can fail (no metric asserted,
+    #: the baseline's spread why for some).
     UNDECIDED = 3
     #: Interrupted (Ctrl-C, SIGINT): nothing decided; the shell's 128 + 2.
     INTERRUPTED = 130

@@ -10,12 +10,10 @@ import json
 import os
 import platform
 import re
-import shlex
 import shutil
 import socket
 import subprocess
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,7 +21,6 @@ from typing import Callable
 from hpcnet import sites, stacks
 from hpcnet.acceptance import baseline, references
 from hpcnet.acceptance import report as hpcnet_report
-from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
 from hpcnet.constants import (CHECKS_DIR, MEASUREMENT_WITHHELD, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, WITHHELD_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
                               PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
@@ -31,6 +28,10 @@ from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
                                 unmatched_prgenv)
+# The verdict of a session's cases, as this module's callers have always read it here.
+from hpcnet.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
+                            final_cases_of, measured_on_overloaded_host, reports_summary,
+                            rerun_command, summary)
 
 
 def say(msg):
@@ -51,8 +52,10 @@ def reports_dir() -> Path:
 LISTING_OPTIONS = ('-l', '-L', '--list', '--list-detailed', '--describe', '--list-tags')
 #: ReFrame actions besides running; any of them replaces the default -r.
 _ACTION_OPTIONS = ('-r', '--run', '--dry-run', *LISTING_OPTIONS)
-#: ReFrame options that select test cases: a retry replaces them with its own.
-_SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag')
+#: ReFrame options that select test cases, and those that repeat them: a
+#: retry of one repeat replaces them with its own, and runs once.
+_SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag',
+                      '--reruns', '--duration')
 
 
 def session_prefix(name: str, reframe_args: list) -> Path:
@@ -93,27 +96,8 @@ def repeats_args(repeats: int) -> list:
     return ['--reruns', str(repeats - 1)] if repeats > 1 else []
 
 
-def final_cases(report: Path) -> dict:
-    '''(name, system, partition, environ) -> last result of each case.'''
-    return final_cases_of([references.load_report(report)])
-
-
-def final_cases_of(reports: list) -> dict:
-    '''final_cases() over run reports or stored sessions, later ones last.'''
-    return {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
-            for r in reports for run in r.get('runs', []) for tc in run['testcases']}
-
-
-def failed_by_known_issue(tc: dict) -> bool:
-    return tc['result'] == 'fail' and KNOWN_ISSUE_MARKER in (tc.get('fail_reason') or '')
-
-
 #: Why `hpcnet run` runs a case again (hpcnet_retried's 'retried_for').
 KNOWN_ISSUE = 'known issue'
-
-
-def measured_on_overloaded_host(tc: dict) -> bool:
-    return tc['result'] == 'pass' and references.withheld(tc)
 
 
 def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
@@ -128,31 +112,48 @@ def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
     return None
 
 
-def _run_again(name: str, cases: dict, reframe_args: list, prefix, env,
+def _run_again(name: str, repeats: dict, reframe_args: list, prefix, env,
                remeasure: bool) -> list:
-    '''Run again each case why_again() names, as often as it allows while
-    the reason holds.  Returns the final results of the cases run again.'''
+    '''Run again each repeat of a case why_again() names, as often as it
+    allows while the reason holds (``repeats``: case key -> its result in
+    each repeat).  Returns the last attempt of each repeat run again, with
+    its repeat's number (1-based) and the count of repeats.'''
     retried = []
-    for key, first in sorted(cases.items()):
-        tc, attempts, reason = first, 1, why_again(first, remeasure)
-        while reason is not None and attempts < reason[1] and \
-                (now := why_again(tc, remeasure)) is not None:
-            attempts += 1
-            say(f'retrying (attempt {attempts} of {reason[1]}), {now[0]}: '
-                f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}')
-            cmd, report = reframe_cmd(f'{name}-retry', [
-                *option_values_removed(reframe_args, _SELECTION_OPTIONS), '-n', f'/{tc["hashcode"]}',
-                '-p', f'^{re.escape(tc["environ"])}$',
-                '--system', f'{tc["system"]}:{tc["partition"]}'])
-            subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
-            again = final_cases(report).get(key) if report.exists() else None
-            if again is None:       # the retry ran nothing: the last attempt is the last word
-                break
-            tc = again
-        if attempts > 1:
-            retried.append({**tc, 'first_attempt': first.get('fail_reason') or first.get('judgement'),
-                            'attempts': attempts, 'retried_for': reason[0]})
+    for key, results in sorted(repeats.items()):
+        for number, first in enumerate(results, 1):
+            reason = why_again(first, remeasure)
+            if reason is None:
+                continue
+            where = f' (repeat {number} of {len(results)})' if len(results) > 1 else ''
+            tc, attempts = _attempts(name, key, first, reason[1], where, reframe_args, prefix,
+                                     env, remeasure)
+            if attempts > 1:
+                retried.append({**tc, 'first_attempt': first.get('fail_reason') or first.get('judgement'),
+                                'attempts': attempts, 'retried_for': reason[0],
+                                'repeat': number, 'repeats': len(results)})
     return retried
+
+
+def _attempts(name: str, key: tuple, tc: dict, allowed: int, where: str, reframe_args: list,
+              prefix, env, remeasure: bool) -> tuple:
+    '''(last result, attempts) of one repeat of a case run again, once per
+    ReFrame session, while why_again() still names it and ``allowed``
+    attempts in all are not spent.'''
+    attempts = 1
+    while attempts < allowed and (now := why_again(tc, remeasure)) is not None:
+        attempts += 1
+        say(f'retrying (attempt {attempts} of {allowed}), {now[0]}: {case_name(tc)}{where}')
+        cmd, report = reframe_cmd(f'{name}-retry', [
+            *option_values_removed(reframe_args, _SELECTION_OPTIONS), '-n', f'/{tc["hashcode"]}',
+            '-p', f'^{re.escape(tc["environ"])}$',
+            '--system', f'{tc["system"]}:{tc["partition"]}'])
+        subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
+        again = final_cases_of([references.load_report(report)]).get(key) \
+            if report.exists() else None
+        if again is None:       # the retry ran nothing: the last attempt is the last word
+            break
+        tc = again
+    return tc, attempts
 
 
 def check_selection(reframe_args: list, environments: list) -> None:
@@ -176,100 +177,6 @@ def check_selection(reframe_args: list, environments: list) -> None:
     unmatched = unmatched_prgenv(reframe_args, environments + [stacks.BUILTIN_ENV])
     if unmatched:
         raise SelectionError(unmatched)
-
-
-def rerun_command(tc: dict) -> str:
-    '''The ReFrame command that runs one case again, with this suite's
-    configuration (ReFrame's own hint lacks -C).'''
-    return ' '.join(shlex.quote(a) for a in [
-        reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR),
-        '-n', f'/{tc.get("hashcode", "")}', '-p', f'^{tc["environ"]}$',
-        '--system', f'{tc["system"]}:{tc["partition"]}', '-r', '--exec-policy=serial'])
-
-
-def _case_name(tc: dict) -> str:
-    return f'{tc["name"]} @{tc["system"]}:{tc["partition"]}+{tc["environ"]}'
-
-
-def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
-    '''(lines, exit code) of a session's final cases: failures, skips and
-    not-judged cases grouped by reason, cases that passed only on retry.
-    Failed -> FAILED; nothing ran -> UNDECIDED; else OK (values recorded
-    but not judged are said on the last line, not turned into a failure).'''
-    lines, codes = [], [Exit.OK]
-    final = {**cases, **{(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
-                         for tc in retried}}
-    by_result = defaultdict(list)
-    for tc in final.values():
-        by_result[tc['result']].append(tc)
-    retried_keys = {(tc['name'], tc['system'], tc['partition'], tc['environ']) for tc in retried}
-    for tc in retried:
-        if tc.get('retried_for') == MEASUREMENT_WITHHELD:
-            verdict = (f'NOT JUDGED {tc["attempts"]} TIMES' if measured_on_overloaded_host(tc)
-                       else f'MEASURED AGAIN (attempt {tc["attempts"]})' if tc['result'] == 'pass'
-                       else f'FAILED WHEN MEASURED AGAIN (attempt {tc["attempts"]})')
-        else:
-            verdict = (f'PASSED ONLY ON RETRY (attempt {tc["attempts"]})' if tc['result'] == 'pass'
-                       else f'FAILED {tc["attempts"]} TIMES')
-        lines.append(f'{verdict}: {_case_name(tc)} (first attempt: {tc["first_attempt"]})')
-    failed = [tc for tc in final.values() if tc['result'] not in ('pass', 'skip')]
-    for tc in sorted(failed, key=_case_name):
-        if (tc['name'], tc['system'], tc['partition'], tc['environ']) not in retried_keys:
-            lines.append(f'FAILED: {_case_name(tc)}: {(tc.get("fail_reason") or tc["result"])[:300]}')
-            lines.append(f'  rerun: {rerun_command(tc)}')
-    if failed:
-        codes.append(Exit.FAILED)
-    skips = defaultdict(list)
-    for tc in by_result.get('skip', []):
-        skips[tc.get('skip_reason') or 'no reason recorded'].append(tc)
-    for reason, tcs in sorted(skips.items(), key=lambda kv: -len(kv[1])):
-        lines.append(f'SKIPPED ({len(tcs)}): {reason}')
-    # A case the partition declares that could not run now (too few nodes
-    # available) decides nothing about it.
-    if any(tc.get('skip_undecided') for tc in by_result.get('skip', [])):
-        codes.append(Exit.UNDECIDED)
-    ran = [tc for tc in final.values() if tc['result'] != 'skip']
-    if not ran:
-        lines.append('NOTHING RAN: every selected case was skipped')
-        codes.append(Exit.UNDECIDED)
-    not_judged = defaultdict(int)
-    basis = defaultdict(int)
-    for tc in ran if not judged_elsewhere else []:
-        if tc.get('judgement_basis') in references.Basis.NOT_JUDGED:
-            not_judged[str(tc.get('judgement'))] += 1
-            basis[tc['judgement_basis']] += 1
-    for why, count in sorted(not_judged.items()):
-        lines.append(f'NOT JUDGED ({count}): {why[len(references.NOT_JUDGED) + 2:]}')
-    overloaded = sum(basis[b] for b in references.Basis.WITHHELD_AS)
-    if overloaded:
-        codes.append(Exit.UNDECIDED)
-    code = worst(*codes)
-    counts = ', '.join(f'{len(v)} {k}' for k, v in sorted(by_result.items()))
-    last = f'{WORDS[code]}: {counts}'
-    if overloaded:
-        last += (f'; {overloaded} case(s) not judged: {MEASUREMENT_WITHHELD} (NOT JUDGED says why; '
-                 'run again when that has passed)')
-    elif code == Exit.OK and not_judged:
-        unjudged = sum(not_judged.values())
-        judged = sum(1 for tc in ran if tc.get('judgement_basis') == references.Basis.REFERENCES)
-        no_file = basis[references.Basis.NO_FILE] > 0
-        last += (f'; performance: {judged} case(s) judged against references, {unjudged} '
-                 'recorded, not judged (NOT JUDGED says why'
-                 + ('; `hpcnet baseline` makes references)' if no_file else ')'))
-    if judged_elsewhere and code == Exit.OK:
-        last += f'; performance is judged by {judged_elsewhere}'
-    lines.append(last)
-    return lines, code
-
-
-def reports_summary(reports: list) -> tuple:
-    """(lines, exit code) of summary() over the final cases of ``reports``
-    (run reports or stored sessions, of hpcnet run or of plain reframe -r):
-    the verdict `hpcnet run` gives the same cases."""
-    final = final_cases_of(reports)
-    # A report of an older hpcnet does not count a retried case's attempts.
-    return summary(final, [{'attempts': '?', **tc} for r in reports
-                           for tc in r.get('hpcnet_retried', [])])
 
 
 @dataclass(frozen=True)
@@ -296,20 +203,96 @@ def launched_through(prefix: list, environment: Callable[[dict], dict]):
         _launch = saved
 
 
+@dataclass(frozen=True)
+class SuiteRun:
+    '''What one run_suite() did: its exit code by the contract, and the JSON
+    report with results it wrote in this invocation, or None where it wrote
+    none (a listing, a dry run, a rejected command line, a selection of no
+    case): a caller reads this report, never a *-latest.json that an
+    earlier invocation may have left.'''
+    code: int
+    report: Path | None = None
+
+    def nothing_ran(self, what: str, consequence: str) -> Exit:
+        '''The verdict where ``what`` wrote no report with results: not
+        decided, or the worse code the run gave; one line says so.'''
+        say(f'{what} ran nothing (exit code {int(self.code)}): {consequence}')
+        return worst(self.code, Exit.UNDECIDED)
+
+
 def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None = None,
-              judged_elsewhere: str = '') -> int:
+              judged_elsewhere: str = '') -> SuiteRun:
     '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
     JSON report as reports/<name>-latest.json, print where things are and
-    the closing summary; return the exit code by the contract.  Failures
-    are final, except those a stack's named known issue explains, and a case
-    the testbed host was too busy to judge is measured again (why_again());
-    a case decided only then is listed as such.  ``judged_elsewhere`` names what judges performance
-    when the runs are not held to references (a baseline's, an acceptance's
-    runs).'''
+    the closing summary; return the exit code by the contract and the
+    report (SuiteRun).  Every repeat counts (hpcnet.verdict).  Failures are
+    final, except those a stack's named known issue explains, and a case
+    the testbed host was too busy to judge is measured again (why_again()),
+    each repeat on its own; a case decided only then is listed as such.
+    ``judged_elsewhere`` names what judges performance when the runs are
+    not held to references (a baseline's, an acceptance's runs).'''
     if _launch.environment is not None and not prefix:
         prefix = list(_launch.prefix)
         env = _launch.environment(dict(env if env is not None else os.environ))
     cmd, report = reframe_cmd(name, reframe_args)
+    _check_before_running(reframe_args, env)
+    say('running: ' + ' '.join(cmd))
+    start = time.monotonic()
+    rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
+    listing = any(is_option(a, LISTING_OPTIONS) for a in reframe_args)
+    if listing:
+        return SuiteRun(rc)   # a listing runs nothing and writes no report
+    if not report.exists():
+        if rc == Exit.USAGE:
+            # argparse's exit code: ReFrame rejected an option (its message is above).
+            say(f'reframe rejected its command line (exit code {rc}, its message above); '
+                'nothing ran')
+            return SuiteRun(Exit.USAGE)
+        say(f'no report was written ({report}); reframe exit code {rc}')
+        return SuiteRun(Exit.FAILED)
+    repeats = case_repeats_of([references.load_report(report)])
+    if not repeats:
+        say(f'no test case was selected by: {" ".join(reframe_args) or "(no options)"}; '
+            'see `hpcnet run -l` for what exists')
+        return SuiteRun(Exit.UNDECIDED)
+    if '--dry-run' in cmd:
+        say(f'dry run: {len(repeats)} cases generated their job scripts under '
+            f'{session_prefix(name, reframe_args)}; nothing was submitted (reframe exit code {rc})')
+        return SuiteRun(Exit.FAILED if rc else Exit.OK)
+    retried = _run_again(name, repeats, reframe_args, prefix, env,
+                         remeasure=not judged_elsewhere)
+    wall = time.monotonic() - start
+    data = references.load_report(report)
+    data['hpcnet_retried'] = retried
+    report.write_text(json.dumps(data, indent=1))
+    latest = report.with_name('latest.json' if name == 'run' else f'{name}-latest.json')
+    shutil.copyfile(report, latest)
+    say(f'report: {latest} (copy of {report})')
+    lines, code = summary(repeats, retried, judged_elsewhere)
+    if rc != 0 and code != Exit.FAILED and \
+            all(tc['result'] in NOT_FAILED for results in repeats.values() for tc in results):
+        # ReFrame's exit is explained by a failed repeat (failed still, or
+        # passed on a known issue's retry); without one, ReFrame failed
+        # outside any case (an error before or between cases): never a pass.
+        lines[-1] = f'{WORDS[Exit.FAILED]}: reframe exited {rc} with no failed case in the report'
+        code = Exit.FAILED
+    page = latest.with_suffix('.html')
+    say('rendering the HTML report')
+    page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
+                                         verdict=lines[-1],
+                                         title=' '.join(['hpcnet', name, *reframe_args])))
+    say(f'HTML report: {page}')
+    say(f'perflogs: {PERFLOG_DIR}')
+    say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min)')
+    for line in lines:
+        say(line)
+    say(f'exit code {int(code)}')
+    return SuiteRun(code, report)
+
+
+def _check_before_running(reframe_args: list, env: dict | None) -> None:
+    '''The environments found, a selection that exists, and a reference
+    directory that loads, before ReFrame starts.'''
     say('discovering the compiler x MPI environments')
     found = stacks.discover()
     check_selection(reframe_args, [e.name for e in found.environments])
@@ -325,53 +308,3 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
                              'each candidate was left out')
     say(f'{len(found.environments)} environments: '
         f'{", ".join(e.name for e in found.environments)}')
-    say('running: ' + ' '.join(cmd))
-    start = time.monotonic()
-    rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
-    listing = any(is_option(a, LISTING_OPTIONS) for a in reframe_args)
-    if listing:
-        return rc   # a listing runs nothing and writes no report
-    if not report.exists():
-        if rc == Exit.USAGE:
-            # argparse's exit code: ReFrame rejected an option (its message is above).
-            say(f'reframe rejected its command line (exit code {rc}, its message above); '
-                'nothing ran')
-            return Exit.USAGE
-        say(f'no report was written ({report}); reframe exit code {rc}')
-        return Exit.FAILED
-    cases = final_cases(report)
-    if not cases:
-        say(f'no test case was selected by: {" ".join(reframe_args) or "(no options)"}; '
-            'see `hpcnet run -l` for what exists')
-        return Exit.UNDECIDED
-    if '--dry-run' in cmd:
-        say(f'dry run: {len(cases)} cases generated their job scripts under '
-            f'{session_prefix(name, reframe_args)}; nothing was submitted (reframe exit code {rc})')
-        return Exit.FAILED if rc else Exit.OK
-    retried = _run_again(name, cases, reframe_args, prefix, env,
-                         remeasure=not judged_elsewhere)
-    wall = time.monotonic() - start
-    data = references.load_report(report)
-    data['hpcnet_retried'] = retried
-    report.write_text(json.dumps(data, indent=1))
-    latest = report.with_name('latest.json' if name == 'run' else f'{name}-latest.json')
-    shutil.copyfile(report, latest)
-    say(f'report: {latest} (copy of {report})')
-    lines, code = summary(cases, retried, judged_elsewhere)
-    if rc != 0 and code == Exit.OK and not retried:
-        # ReFrame failed without a failed case (an error before or between
-        # cases): never a pass.
-        lines[-1] = f'{WORDS[Exit.FAILED]}: reframe exited {rc} with no failed case in the report'
-        code = Exit.FAILED
-    page = latest.with_suffix('.html')
-    say('rendering the HTML report')
-    page.write_text(hpcnet_report.render([data], hpcnet_report.retried_keys(data),
-                                         verdict=lines[-1],
-                                         title=' '.join(['hpcnet', name, *reframe_args])))
-    say(f'HTML report: {page}')
-    say(f'perflogs: {PERFLOG_DIR}')
-    say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min)')
-    for line in lines:
-        say(line)
-    say(f'exit code {int(code)}')
-    return code

@@ -159,7 +159,7 @@ def test_plain_reframe_judges_as_hpcnet_run_under_slurm(openmpi_env, tmp_path):
     plain_report = tmp_path / 'plain.json'
     with running_testbed('hpcnetr') as tb:
         with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
-            wrapped_code = runner.run_suite('tbparity', select)
+            wrapped_code = runner.run_suite('tbparity', select).code
         plain = subprocess.run(
             [*tb.head_prefix(cwd=str(tmp_path)), str(BIN / 'reframe'), '-C',
              str(CONFIG_DIR / 'settings.py'), '-c', str(CHECKS_DIR), '-r', '--exec-policy=serial',

@@ -101,17 +101,19 @@ def main(argv=None) -> int:
                 name = f'culprits-{trial}-{scenario}'
                 began = time.monotonic()
                 try:
-                    run_suite(name, ['--system', 'testbed:eth', '-c', 'checks/pairs.py',
-                                     '-n', 'hpcnet_pairs', '-p', args.env],
-                              prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env())
+                    run = run_suite(name, ['--system', 'testbed:eth', '-c', 'checks/pairs.py',
+                                           '-n', 'hpcnet_pairs', '-p', args.env],
+                                    prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env())
                 finally:
                     if scenario == 'node':
                         tb.shape(args.rate, node=culprit)
                     elif scenario == 'link':
                         tb.shape_path(*culprit, None)
                 seconds = time.monotonic() - began
-                report = json.loads((scratch / 'reports' / f'{name}-latest.json').read_text())
-                # Its final result: a rerun (--reruns, a retried known issue) comes later.
+                if run.report is None:
+                    raise SystemExit(f'{name}: the session wrote no report (exit {int(run.code)})')
+                report = json.loads(run.report.read_text())
+                # The result that decides it: its first failed repeat, else its last.
                 (case,) = [c for c in final_cases_of([report]).values()
                            if c['name'].startswith('hpcnet_pairs')]
                 found = named(case, 'bandwidth')

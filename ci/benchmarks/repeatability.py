@@ -52,23 +52,26 @@ def main(argv=None) -> int:
     select = ['-p', args.envs, '--reruns', str(args.repeats - 1), *args.reframe_args]
     start = time.monotonic()
     if args.where == 'local':
-        cli.run_suite('repeatability', ['--system', 'local', '-n',
-                                        f'hpcnet_p2p.*scale=1_node.*mode=({args.modes})$', *select])
+        run = cli.run_suite('repeatability', ['--system', 'local', '-n',
+                                              f'hpcnet_p2p.*scale=1_node.*mode=({args.modes})$',
+                                              *select])
     else:
         from hpcnet import testbed as tbm
         tb = tbm.Testbed(name='hpcnetrep')
         tb.down()
         tb.up()
         try:
-            cli.run_suite('repeatability', ['--system', 'testbed:eth', '-n',
-                                            f'hpcnet_p2p.*scale=2_nodes.*mode=({args.modes})$',
-                                            *select],
-                          prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))
+            run = cli.run_suite('repeatability', ['--system', 'testbed:eth', '-n',
+                                                  f'hpcnet_p2p.*scale=2_nodes.*mode=({args.modes})$',
+                                                  *select],
+                                prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))
         finally:
             tb.down()
     wall = time.monotonic() - start
     kept = scratch / 'repeatability.json'
-    shutil.copyfile(scratch / 'reports' / 'repeatability-latest.json', kept)
+    if run.report is None:
+        raise SystemExit(f'the session wrote no report (exit {int(run.code)})')
+    shutil.copyfile(run.report, kept)
     values = compare.samples(compare.load_side(str(kept))).values
 
     print(f'\n{args.where}: {args.repeats} repeats; CV = stdev / mean of the per-repeat figures')

@@ -65,10 +65,12 @@ def main(argv=None) -> int:
         # figures alone, which is what compare is measured on (declared 1 Gbit/s,
         # the calibration would name the shaped link and fail the case).
         env[TESTBED_RATE_ENV] = str(tbm.rate_bps(rate))
-        cli.run_suite(name, [*select, '--reruns', str(repeats - 1)],
-                      prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=env)
+        run = cli.run_suite(name, [*select, '--reruns', str(repeats - 1)],
+                            prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=env)
+        if run.report is None:
+            raise SystemExit(f'{name}: the session wrote no report (exit {int(run.code)})')
         kept = scratch / f'{name}.json'
-        shutil.copyfile(scratch / 'reports' / f'{name}-latest.json', kept)
+        shutil.copyfile(run.report, kept)
         return compare.load_side(str(kept))
 
     verdicts = defaultdict(list)     # (condition, environment, metric) -> [verdict, ...]

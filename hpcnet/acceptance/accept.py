@@ -51,16 +51,18 @@ def _undecided_selection(outcome: compare.Outcome, after: compare.Side) -> list:
 
 
 def _round(reframe_args: list, repeats: int) -> tuple:
-    '''(exit code, report) of one ReFrame session of ``repeats`` passes.
-    The runs are not held to the reference files: the comparison with the
-    baseline's samples is the verdict, and one verdict is not given twice
-    by two rules.'''
+    '''(exit code, report or None) of one ReFrame session of ``repeats``
+    passes: the report this session wrote, None where it wrote none (it
+    selected no case, or ReFrame refused its options).  The runs are not
+    held to the reference files: the comparison with the baseline's samples
+    is the verdict, and one verdict is not given twice by two rules.'''
     with tempfile.TemporaryDirectory(prefix='hpcnet-accept-refs-') as no_references:
-        code = runner.run_suite(NAME, [*reframe_args, *runner.repeats_args(repeats)],
-                                env={**os.environ, REFERENCE_DIR_ENV: no_references},
-                                judged_elsewhere='the comparison with the baseline below')
-    latest = runner.reports_dir() / f'{NAME}-latest.json'
-    return code, references.load_report(latest)
+        run = runner.run_suite(NAME, [*reframe_args, *runner.repeats_args(repeats)],
+                               env={**os.environ, REFERENCE_DIR_ENV: no_references},
+                               judged_elsewhere='the comparison with the baseline below')
+    if run.report is None:
+        return run.nothing_ran(f'a round of {repeats} repeats', 'no samples to compare'), None
+    return run.code, references.load_report(run.report)
 
 
 def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.BASELINE,
@@ -76,6 +78,10 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     runner.say(f'baseline: {baseline_spec} (sessions {", ".join(before.sessions)})')
     run_codes, reports, taken = [], [], budget.repeats
     code, report = _round(reframe_args, budget.repeats)
+    if report is None:
+        # Never a verdict on the reports of an earlier invocation.
+        runner.say(f'{WORDS[code]}: exit code {int(code)}')
+        return code
     run_codes.append(code)
     reports.append(report)
     while True:
@@ -104,15 +110,17 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
         code, report = _round([*runner.option_values_removed(reframe_args, ('-n', '--name')),
                                *_undecided_selection(outcome, after)], extra)
         run_codes.append(code)
+        if report is None:
+            break
         reports.append(report)
         taken += extra
     print(f'before: {before.spec} (sessions {", ".join(before.sessions)})')
     print(f'after:  {NAME}: {taken} repeats in {len(reports)} sessions '
           f'({", ".join(after.sessions)})')
     print(compare.text(outcome))
-    # A failed case fails the acceptance; "not decided" of a round (nothing
-    # ran) is the comparison's to say.
-    code = worst(outcome.exit_code, *[c for c in run_codes if c == Exit.FAILED])
+    # A failed case fails the acceptance; a round that ran nothing, or skipped
+    # a case its partition declares, leaves it not decided.
+    code = worst(outcome.exit_code, *run_codes)
     page = runner.reports_dir() / f'{NAME}-latest.html'
     runner.say('rendering the HTML report')
     page.write_text(hpcnet_report.render(

@@ -87,7 +87,9 @@ def judged_cases(reports: list):
 
 
 def _judged_with_origin(reports: list):
-    """(session, run number, case) of every passed non-fixture case."""
+    """(session, run number, case) of every passed non-fixture case, of
+    every repeat: one that passed only when run again for a known issue has
+    its figures in ``hpcnet_retried`` (with its repeat's number)."""
     for number, report in enumerate(reports):
         session = _session_of(report, number)
         for run in report.get('runs', []):
@@ -95,6 +97,9 @@ def _judged_with_origin(reports: list):
                 if tc.get('fixture') or tc.get('result') != 'pass':
                     continue
                 yield session, run.get('run_index', 0), tc
+        for tc in report.get('hpcnet_retried') or []:
+            if not tc.get('fixture') and tc.get('result') == 'pass':
+                yield session, int(tc.get('repeat') or len(report.get('runs', [])) or 1) - 1, tc
 
 
 def measured_cases(reports: list):

@@ -28,7 +28,7 @@ from reframe.utility import ScopedDict
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
-from hpcnet.constants import (CALIBRATED_SUFFIX, FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
+from hpcnet.constants import (CALIBRATED_SUFFIX, FABRIC_UNUSABLE, FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
                               Fabric, Feature, PartitionFeature, Scale, Unit)
 from hpcnet.model import Partition, Stack
 from hpcnet.mpi import start_env
@@ -467,7 +467,7 @@ class MpiBenchmark(NetworkRun):
         gap = self.stack.fabric_gap(self.partition.fabric)
         runs_here = self.current_partition.scheduler.registered_name == 'local'
         if gap is not None and runs_here:
-            self.skip_because(f'{self.stack.environ} cannot use fabric '
+            self.skip_because(f'{self.stack.environ} {FABRIC_UNUSABLE} '
                               f'{self.partition.fabric} on this host: {gap}')
         unable = self.partition.cannot_oversubscribe(self.stack, self.num_tasks)
         if unable is not None:
