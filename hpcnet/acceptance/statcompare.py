@@ -182,7 +182,7 @@ def tolerance_of(session_medians: Sequence[float], floor: float) -> Tolerance:
     medians = [float(m) for m in session_medians]
     floor_words = f'the {floor * 100:g} % floor'
     if len(medians) < 2 or min(medians) <= 0:
-        return Tolerance(floor, f'{floor_words} (one session before: no between-session spread)'
+        return Tolerance(floor, f'{floor_words}; one session before, no between-session spread'
                                 if len(medians) < 2 else floor_words)
     spread = float(np.std(np.log(medians), ddof=1))
     moved = math.expm1(SPREAD_FACTOR * spread)
