@@ -338,8 +338,7 @@ def print_comparison(before, after, outcome, alpha: float, threshold: float) -> 
     print(f'before: {before.spec} (sessions {", ".join(before.sessions)})')
     print(f'after:  {after.spec} (sessions {", ".join(after.sessions)})')
     print(f'one-sided {1 - alpha:.0%} bounds of each shift against its tolerance (at least '
-          f'{threshold:.0%}, wider where the sessions before moved more), '
-          f'{len(outcome.rows)} metrics on both sides')
+          f'{threshold:.0%}, more where sessions before moved more), {len(outcome.rows)} metrics')
     print(compare.text(outcome))
 
 
@@ -488,8 +487,7 @@ def build_parser() -> _Parser:
     p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA,
                    help='one-sided significance level (default %(default)s)')
     p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD,
-                   help="floor of every metric's tolerance, which widens with the before "
-                        "side's between-session spread (default %(default)s = 3 %%)")
+                   help="floor of each metric's tolerance (default %(default)s = 3 %%)")
     p.add_argument('--system', help="whose baseline the word 'baseline' names "
                                     '(default: the system the other side ran on)')
     p.add_argument('--include-baselines', action='store_true',

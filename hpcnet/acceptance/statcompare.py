@@ -366,10 +366,13 @@ def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_b
         return result(Verdict.IMPROVED, f'{shift}: better beyond {told}, with {counts}{lone}')
     if worst <= tol:
         return result(Verdict.UNCHANGED, f'{shift}: inside {told}, with {counts}{lone}')
-    more = _after_samples_to_decide(n_before, n_after, estimate, worst_ratio, edge)
+    # The bound that has to cross the edge: the best one where the estimate
+    # is beyond the tolerance (towards a regression), else the worst one.
+    bound = best_ratio if worse_by(estimate, higher_better) > tol else worst_ratio
+    more = _after_samples_to_decide(n_before, n_after, estimate, bound, edge)
     return result(Verdict.INCONCLUSIVE,
                   f'{shift} with {counts}: the worst plausible slowdown is beyond {told} and the '
-                  f'best is not; ' + (f'about {more} more samples after would decide it' if more
+                  f'best is not{lone}; ' + (f'about {more} more samples after would decide it' if more
                                       else 'more samples after alone would not decide it (a '
                                            'baseline of more samples would narrow it)'), more)
 
