@@ -10,7 +10,7 @@
     hpcnet refs validate [FILE]  check reference files
     hpcnet refs generate REPORT  references (with provenance) from a good run's JSON report
     hpcnet baseline [--repeats K] K repeats -> reference/<system>.yaml with provenance
-    hpcnet compare BEFORE AFTER  did anything get worse: rank test + practical threshold
+    hpcnet compare BEFORE AFTER  did anything get worse than its tolerance: one-sided bounds, modes
     hpcnet accept [--repeats K]  K repeats compared with the baseline, more until decided
     hpcnet history [--period P]  every metric's trend over the stored sessions, and when it changed
     hpcnet report [SESSIONS]     one self-contained HTML page (also written by every run)
@@ -342,8 +342,8 @@ def compare_sides(before_spec: str, after_spec: str, *, alpha: float, threshold:
 def print_comparison(before, after, outcome, alpha: float, threshold: float) -> None:
     print(f'before: {before.spec} (sessions {", ".join(before.sessions)})')
     print(f'after:  {after.spec} (sessions {", ".join(after.sessions)})')
-    print(f'one-sided Mann-Whitney U at alpha {alpha:g}, practical threshold '
-          f'{threshold:.0%}, {len(outcome.rows)} metrics on both sides')
+    print(f'one-sided {1 - alpha:.0%} bounds of each shift against its tolerance (at least '
+          f'{threshold:.0%}, more where sessions before moved more), {len(outcome.rows)} metrics')
     print(compare.text(outcome))
 
 
@@ -356,11 +356,11 @@ def cmd_compare(args) -> int:
     _say(outcome.summary())
     if code == Exit.UNDECIDED:
         more, needed = outcome.more_samples(), outcome.samples_needed()
-        _say('NOT DECIDED: ' + (f'about {more} more samples per side would decide every metric: '
-                                 f'`hpcnet run --repeats {needed}` for the after side (and as many '
-                                 'for a before side that has fewer), or `hpcnet accept`, which '
-                                 'repeats until decided' if more else
-                                 'no metric was measured on both sides, or some only after'))
+        _say('NOT DECIDED: ' + (f'about {more} more samples after would decide the metrics more '
+                                 f'samples decide: `hpcnet run --repeats {needed}` for the after '
+                                 'side, or `hpcnet accept`, which repeats until decided' if more else
+                                 'more samples after would not decide it (the table says why: '
+                                 'too few samples before, metrics on one side only)'))
     else:
         _say(exitcodes.WORDS[code])
     return code
@@ -492,7 +492,7 @@ def build_parser() -> _Parser:
     p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA,
                    help='one-sided significance level (default %(default)s)')
     p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD,
-                   help='smallest relative change that matters (default %(default)s = 3 %%)')
+                   help="floor of each metric's tolerance (default %(default)s = 3 %%)")
     p.add_argument('--system', help="whose baseline the word 'baseline' names "
                                     '(default: the system the other side ran on)')
     p.add_argument('--include-baselines', action='store_true',

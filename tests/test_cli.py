@@ -198,17 +198,20 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     res = hpcnet('compare', str(reports / 'baseline-latest.json'),
                  str(reports / 'after-baseline-latest.json'))
     # The baseline's last session (one sample) against three: never a pass,
-    # always "not decided", with how many runs would decide it.
+    # always "not decided", and more samples after cannot make up for it.
     assert res.returncode == 3, res.stdout[-3000:]
-    assert 'one-sided Mann-Whitney U at alpha 0.05' in res.stdout
+    assert 'one-sided 95% bounds of each shift against its tolerance' in res.stdout
     assert 'latency_8B [us]' in res.stdout and ' 1+3 ' in res.stdout, res.stdout[-3000:]
-    assert 'NOT DECIDED: about ' in res.stdout and 'hpcnet run --repeats ' in res.stdout
+    assert 'fewer than 3 samples before cannot be judged' in res.stdout, res.stdout[-3000:]
+    assert 'NOT DECIDED: more samples after would not decide it' in res.stdout
     # Stored sessions are sides too: the latest baseline session of the
     # system the other side ran on.
     # Stored sessions are sides too: the baseline is its three sessions.
     res = hpcnet('compare', 'baseline', str(reports / 'after-baseline-latest.json'))
     assert 'before: baseline (sessions ' in res.stdout, res.stdout[-3000:]
-    assert ' 3+3 ' in res.stdout and res.returncode == 3, res.stdout[-3000:]
+    # 3 + 3 samples can reach the one-sided 95 % bounds: decided or not by
+    # how far the shared host moved the figures, never a usage error.
+    assert ' 3+3 ' in res.stdout and res.returncode in (0, 1, 3), res.stdout[-3000:]
     # The baseline's own report is the baseline session: compared with
     # itself, refused, naming the session.
     res = hpcnet('compare', 'baseline', str(reports / 'baseline-latest.json'))

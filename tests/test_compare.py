@@ -76,6 +76,11 @@ def test_too_few_samples_are_inconclusive_and_failed_cases_are_no_samples(tmp_pa
     after = _report(tmp_path / 'a.json', [80.0, 81.0], 'a')
     (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
+    # more samples after cannot make up for a before side of two
+    assert row.result.more_samples is None and 'fewer than 3 samples before' in row.result.reason
+    (row,) = compare.compare(compare.load_side(_report(tmp_path / 'b5.json', [117.0] * 5, 'b5')),
+                             compare.load_side(after)).rows
+    assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.more_samples and row.result.more_samples >= 1
     failed = _report(tmp_path / 'f.json', [117.0] * 5, 'f', result='fail')
     outcome = compare.compare(compare.load_side(before), compare.load_side(failed))
@@ -180,3 +185,27 @@ def test_accept_stops_where_more_samples_would_decide_nothing(tmp_path, monkeypa
     monkeypatch.setenv('HPCNET_REPORTS_DIR', str(tmp_path))
     assert accept.accept([], accept.Budget(3, 20, 600), baseline_spec=before) == 3
     assert rounds == [3]
+
+
+def test_the_tolerance_widens_with_the_between_session_spread_of_the_before_side(tmp_path):
+    '''Five sessions before whose medians moved about 4 % from session to
+    session give a tolerance of about 8 %: a 4 % lower median after is what
+    this system does between healthy sessions; with the same samples as one
+    session the 3 % floor holds and the same 4 % is not "unchanged".'''
+    sessions = []
+    for number, level in enumerate((117.0, 123.0, 111.0, 120.0, 114.0)):
+        sessions.append(json.loads(open(_report(tmp_path / f's{number}.json',
+                                                _noisy(level, 0.005, 3, number), f's{number}')).read()))
+    before = compare.Side('five sessions', sessions)
+    after = compare.load_side(_report(tmp_path / 'a.json', _noisy(117.0 * 0.96, 0.005, 10, 9), 'a'))
+    assert compare.session_medians(before)[
+        ('hpcnet_p2p %scale=2_nodes %mode=bw', 'testbed:eth', 'gcc12-openmpi4', 'bandwidth_4MiB')] \
+        == pytest.approx([117, 123, 111, 120, 114], rel=0.01)
+    (row,) = compare.compare(before, after).rows
+    assert row.result.verdict == statcompare.Verdict.UNCHANGED, row.result.reason
+    assert 0.07 < row.result.tolerance < 0.10
+    pooled = compare.Side('one session', [{**sessions[0], 'runs': [
+        run for session in sessions for run in session['runs']]}])
+    (row,) = compare.compare(pooled, after).rows
+    assert row.result.tolerance == compare.THRESHOLD
+    assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE, row.result.reason

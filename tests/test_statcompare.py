@@ -3,11 +3,14 @@ before/after verdict and its reasons, and rejection of bad input."""
 import itertools
 import math
 import random
+import statistics
 
 import pytest
 
-from hpcnet.acceptance.statcompare import (Comparison, Verdict, compare_samples, higher_is_better,
-                                           mann_whitney_p)
+from hpcnet.acceptance.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison, Tolerance,
+                                           Verdict, compare_samples, higher_is_better,
+                                           mann_whitney_p, modes, shift_bounds, tolerance_of,
+                                           u_critical)
 
 
 def _noisy(center: float, relative_sd: float, n: int, seed: int) -> list:
@@ -105,34 +108,47 @@ def test_same_distribution_with_little_noise_is_unchanged():
     assert 0.97 <= result.ci_low <= result.ci_high <= 1.03
 
 
-def test_three_noisy_samples_are_inconclusive_and_say_how_many_more():
+def test_three_noisy_samples_are_not_decided_and_more_after_samples_alone_would_not_do():
     result = compare_samples(_noisy(500, 0.2, 3, 9), _noisy(500, 0.2, 3, 10), higher_better=True)
     assert result.verdict == Verdict.INCONCLUSIVE, result.reason
-    assert isinstance(result.more_samples, int) and result.more_samples >= 1
-    # 3+3 can never get below p = 1/C(6,3) = 0.05
-    assert 'cannot reach p < 0.05' in result.reason and '0.05' in result.reason
-    assert 'more per side' in result.reason
+    # 3 noisy samples before bound the shift no tighter than their own scatter
+    assert result.more_samples is None
+    assert 'a baseline of more samples would narrow it' in result.reason
 
 
-def test_clean_three_sample_drop_is_still_inconclusive_because_p_cannot_reach_alpha():
-    result = compare_samples([100, 101, 102], [80, 81, 82], higher_better=True)
+def test_counts_that_cannot_reach_alpha_say_so_and_how_many_more_would():
+    result = compare_samples([100, 101, 102], [80, 81, 82], higher_better=True, alpha=0.01)
     assert result.verdict == Verdict.INCONCLUSIVE
+    # 3+3 can never get below p = 1/C(6,3) = 0.05; 3+6 not either (1/84), 3+7 can (1/120)
+    assert 'cannot reach p < 0.01' in result.reason and '0.05' in result.reason
+    assert result.more_samples == 4
+    assert math.isnan(result.ci_low) and math.isnan(result.ci_high)
+
+
+def test_clean_three_sample_drop_is_a_regression_at_the_exact_five_percent_bound():
+    # complete separation of 3+3 has p = 1/20 = 0.05: the one-sided 95 %
+    # bounds exist, and even the best of them is 18 % worse
+    result = compare_samples([100, 101, 102], [80, 81, 82], higher_better=True)
+    assert result.verdict == Verdict.REGRESSED, result.reason
     assert result.p_value == pytest.approx(0.05)
-    assert result.more_samples == 1       # 4+4: smallest p = 1/70 < 0.05
+    assert result.ci_high == pytest.approx(82 / 100)
 
 
-def test_fewer_than_three_samples_are_inconclusive_whatever_the_numbers():
+def test_fewer_than_three_samples_are_not_decided_whatever_the_numbers():
     result = compare_samples([117.0, 116.0], [80.0, 81.0], higher_better=True)
     assert result.verdict == Verdict.INCONCLUSIVE
-    assert 'fewer than 3' in result.reason
-    assert result.more_samples >= 1
+    assert 'fewer than 3 samples before' in result.reason
+    assert result.more_samples is None       # more after samples cannot fix the before side
+    result = compare_samples([117.0, 116.0, 118.0, 117.5, 116.5], [80.0, 81.0], higher_better=True)
+    assert result.verdict == Verdict.INCONCLUSIVE
+    assert 'fewer than 3 samples after' in result.reason and result.more_samples == 1
 
 
-def test_a_significant_shift_below_the_threshold_is_not_a_regression():
+def test_a_significant_shift_inside_the_tolerance_is_unchanged():
     before, after = _noisy(1000, 0.005, 40, 11), _noisy(990, 0.005, 40, 12)   # 1 % drop
-    result = compare_samples(before, after, higher_better=True, resamples=500)
+    result = compare_samples(before, after, higher_better=True)
     assert result.p_value < 0.05                        # real, but too small to matter
-    assert result.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE), result.reason
+    assert result.verdict == Verdict.UNCHANGED, result.reason
 
 
 def test_results_are_reproducible():
@@ -174,9 +190,131 @@ def test_mann_whitney_matches_the_published_example():
     assert mann_whitney_p(males, females, 'less') == pytest.approx(0.1111 / 2, abs=1e-4)
 
 
-def test_a_median_that_held_while_the_spread_grew_is_not_unchanged():
+def test_a_spread_that_grew_inside_the_tolerance_is_unchanged_and_beyond_it_a_mode():
     before = [100.0 + 0.1 * i for i in range(-10, 11)]
     after = [100.0 + (2.5 if i % 2 else -2.5) + 0.05 * i for i in range(-10, 11)]
     result = compare_samples(before, after, higher_better=True)
-    assert result.verdict == Verdict.INCONCLUSIVE
-    assert 'distribution changed' in result.reason
+    assert result.verdict == Verdict.UNCHANGED, result.reason
+    wider = [100.0 + (20 if i % 2 else 0) + 0.05 * i for i in range(-10, 11)]
+    result = compare_samples(before, sorted(wider)[::-1], higher_better=False)
+    assert result.verdict == Verdict.REGRESSED and 'slower mode: 10 of 21' in result.reason, \
+        result.reason
+
+
+# --- the one-sided rule against a tolerance (issue 32, items 4 and 11) ------
+
+def _wobble(center: float, n: int, seed: int, spread: float = 0.01) -> list:
+    """n samples within +-spread of center (a healthy metric's wobble)."""
+    rng = random.Random(seed)
+    return [center * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_a_clean_one_percent_wobble_is_decided_unchanged_with_five_and_five(seed):
+    before, after = _wobble(117.0, 5, seed), _wobble(117.0 * 0.99, 5, seed + 1000)
+    result = compare_samples(before, after, higher_better=True)
+    assert result.verdict == Verdict.UNCHANGED, result.reason
+    latency = compare_samples(_wobble(7.5, 5, seed), _wobble(7.5 * 1.01, 5, seed + 2000),
+                              higher_better=False)
+    assert latency.verdict == Verdict.UNCHANGED, latency.reason
+
+
+def test_ten_percent_slower_with_five_and_five_is_regressed():
+    result = compare_samples(_wobble(117.0, 5, 1), _wobble(105.3, 5, 2), higher_better=True)
+    assert result.verdict == Verdict.REGRESSED, result.reason
+    assert 'even the best plausible slowdown is beyond the 3.0 % tolerance' in result.reason
+
+
+def test_three_of_fifteen_at_half_the_bandwidth_is_a_regression_naming_the_mode():
+    after = _wobble(117.0, 12, 2) + [58.6, 58.4, 58.9]
+    result = compare_samples(_wobble(117.0, 5, 1), after, higher_better=True)
+    assert result.verdict == Verdict.REGRESSED, result.reason
+    assert result.reason.startswith('a slower mode: 3 of 15 samples at 0.50 of before'), result.reason
+    # the medians alone see nothing: that is the shape the old rule called unchanged
+    assert 0.97 < result.ratio < 1.03
+
+
+def test_one_slow_sample_is_not_decided_until_enough_runs_tell_a_glitch_from_a_mode():
+    before = _wobble(117.0, 5, 1)
+    result = compare_samples(before, _wobble(117.0, 4, 2) + [58.5], higher_better=True)
+    assert result.verdict == Verdict.INCONCLUSIVE, result.reason
+    assert 'more runs needed: 1 of 5 samples at 0.50' in result.reason
+    assert result.more_samples == LONE_SAMPLE_RUNS - 5
+    result = compare_samples(before, _wobble(117.0, 14, 2) + [58.5], higher_better=True)
+    assert result.verdict == Verdict.UNCHANGED and 'one lone slow sample in 15' in result.reason
+    result = compare_samples(before, _wobble(117.0, 13, 2) + [58.5, 70.0], higher_better=True)
+    assert result.verdict == Verdict.REGRESSED and '2 of 15 samples' in result.reason
+
+
+def test_a_whole_side_four_percent_slower_is_no_mode_but_the_medians_to_judge():
+    result = compare_samples(_wobble(100.0, 5, 1), _wobble(96.0, 5, 2), higher_better=True)
+    assert 'mode' not in result.reason
+    assert result.verdict == Verdict.INCONCLUSIVE and result.more_samples, result.reason
+    result = compare_samples(_wobble(100.0, 5, 1), _wobble(96.0, 15, 2), higher_better=True)
+    assert result.verdict == Verdict.REGRESSED, result.reason
+
+
+def test_twenty_percent_faster_is_improved():
+    result = compare_samples(_wobble(117.0, 5, 1), _wobble(140.4, 5, 2), higher_better=True)
+    assert result.verdict == Verdict.IMPROVED, result.reason
+    result = compare_samples(_wobble(30.0, 5, 1), _wobble(24.0, 5, 2), higher_better=False)
+    assert result.verdict == Verdict.IMPROVED, result.reason
+
+
+def test_two_and_two_samples_are_not_decided():
+    result = compare_samples([117.0, 116.0], [116.5, 117.2], higher_better=True)
+    assert result.verdict == Verdict.INCONCLUSIVE, result.reason
+
+
+def test_a_wider_tolerance_passes_what_the_floor_does_not_decide():
+    before, after = _wobble(100.0, 5, 1), _wobble(96.0, 5, 2)
+    result = compare_samples(before, after, higher_better=True, tolerance=Tolerance(0.08, 'given'))
+    assert result.verdict == Verdict.UNCHANGED and '8.0 % tolerance (given)' in result.reason
+    assert result.tolerance == 0.08
+
+
+# --- the pieces ---------------------------------------------------------------
+
+@pytest.mark.parametrize('n1, n2', [(3, 3), (4, 5), (5, 5), (2, 7), (6, 4)])
+def test_the_critical_u_matches_brute_force_enumeration(n1, n2):
+    us = []
+    for chosen in itertools.combinations(range(n1 + n2), n2):
+        after = set(chosen)
+        us.append(sum(a > b for a in after for b in range(n1 + n2) if b not in after))
+    for alpha in (0.01, 0.05, 0.1):
+        expected = max((u for u in range(n1 * n2 + 1)
+                        if sum(x <= u for x in us) / len(us) <= alpha), default=None)
+        assert u_critical(n1, n2, alpha) == expected, (alpha, n1, n2)
+
+
+def test_the_critical_u_of_large_counts_is_the_normal_approximation():
+    # 30+30: mean 450, sd sqrt(900 * 61 / 12) = 67.64; 450 - 0.5 - 1.6449 * 67.64 = 338.2
+    assert u_critical(30, 30, 0.05) == 338
+    assert u_critical(2, 2, 0.05) is None
+
+
+def test_shift_bounds_are_the_order_statistics_of_the_pairwise_ratios():
+    before, after = [100.0, 101.0, 102.0], [80.0, 81.0, 82.0]
+    estimate, low, high = shift_bounds(before, after, 0.05)
+    assert low == pytest.approx(80 / 102) and high == pytest.approx(82 / 100)
+    assert estimate == pytest.approx(81 / 101)
+    assert all(math.isnan(x) for x in shift_bounds([1.0, 2.0], [1.0, 2.0], 0.05)[1:])
+
+
+def test_modes_split_where_a_gap_exceeds_the_tolerance():
+    assert modes([100, 58, 101, 59, 99.5], 0.03) == [[58, 59], [99.5, 100, 101]]
+    assert modes([100, 102, 104, 106], 0.03) == [[100, 102, 104, 106]]
+
+
+def test_the_tolerance_is_the_floor_or_twice_the_between_session_spread():
+    assert tolerance_of([117.0], 0.03).fraction == 0.03
+    assert 'one session before' in tolerance_of([117.0], 0.03).basis
+    assert tolerance_of([117.0, 117.5, 116.8, 117.2, 117.1], 0.03).fraction == 0.03
+    medians = [100.0, 104.0, 96.0, 102.0, 98.0]
+    spread = statistics.stdev(math.log(m) for m in medians)
+    wide = tolerance_of(medians, 0.03)
+    assert wide.fraction == pytest.approx(math.expm1(2 * spread))
+    assert 0.06 < wide.fraction < 0.07 and 'from session to session' in wide.basis
+    assert tolerance_of([100.0, 50.0, 150.0], 0.03).fraction == TOLERANCE_CAP
+    with pytest.raises(ValueError, match='floor'):
+        tolerance_of([1.0, 2.0], 3)

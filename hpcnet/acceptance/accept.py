@@ -3,7 +3,9 @@
 Run the selection K times, compare with the system's baseline, and where a
 metric is still not decided, run only the cases that hold such metrics
 again, as many repeats as the statistics say would decide them, until every
-metric is decided or a budget (``--max-repeats``, ``--time-budget``) is
+metric is decided (each judged one-sided against its own tolerance:
+hpcnet.acceptance.statcompare), more samples of the after side would decide
+none of those left, or a budget (``--max-repeats``, ``--time-budget``) is
 spent (Chromium Pinpoint's "collect more data"). Then the verdict table,
 the HTML report with its before/after section, and the exit code of the
 contract (hpcnet.exitcodes): a failed case or a regression is FAILED, what
@@ -36,9 +38,11 @@ class Budget:
 
 
 def _undecided_selection(outcome: compare.Outcome, after: compare.Side) -> list:
-    '''ReFrame options that select exactly the cases with undecided metrics:
-    one -n /<hash> per case (ReFrame ORs repeated -n), their environments.'''
-    wanted = {(r.test, r.partition, r.environ.split(' -> ')[-1]) for r in outcome.undecided()}
+    '''ReFrame options that select exactly the cases with undecided metrics
+    that more samples decide: one -n /<hash> per case (ReFrame ORs repeated
+    -n), their environments.'''
+    wanted = {(r.test, r.partition, r.environ.split(' -> ')[-1]) for r in outcome.undecided()
+              if r.result.more_samples}
     hashes, envs = set(), set()
     for report in after.reports:
         for tc in compare.measured_cases([report]):

@@ -34,9 +34,10 @@ from hpcnet.constants import CONFIG_DIR, MEASUREMENT_WITHHELD, Unit
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
-#: Practical threshold: a shift smaller than this is not a change a site acts on.
+#: The floor of every metric's tolerance (statcompare.tolerance_of): a shift
+#: smaller than this is not a change a site acts on, however steady the metric.
 THRESHOLD = 0.03
-#: Significance level of the one-sided rank test.
+#: One-sided level of the bounds of each metric's shift.
 ALPHA = 0.05
 #: The word that names the system's latest baseline as a side.
 BASELINE = 'baseline'
@@ -341,8 +342,9 @@ class Outcome:
         return [r for r in self.rows if r.result.verdict == statcompare.Verdict.INCONCLUSIVE]
 
     def more_samples(self) -> int:
-        """How many more samples per side would decide every undecided metric
-        (the largest estimate among them), 0 when all are decided."""
+        """How many more samples of the after side would decide every
+        undecided metric that more samples decide (the largest estimate
+        among them), 0 when all are decided or none would be."""
         return max((r.result.more_samples or 0 for r in self.undecided()), default=0)
 
     def samples_needed(self) -> int:
@@ -400,11 +402,24 @@ def _compare_counts(before: list, after: list, higher_better: bool) -> statcompa
         reason=f'median count {median_before:g} -> {median_after:g}', more_samples=None)
 
 
+def session_medians(side: Side) -> dict:
+    """{metric key: [the median of each session of the side that measured
+    it fairly]}: how far the metric moved from session to session."""
+    medians: dict = {}
+    for report in side.reports:
+        for key, (_, values) in samples(Side(side.spec, [report])).values.items():
+            medians.setdefault(key, []).append(statistics.median(values))
+    return medians
+
+
 def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = THRESHOLD,
             pairs: dict | None = None) -> Outcome:
-    """Every metric both sides have, judged; the environments an upgrade
-    renamed paired first (pair_environments, ``pairs`` = --pair OLD=NEW)."""
+    """Every metric both sides have, judged against its tolerance (at least
+    ``threshold``, wider where the before side's sessions moved more:
+    statcompare.tolerance_of); the environments an upgrade renamed paired
+    first (pair_environments, ``pairs`` = --pair OLD=NEW)."""
     s_before, s_after = samples(before), samples(after)
+    moved_before = session_medians(before)
     renamed = pair_environments(s_before, s_after, pairs)
     measured_before = s_before.keys()
 
@@ -428,7 +443,8 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
         changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
         if key in s_before.values and key in values_after:
             unit, values_before = s_before.values[key]
-            result = _judge(unit, values_before, values_after[key][1], alpha, threshold)
+            result = _judge(unit, values_before, values_after[key][1], alpha,
+                            statcompare.tolerance_of(moved_before.get(key, []), threshold))
         else:
             unit, values_before = s_before.values.get(key) or s_before.withheld[key]
             values_now = (values_after.get(key) or withheld_after[key])[1]
@@ -467,7 +483,7 @@ def _not_fairly_measured(before: list, after: list, fair_before: bool,
 
 
 def _judge(unit: str, before: list, after: list, alpha: float,
-           threshold: float) -> statcompare.Comparison:
+           tolerance: statcompare.Tolerance) -> statcompare.Comparison:
     if unit == Unit.BYTES:
         return _compare_exact(before, after)
     try:
@@ -478,7 +494,7 @@ def _judge(unit: str, before: list, after: list, alpha: float,
     if min(before + after) <= 0:
         return _compare_counts(before, after, higher_better)
     return statcompare.compare_samples(before, after, higher_better=higher_better,
-                                       alpha=alpha, threshold=threshold)
+                                       alpha=alpha, tolerance=tolerance)
 
 
 def table(rows: list) -> str:

@@ -1,43 +1,62 @@
-"""Is "after" worse, better or the same as "before"? The statistics of
-comparing two sets of benchmark samples of one metric.
+"""Is "after" worse than "before" by more than a healthy system moves? The
+statistics of comparing two sets of benchmark samples of one metric.
 
-The tests and intervals are scipy.stats'; the decision rule is ours:
+The tests are scipy.stats'; the decision rule is ours. It is one-sided:
+the question a site asks after an upgrade is "is anything worse than it
+may be", so improvements never block and a small wobble is decided.
 
-* "Worse" is lower values for a higher-is-better metric (bandwidth, message
-  rate) and higher values otherwise (latency, error counts). The size of a
-  change is the relative shift of the medians, ``ratio = median(after) /
-  median(before)``; ``worse_by = 1 - ratio`` when higher is better, else
-  ``ratio - 1``. Medians, because one disturbed repeat must not move the
-  figure.
-* REGRESSED: the one-sided Mann-Whitney p in the worse direction is below
-  ``alpha`` (the shift is not noise) AND ``worse_by > threshold`` (the shift
-  is big enough to matter). Both are needed: with many samples a 0.5 % drift
-  is "significant" but not worth a ticket; with few noisy samples a 10 % gap
-  can be chance. Mann-Whitney, because it assumes no distribution shape and
-  benchmark repeats are skewed and sometimes bimodal.
-* IMPROVED: the same, mirrored.
-* UNCHANGED: the whole bootstrap confidence interval of the ratio lies inside
-  ``[1 - threshold, 1 + threshold]`` and the two-sample Kolmogorov-Smirnov
-  test sees no change of the distribution: positive evidence of "no change
-  that matters" (a high p from three noisy samples proves nothing), and a
-  median that held while the spread grew is not "unchanged" (Chromium
-  Pinpoint judges with both tests for that reason).
-* INCONCLUSIVE: anything else, and always when a side has fewer than
-  ``MIN_SAMPLES`` samples. The reason says why, including when the sample
-  counts cannot reach ``alpha`` at all: without ties the smallest possible
-  one-sided p is ``1 / C(n1 + n2, n1)`` (0.05 for 3+3). ``more_samples``
-  estimates how many more samples per side would decide it.
+* **Worse** is lower values for a higher-is-better metric (bandwidth,
+  message rate) and higher values otherwise (latency). ``worse_by`` of a
+  ratio after/before is ``1 - ratio`` when higher is better, else
+  ``ratio - 1``. The ratio shown is that of the medians (one disturbed
+  repeat does not move it).
+* **Tolerance** (tolerance_of): how far a metric may move without being a
+  change, from the before side's sessions: ``max(floor, SPREAD_FACTOR x
+  between-session spread)``, capped at TOLERANCE_CAP. The spread is the
+  standard deviation of log(median) over the before side's per-session
+  medians: how much a healthy system moves from one session to the next
+  (machine state, placement, clocks), which the repeats of one session never
+  show. The floor is compare.THRESHOLD (3 %, ``--threshold``); a before side
+  of one session has only the floor. Above the cap a metric would accept a
+  halved bandwidth, so the cap bounds it.
+* **The plausible slowdowns** (shift_bounds): the Hodges-Lehmann shift of
+  log(after) - log(before) and its distribution-free one-sided (1 - alpha)
+  bounds (Moses: order statistics of the n1 x n2 pairwise differences at
+  the critical value of the Mann-Whitney U). "Worst" and "best plausible
+  worse_by" are worse_by at those bounds. The bounds exist only when the
+  sample counts can reach alpha at all: without ties the smallest one-sided
+  p is ``1 / C(n1 + n2, n1)`` (0.05 for 3+3, 1/6 for 2+2).
+* **Slow modes** (slow_mode): after samples worse than the before side's
+  worst sample by more than the tolerance form a slower mode the before
+  side never visited, whatever the medians say: an intermittent fault (a
+  flapping link, a bad node in some allocations) hits a minority of the
+  repeats. MODE_MIN_SAMPLES or more such samples are a regression naming
+  the mode ("3 of 15 samples at 0.50 of before"). A single one is a glitch
+  or the first sample of a mode: not decided until the after side has
+  LONE_SAMPLE_RUNS samples (a mode met in one run in three shows at least
+  twice in 15 runs with probability 0.98); then it is named beside the
+  verdict of the medians.
+* The verdicts, with at least MIN_SAMPLES samples on each side:
+  REGRESSED when the best plausible worse_by is beyond the tolerance (even
+  the optimistic bound is too slow), or a slow mode; IMPROVED when the worst
+  plausible worse_by is an improvement beyond the tolerance; UNCHANGED when
+  the worst plausible worse_by is inside the tolerance; INCONCLUSIVE ("not
+  decided") only between, with ``more_samples``: how many more samples of
+  the after side (the before side as it is, as `hpcnet accept` adds them)
+  would decide it, None where after samples alone cannot.
 """
 from __future__ import annotations
 
+import functools
 import math
 import statistics
-import warnings
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 from scipy import stats
+
+from hpcnet.constants import TOLERANCE_CAP
 
 
 class Verdict:
@@ -51,6 +70,14 @@ class Verdict:
 
 MIN_SAMPLES = 3          # below this per side, neither a median nor a rank test means anything
 EXACT_MAX_PAIRS = 400    # n1*n2 up to which the exact U distribution is used (20+20)
+#: The tolerance is this many between-session standard deviations (about
+#: 95 % of a healthy system's sessions fall within two).
+SPREAD_FACTOR = 2.0
+#: Samples of a slower mode that make it a regression: one is a glitch or
+#: the first sign of a mode, two in the same slow place are a mode.
+MODE_MIN_SAMPLES = 2
+#: After samples at which a lone slow sample is a glitch, not a mode.
+LONE_SAMPLE_RUNS = 15
 
 _HIGHER_IS_BETTER_UNITS = ('MB/s', 'Mbit/s', 'Gbit/s', 'GB/s', 'msg/s', 'trans/s', 'ratio',
                            '% overlap')
@@ -114,18 +141,6 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
                                     use_continuity=True).pvalue)
 
 
-def ks_p(before: Sequence[float], after: Sequence[float]) -> float:
-    """Two-sided two-sample Kolmogorov-Smirnov p (scipy.stats.ks_2samp):
-    whether the distributions differ at all, spread included. Where scipy's
-    exact method cannot converge it switches to the asymptotic one and warns;
-    that switch is its documented behaviour, not a fault of the samples."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings('ignore', message='ks_2samp: Exact calculation unsuccessful',
-                                category=RuntimeWarning)
-        return float(stats.ks_2samp(_finite_sample(before, 'before'),
-                                    _finite_sample(after, 'after')).pvalue)
-
-
 def min_exact_p(n_before: int, n_after: int) -> float:
     """The smallest one-sided p the exact test can give for these sample
     counts (complete separation): 1 / C(n1 + n2, n1)."""
@@ -134,7 +149,10 @@ def min_exact_p(n_before: int, n_after: int) -> float:
 
 @dataclass(frozen=True)
 class Comparison:
-    """The outcome of compare_samples; ``reason`` is the one line to show a person."""
+    """The outcome of compare_samples; ``reason`` is the one line to show a
+    person. ``ci_low``/``ci_high`` are the one-sided (1 - alpha) bounds of
+    the ratio after/before; ``more_samples`` how many more samples of the
+    after side would decide an inconclusive one (None: they would not)."""
     verdict: str
     ratio: float
     ci_low: float
@@ -144,6 +162,36 @@ class Comparison:
     n_after: int
     reason: str
     more_samples: int | None
+    tolerance: float = float('nan')
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a metric may move without being a change, and what set it."""
+    fraction: float
+    basis: str
+
+
+def tolerance_of(session_medians: Sequence[float], floor: float) -> Tolerance:
+    """The tolerance of a metric from the before side's per-session medians
+    (module docstring): max(floor, SPREAD_FACTOR x the standard deviation of
+    their logs, as a fraction), at most TOLERANCE_CAP; the floor alone for
+    one session (or for non-positive medians: counts, with no ratio)."""
+    if not 0 < floor < 1:
+        raise ValueError(f'the tolerance floor must be between 0 and 1 (exclusive), not {floor!r}')
+    medians = [float(m) for m in session_medians]
+    floor_words = f'the {floor * 100:g} % floor'
+    if len(medians) < 2 or min(medians) <= 0:
+        return Tolerance(floor, f'{floor_words}; one session before, no between-session spread'
+                                if len(medians) < 2 else floor_words)
+    spread = float(np.std(np.log(medians), ddof=1))
+    moved = math.expm1(SPREAD_FACTOR * spread)
+    sessions = f'{len(medians)} sessions before moved {spread * 100:.1f} % from session to session'
+    if moved <= floor:
+        return Tolerance(floor, f'{floor_words}; {sessions}')
+    if moved >= TOLERANCE_CAP:
+        return Tolerance(TOLERANCE_CAP, f'the {TOLERANCE_CAP * 100:g} % cap; {sessions}')
+    return Tolerance(moved, f'{SPREAD_FACTOR:g} x the spread: {sessions}')
 
 
 def _benchmark_sample(values: Sequence[float], side: str) -> list:
@@ -156,117 +204,193 @@ def _benchmark_sample(values: Sequence[float], side: str) -> list:
     return values
 
 
-def bootstrap_ratio_ci(before: list, after: list, confidence: float, resamples: int) -> tuple:
-    """Percentile bootstrap interval of median(after) / median(before), both
-    sides resampled independently (scipy.stats.bootstrap). Seeded, so the
-    same samples always give the same verdict; (nan, nan) where a side has
-    one sample (nothing to resample)."""
-    if min(len(before), len(after)) < 2:
-        return float('nan'), float('nan')
-
-    def ratio_of_medians(b, a, axis=-1):
-        return np.median(a, axis=axis) / np.median(b, axis=axis)
-
-    res = stats.bootstrap((np.asarray(before), np.asarray(after)), ratio_of_medians,
-                          n_resamples=resamples, confidence_level=confidence,
-                          method='percentile', vectorized=True, paired=False,
-                          rng=np.random.default_rng(0))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+@functools.lru_cache(maxsize=256)
+def _u_counts(n1: int, n2: int) -> tuple:
+    """Orderings of n1 + n2 distinct values giving each U = 0 .. n1 x n2:
+    the coefficients of the Gaussian binomial [n1 + n2 choose n1] in q,
+    built as prod_i (1 - q^(n2 + i)) / (1 - q^i)."""
+    counts = [1] + [0] * (n1 * n2)
+    for i in range(1, n1 + 1):
+        for u in range(len(counts) - 1, n2 + i - 1, -1):
+            counts[u] -= counts[u - n2 - i]
+        for u in range(i, len(counts)):
+            counts[u] += counts[u - i]
+    return tuple(counts)
 
 
-def _more_samples_needed(n_before: int, n_after: int, ratio: float, ci_low: float,
-                         ci_high: float, alpha: float, threshold: float) -> int:
-    """A rough estimate of how many more samples per side would decide an
-    inconclusive comparison: the largest of
-    - the count that brings both sides to MIN_SAMPLES;
-    - the count k at which the smallest achievable exact p,
-      1 / C(n1 + n2 + 2k, n1 + k), falls below alpha;
-    - the count at which the CI's half-width, shrinking as 1/sqrt(n), gets
-      below the distance from the ratio to the nearer edge of the
-      [1 - threshold, 1 + threshold] band. The distance is floored at
-      threshold / 10 so a ratio on an edge gives a large finite number.
-    Always at least 1."""
-    n_now = min(n_before, n_after)
-    to_minimum = MIN_SAMPLES - n_now
-    to_reach_alpha = 0
-    while min_exact_p(n_before + to_reach_alpha, n_after + to_reach_alpha) >= alpha:
-        to_reach_alpha += 1
-    to_narrow_ci = 0
-    if math.isfinite(ci_low) and math.isfinite(ci_high):
-        half_width = (ci_high - ci_low) / 2
-        distance = max(min(abs(ratio - (1 - threshold)), abs(ratio - (1 + threshold))),
-                       threshold / 10)
-        to_narrow_ci = math.ceil(n_now * (half_width / distance) ** 2) - n_now
-    return max(1, to_minimum, to_reach_alpha, to_narrow_ci)
+def u_critical(n1: int, n2: int, alpha: float) -> int | None:
+    """The largest u with P(U <= u) <= alpha under no difference, or None
+    where even U = 0 is likelier than alpha (the counts cannot reach it):
+    exact up to EXACT_MAX_PAIRS pairs, the normal approximation with
+    continuity correction beyond."""
+    if n1 * n2 <= EXACT_MAX_PAIRS:
+        counts, total, below, critical = _u_counts(n1, n2), math.comb(n1 + n2, n1), 0, None
+        for u, count in enumerate(counts):
+            below += count
+            if below / total > alpha:
+                return critical
+            critical = u
+        return critical
+    mean, sd = n1 * n2 / 2, math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12)
+    critical = math.floor(mean - 0.5 + float(stats.norm.ppf(alpha)) * sd)
+    return critical if critical >= 0 else None
 
 
-def _shift_words(worse_by: float) -> str:
-    if worse_by > 0:
-        return f'{worse_by * 100:.1f} % worse'
-    if worse_by < 0:
-        return f'{-worse_by * 100:.1f} % better'
+def shift_bounds(before: Sequence[float], after: Sequence[float], alpha: float) -> tuple:
+    """(Hodges-Lehmann estimate, lower, upper) of the ratio after/before:
+    exp of the median of the pairwise log(a) - log(b), and of the order
+    statistics of those differences that are one-sided (1 - alpha) bounds
+    (Moses). Bounds (nan, nan) where the counts cannot reach alpha."""
+    diffs = np.sort(np.subtract.outer(np.log(np.asarray(after, dtype=float)),
+                                      np.log(np.asarray(before, dtype=float))).ravel())
+    estimate = math.exp(float(np.median(diffs)))
+    critical = u_critical(len(before), len(after), alpha)
+    if critical is None:
+        return estimate, float('nan'), float('nan')
+    return (estimate, math.exp(float(diffs[critical])),
+            math.exp(float(diffs[len(diffs) - 1 - critical])))
+
+
+def worse_by(ratio: float, higher_better: bool) -> float:
+    """How much worse a ratio after/before is, as a fraction (negative: better)."""
+    return 1 - ratio if higher_better else ratio - 1
+
+
+def modes(values: Sequence[float], gap: float) -> list:
+    """The values sorted and split into modes wherever one sorted value
+    exceeds the one below it by more than ``gap`` (a fraction): the groups
+    a healthy metric's noise never separates."""
+    ordered = sorted(values)
+    groups = [[ordered[0]]]
+    for value in ordered[1:]:
+        if value > groups[-1][-1] * (1 + gap):
+            groups.append([])
+        groups[-1].append(value)
+    return groups
+
+
+def slow_mode(before: list, after: list, higher_better: bool, tolerance: float) -> list:
+    """The after samples outside the after side's main mode (its largest;
+    of two as large, the better) that are worse than every before sample by
+    more than the tolerance: a slower mode the before side never visited.
+    A shift of the whole after side is the medians' to judge, not a mode."""
+    groups = modes(after, tolerance)
+    main = max(groups, key=lambda g: (len(g), g[0] if higher_better else -g[0]))
+    if higher_better:
+        limit = min(before) * (1 - tolerance)
+        return sorted(a for g in groups if g is not main for a in g if a < limit)
+    limit = max(before) * (1 + tolerance)
+    return sorted((a for g in groups if g is not main for a in g if a > limit), reverse=True)
+
+
+def _mode_words(slow: list, n_after: int, median_before: float) -> str:
+    at = statistics.median(slow) / median_before
+    return (f'{len(slow)} of {n_after} samples at {at:.2f} of before '
+            f'({", ".join(f"{v:g}" for v in slow[:5])}{" ..." if len(slow) > 5 else ""} against '
+            f'a median of {median_before:g})')
+
+
+def _after_samples_to_decide(n_before: int, n_after: int, estimate: float, bound: float,
+                             edge: float) -> int | None:
+    """More after samples that bring the bound's distance from the estimate
+    (log scale) below the estimate's distance from the tolerance edge, the
+    distance shrinking as sqrt(1/n_before + 1/n_after) with the before side
+    as it is; None where no number of after samples gets there."""
+    width = abs(math.log(bound) - math.log(estimate))
+    room = abs(math.log(edge) - math.log(estimate))
+    if width <= 0 or room <= 0:
+        return None
+    target = (room / width) ** 2 * (1 / n_before + 1 / n_after) - 1 / n_before
+    if target <= 0:
+        return None
+    return max(1, math.ceil(1 / target) - n_after)
+
+
+def _shift_words(worse: float) -> str:
+    if worse > 0:
+        return f'{worse * 100:.1f} % worse'
+    if worse < 0:
+        return f'{-worse * 100:.1f} % better'
     return 'no different'
 
 
 def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_better: bool,
-                    alpha: float = 0.05, threshold: float = 0.03, confidence: float = 0.95,
-                    resamples: int = 2000) -> Comparison:
+                    tolerance: Tolerance | None = None, alpha: float = 0.05) -> Comparison:
     """The verdict on after versus before by the rule in the module docstring.
 
-    ``threshold`` is the relative shift of the medians that matters (0.03 =
-    3 %); ``alpha`` the one-sided significance level; ``confidence`` and
-    ``resamples`` set the bootstrap interval of the ratio of medians."""
-    for name, value in (('alpha', alpha), ('threshold', threshold), ('confidence', confidence)):
+    ``tolerance`` is how far the metric may move (tolerance_of; default the
+    3 % floor alone); ``alpha`` the one-sided level of the bounds."""
+    tolerance = tolerance or Tolerance(0.03, 'the 3 % floor')
+    for name, value in (('alpha', alpha), ('tolerance', tolerance.fraction)):
         if not 0 < value < 1:
             raise ValueError(f'{name} must be between 0 and 1 (exclusive), not {value!r}')
-    if resamples < 1:
-        raise ValueError(f'resamples must be at least 1, not {resamples!r}')
     before = _benchmark_sample(before, 'before')
     after = _benchmark_sample(after, 'after')
-    n_before, n_after = len(before), len(after)
-
-    ratio = statistics.median(after) / statistics.median(before)
-    worse_by = 1 - ratio if higher_better else ratio - 1
-    worse_direction, better_direction = ('less', 'greater') if higher_better else ('greater', 'less')
-    p_worse = mann_whitney_p(before, after, worse_direction)
-    p_better = mann_whitney_p(before, after, better_direction)
-    ci_low, ci_high = bootstrap_ratio_ci(before, after, confidence, resamples)
-    p_distribution = ks_p(before, after)
+    n_before, n_after, tol = len(before), len(after), tolerance.fraction
+    median_before = statistics.median(before)
+    ratio = statistics.median(after) / median_before
+    estimate, low, high = shift_bounds(before, after, alpha)
+    p_worse = mann_whitney_p(before, after, 'less' if higher_better else 'greater')
+    worst_ratio, best_ratio = (low, high) if higher_better else (high, low)
+    worst, best = worse_by(worst_ratio, higher_better), worse_by(best_ratio, higher_better)
+    edge = 1 - tol if higher_better else 1 + tol
 
     counts = f'{n_before}+{n_after} samples'
-    interval = f'{confidence * 100:g} % CI {ci_low:.3f}-{ci_high:.3f}'
-    band = f'{1 - threshold:.3f}-{1 + threshold:.3f}'
-    shift = f'after is {_shift_words(worse_by)} (ratio {ratio:.3f}, {interval})'
+    plausible = (f'worse by {worst * 100:.1f} % at most and {best * 100:.1f} % at least '
+                 f'({(1 - alpha) * 100:g} % one-sided)' if math.isfinite(worst) else 'no bounds')
+    told = f'the {tol * 100:.1f} % tolerance ({tolerance.basis})'
+    shift = f'after is {_shift_words(worse_by(ratio, higher_better))} (ratio {ratio:.3f}), {plausible}'
 
-    def result(verdict: str, p_value: float, reason: str, more: int | None = None) -> Comparison:
-        return Comparison(verdict, ratio, ci_low, ci_high, p_value, n_before, n_after, reason, more)
+    def result(verdict: str, reason: str, more: int | None = None) -> Comparison:
+        return Comparison(verdict, ratio, low, high, p_worse, n_before, n_after, reason, more, tol)
 
-    enough = min(n_before, n_after) >= MIN_SAMPLES
-    if enough and p_worse < alpha and worse_by > threshold:
-        return result(Verdict.REGRESSED, p_worse,
-                      f'{shift}, p={p_worse:.3g} < {alpha:g} with {counts}')
-    if enough and p_better < alpha and -worse_by > threshold:
-        return result(Verdict.IMPROVED, p_worse,
-                      f'{shift}, p={p_better:.3g} < {alpha:g} with {counts}')
-    ci_inside = 1 - threshold <= ci_low and ci_high <= 1 + threshold
-    if enough and ci_inside and p_distribution >= alpha:
-        return result(Verdict.UNCHANGED, p_worse,
-                      f'{shift}: the CI is inside {band} (±{threshold * 100:g} %) with {counts}')
+    if min(n_before, n_after) < MIN_SAMPLES or not math.isfinite(worst):
+        return _too_few(result, n_before, n_after, alpha, shift, counts)
+    slow = slow_mode(before, after, higher_better, tol)
+    if best > tol:
+        return result(Verdict.REGRESSED, f'{shift}: even the best plausible slowdown is beyond '
+                                         f'{told}, with {counts}, p={p_worse:.3g}')
+    if len(slow) >= MODE_MIN_SAMPLES:
+        return result(Verdict.REGRESSED, f'a slower mode: {_mode_words(slow, n_after, median_before)}'
+                                         f', each worse than every sample before by more than {told}'
+                                         f'; overall {shift}, with {counts}')
+    if slow and n_after < LONE_SAMPLE_RUNS:
+        return result(Verdict.INCONCLUSIVE,
+                      f'one slow sample, a glitch or a slower mode, more runs needed: '
+                      f'{_mode_words(slow, n_after, median_before)}, worse than every sample '
+                      f'before by more than {told}; {LONE_SAMPLE_RUNS} samples after tell which',
+                      LONE_SAMPLE_RUNS - n_after)
+    lone = (f'; one lone slow sample in {n_after} ({slow[0]:g}), no mode: a mode met in one run in '
+            'three would have shown twice' if slow else '')
+    if worst < -tol:
+        return result(Verdict.IMPROVED, f'{shift}: better beyond {told}, with {counts}{lone}')
+    if worst <= tol:
+        return result(Verdict.UNCHANGED, f'{shift}: inside {told}, with {counts}{lone}')
+    # The bound that has to cross the edge: the best one where the estimate
+    # is beyond the tolerance (towards a regression), else the worst one.
+    bound = best_ratio if worse_by(estimate, higher_better) > tol else worst_ratio
+    more = _after_samples_to_decide(n_before, n_after, estimate, bound, edge)
+    return result(Verdict.INCONCLUSIVE,
+                  f'{shift} with {counts}: the worst plausible slowdown is beyond {told} and the '
+                  f'best is not{lone}; ' + (f'about {more} more samples after would decide it' if more
+                                      else 'more samples after alone would not decide it (a '
+                                           'baseline of more samples would narrow it)'), more)
 
-    p_shift = p_worse if worse_by > 0 else p_better
-    if not enough:
-        why = f'fewer than {MIN_SAMPLES} samples on a side cannot be judged'
-    elif ci_inside:
-        why = (f'the median held but the distribution changed (Kolmogorov-Smirnov '
-               f'p={p_distribution:.3g} < {alpha:g}): the spread moved')
-    elif min_exact_p(n_before, n_after) >= alpha:
-        why = (f'{counts} cannot reach p < {alpha:g} at all (smallest possible p = '
-               f'1/C({n_before + n_after},{n_before}) = {min_exact_p(n_before, n_after):.3g})')
-    elif p_shift >= alpha:
-        why = f'the shift is not significant (p={p_shift:.3g} >= {alpha:g}) and the CI is not inside {band}'
-    else:
-        why = (f'the shift is significant (p={p_shift:.3g}) but not beyond the '
-               f'{threshold * 100:g} % threshold, and the CI is not inside {band}')
-    more = _more_samples_needed(n_before, n_after, ratio, ci_low, ci_high, alpha, threshold)
-    return result(Verdict.INCONCLUSIVE, p_worse,
-                  f'{shift} with {counts}: {why}; about {more} more per side would decide it', more)
+
+def _too_few(result, n_before: int, n_after: int, alpha: float, shift: str,
+             counts: str) -> Comparison:
+    '''Not decided: the counts cannot bound the shift at ``alpha``; how many
+    more after samples would (None when the before side is what is short).'''
+    if n_before < MIN_SAMPLES:
+        return result(Verdict.INCONCLUSIVE,
+                      f'{shift} with {counts}: fewer than {MIN_SAMPLES} samples before cannot be '
+                      'judged; a before side of more repeats or sessions would decide it')
+    more = MIN_SAMPLES - n_after if n_after < MIN_SAMPLES else 0
+    while u_critical(n_before, n_after + more, alpha) is None:
+        more += 1
+    why = (f'fewer than {MIN_SAMPLES} samples after cannot be judged' if n_after < MIN_SAMPLES
+           else f'{counts} cannot reach p < {alpha:g} at all (smallest possible p = '
+                f'1/C({n_before + n_after},{n_before}) = {min_exact_p(n_before, n_after):.3g})')
+    return result(Verdict.INCONCLUSIVE,
+                  f'{shift} with {counts}: {why}; about {more} more samples after would decide it',
+                  more)
