@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner
-from hpcnet.acceptance import accepted, compare, history, history_text, trend
+from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_text, trend
 from hpcnet.acceptance import report as hpcnet_report
 
 

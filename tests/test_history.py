@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcnet.acceptance import accepted, baseline, history, history_text, levels
+from hpcnet.acceptance import accepted_changes as accepted, baseline, history, history_text, levels
 from hpcnet.acceptance.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
 

@@ -20,7 +20,7 @@ What a series holds besides its values:
   up to LOOKBACK sessions before START (numbered 0, -1, ...), so a change a
   few sessions after START has its earlier level; changes before START are
   not the period's;
-- what the site accepted (hpcnet.acceptance.accepted): a change, or a tail,
+- what the site accepted (hpcnet.acceptance.accepted_changes): a change, or a tail,
   that starts at most one session after a session the site accepted (its
   baseline, or an acknowledgement) is ACCEPTED, not a failure.
 
@@ -39,7 +39,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet.acceptance import accepted as accepted_mod, compare, statcompare
+from hpcnet.acceptance import accepted_changes as accepted_mod, compare, statcompare
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change,  # noqa: F401
                                       Finding, Outlier, find_changes, sessions_needed)
