@@ -24,17 +24,18 @@ from hpcnet.exitcodes import Exit
 HPCNET = Path(sys.executable).with_name('hpcnet')
 RECORDED = json.loads((PROJECT_ROOT / 'tests' / 'data' / 'history' /
                        'testbed-12-sessions.json').read_text())
-#: Stores the run reports named on its command line in the results database
-#: RFM_SQLITE_DB_FILE selects, as a ReFrame session stores its own.
+#: Stores run reports (arguments 2...) in the results database at argument
+#: 1, as a ReFrame session stores its own.
 STORE = f'''
 import json, sys
 import reframe.core.config as config
 import reframe.core.runtime as runtime
 site = config.load_config({str(CONFIG_DIR / 'settings.py')!r})
+site.add_sticky_option('storage/sqlite_db_file', sys.argv[1])
 site.select_subconfig('generic')
 runtime.init_runtime(site)
 from reframe.frontend.reporting.storage import StorageBackend
-for path in sys.argv[1:]:
+for path in sys.argv[2:]:
     StorageBackend.default().store(json.load(open(path)), path)
 '''
 
@@ -66,10 +67,9 @@ def _store(db: Path, reports: list, tmp_path: Path) -> None:
         path = tmp_path / f'session-{report["session_info"]["uuid"][:8]}.json'
         path.write_text(json.dumps(report))
         paths.append(str(path))
-    res = subprocess.run([sys.executable, '-c', STORE, *paths], text=True,
-                         env={**os.environ, 'RFM_SQLITE_DB_FILE': str(db)},
+    res = subprocess.run([sys.executable, '-c', STORE, str(db), *paths], text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    assert res.returncode == 0, res.stdout[-3000:]
+    assert res.returncode == 0 and db.is_file(), res.stdout[-3000:]
 
 
 def _write_reference(refdir: Path, reports: list) -> Path:
@@ -114,7 +114,8 @@ def test_a_later_unwritten_baseline_of_degraded_data_is_not_the_baseline(tmp_pat
                  if line.startswith('REGRESSED') and 'bandwidth_4MiB [MB/s]' in line]
     assert regressed, res.stdout[-3000:]
     conftest.FAULT_MATRIX.append(('verdict #2: a later unwritten baseline of a degraded link',
-                                  f'exit {res.returncode}', _last_line(res)))
+                                  f'exit {res.returncode}',
+                                  f'{_last_line(res)}; against the written baseline: {regressed[0]}'))
     # The candidate is kept: compared by its tag, it is the degraded link.
     res = _hpcnet('compare', 'baseline', f'?{baseline.BASELINE_TAG}=="B"', '--include-baselines',
                   '--system', 'testbed', env=env)
