@@ -54,9 +54,10 @@ def _session(n: int, recorded: list, tag: str | None = None) -> dict:
     runs = []
     for index, number in enumerate(recorded):
         run = copy.deepcopy(RECORDED[number - 1]['runs'][0])
+        ended = RECORDED[number - 1]['session_info']['time_end_unix']
         for tc_index, tc in enumerate(run['testcases']):
             tc.update(run_index=index, uuid=f'{uuid}:{index}:{tc_index}',
-                      job_completion_time_unix=RECORDED[number - 1]['session_info']['time_end_unix'])
+                      job_completion_time_unix=ended)
         runs.append({**run, 'run_index': index})
     return {'session_info': info, 'runs': runs}
 
@@ -115,7 +116,7 @@ def test_a_later_unwritten_baseline_of_degraded_data_is_not_the_baseline(tmp_pat
     assert regressed, res.stdout[-3000:]
     conftest.FAULT_MATRIX.append(('verdict #2: a later unwritten baseline of a degraded link',
                                   f'exit {res.returncode}',
-                                  f'{_last_line(res)}; against the written baseline: {regressed[0]}'))
+                                  f'{_last_line(res)}; against the written A: {regressed[0]}'))
     # The candidate is kept: compared by its tag, it is the degraded link.
     res = _hpcnet('compare', 'baseline', f'?{baseline.BASELINE_TAG}=="B"', '--include-baselines',
                   '--system', 'testbed', env=env)

@@ -45,7 +45,7 @@ def provenance_sessions(path: Path) -> list:
         return []
     blocks = []
     for number, block in enumerate([prov, *(prov.get('earlier') or [])]):
-        key = f'{PROVENANCE}: sessions' if number == 0 else f'{PROVENANCE}: earlier[{number - 1}]: sessions'
+        key = f'{PROVENANCE}: ' + (f'earlier[{number - 1}]: ' if number else '') + 'sessions'
         sessions = block.get('sessions') if isinstance(block, dict) else None
         if not sessions:
             continue
