@@ -32,7 +32,7 @@ from importlib import metadata
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, history_cli, model, runner, showconfig, sites, stacks
-from hpcnet.acceptance import baseline, compare, references
+from hpcnet.acceptance import accepted, baseline, compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
 from hpcnet.exitcodes import WORDS, Exit
@@ -252,11 +252,11 @@ def cmd_refs(args) -> int:
 
 def cmd_baseline(args) -> int:
     '''K sessions of the selected checks (not judged meanwhile), each
-    stored tagged as one baseline; references with provenance from the
+    stored tagged as one candidate; references with provenance from the
     passed samples, merged into the system's file (entries not measured
-    are kept).  Separate sessions, so the tolerance sees the drift between
-    sessions that the next clean run will have, not only the spread within
-    one.'''
+    are kept): written there, the baseline (hpcnet.acceptance.accepted).
+    Separate sessions, so the tolerance sees the drift between sessions
+    that the next clean run will have, not only the spread within one.'''
     if PROJECT_ROOT is None and not args.output and not os.environ.get(REFERENCE_DIR_ENV):
         raise SelectionError(f'an installed hpcnet does not write into its installation '
                              f'({REFERENCE_DIR}): set {REFERENCE_DIR_ENV} to your own reference '
@@ -305,12 +305,16 @@ def cmd_baseline(args) -> int:
         if not args.write:
             proposed = path.with_name(path.name + '.baseline')
             proposed.write_text(text)
-            _say(f'{path} exists and was kept; the new baseline is {proposed} '
+            _say(f'{path} exists and was kept; the candidate baseline is {proposed} '
                  '(hpcnet baseline --write replaces the file; entries it did not measure are kept)')
+            _say(accepted.candidate_note(baseline_id, path))
             return rc
     path.write_text(text)
     _say(f'wrote {path} from {args.repeats} sessions ({prov["passed_cases"]} passed cases): '
          'review it, then commit')
+    reference = Path(baseline.reference_path_for(system)) if system else None
+    if reference is None or path.resolve() != reference.resolve():
+        _say(accepted.candidate_note(baseline_id, reference))
     return rc
 
 

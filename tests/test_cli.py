@@ -1,5 +1,6 @@
 """Errors a user can cause get one message naming what was wrong and what is
 valid; the build flags reach the compiler."""
+import json
 import os
 import subprocess
 import sys
@@ -185,7 +186,7 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     # Again: the file is kept, the new baseline written beside it.
     res = hpcnet('baseline', '--repeats', '3', *select, env=env)
     assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
-    assert (refdir / 'local.yaml.baseline').exists()
+    assert (refdir / 'local.yaml.baseline').exists() and 'not the baseline' in res.stdout
     # The next run is judged against the baseline.
     res = hpcnet('run', '--report-name', 'after-baseline', *select, '--reruns', '2', env=env)
     # Judged against the baseline, or not judged because the baseline found
@@ -204,17 +205,19 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     assert 'latency_8B [us]' in res.stdout and ' 1+3 ' in res.stdout, res.stdout[-3000:]
     assert 'fewer than 3 samples before cannot be judged' in res.stdout, res.stdout[-3000:]
     assert 'NOT DECIDED: more samples after would not decide it' in res.stdout
-    # Stored sessions are sides too: the latest baseline session of the
-    # system the other side ran on.
-    # Stored sessions are sides too: the baseline is its three sessions.
-    res = hpcnet('compare', 'baseline', str(reports / 'after-baseline-latest.json'))
-    assert 'before: baseline (sessions ' in res.stdout, res.stdout[-3000:]
+    # Stored sessions are sides too: the baseline is the three sessions the
+    # written file's provenance names, not the newer candidate's.
+    accepted = data['$provenance']['sessions']
+    res = hpcnet('compare', 'baseline', str(reports / 'after-baseline-latest.json'), env=env)
+    (before,) = [l for l in res.stdout.splitlines() if l.startswith('before: baseline (sessions ')]
+    assert sorted(before.split('(sessions ')[1].rstrip(')').split(', ')) == accepted, before
     # 3 + 3 samples can reach the one-sided 95 % bounds: decided or not by
     # how far the shared host moved the figures, never a usage error.
     assert ' 3+3 ' in res.stdout and res.returncode in (0, 1, 3), res.stdout[-3000:]
-    # The baseline's own report is the baseline session: compared with
-    # itself, refused, naming the session.
-    res = hpcnet('compare', 'baseline', str(reports / 'baseline-latest.json'))
+    candidate = json.loads((reports / 'baseline-latest.json').read_text())['session_info']['uuid']
+    assert candidate not in accepted
+    # The accepted baseline's own session compared with it: refused, naming the session.
+    res = hpcnet('compare', 'baseline', accepted[-1], '--include-baselines', env=env)
     assert res.returncode == 2 and 'share session(s)' in res.stdout, res.stdout
 
 

@@ -3,14 +3,15 @@
 Each side is one or more stored sessions, selected as ReFrame selects them
 (a session UUID, a time period such as ``now-1d:now``, any query
 ``reframe --describe-stored-sessions`` takes), the word ``baseline`` (the
-latest session `hpcnet baseline` stored for the system the other side ran
-on), or a JSON run report file. Per test x partition x environment x metric,
+sessions the reference file of the system the other side ran on names in
+its provenance: the baseline the site accepted by writing it,
+hpcnet.acceptance.accepted), or a JSON run report file. Per test x partition x environment x metric,
 the samples of each side (every passed repeat) are compared by
 hpcnet.acceptance.statcompare; beside every regression stands what changed between the
 sides (MPI library, transport proved, nodes, link rate, link errors).
 
 A comparison cannot be fooled: the sides may not share a session; a time
-period leaves out baseline sessions unless asked; environments renamed by an
+period leaves out the sessions of `hpcnet baseline` unless asked; environments renamed by an
 upgrade are paired by partition, MPI family and compiler family where that
 is unambiguous (``--pair OLD=NEW`` otherwise); a metric measured before and
 missing after is a failure; a NaN or infinite sample is an error naming its
@@ -27,7 +28,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet.acceptance import statcompare
+from hpcnet.acceptance import accepted, statcompare
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases, perf_samples
 from hpcnet.acceptance.references import withheld, withheld_reason
 from hpcnet.constants import CONFIG_DIR, MEASUREMENT_WITHHELD, Unit
@@ -43,7 +44,6 @@ ALPHA = 0.05
 BASELINE = 'baseline'
 #: A period that holds every stored session (ReFrame's period syntax).
 ALL_TIME = 'now-3650d:now'
-_UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
 
 
 class CompareError(ValueError):
@@ -83,47 +83,50 @@ def stored_sessions(query: str, db: Path | None = None) -> list:
         raise CompareError(f'{query}: reframe printed no session JSON ({err})') from None
 
 
-def is_baseline(report: dict) -> bool:
+def is_baseline_run(report: dict) -> bool:
     """A session `hpcnet baseline` stored (ReFrame keeps --session-extras in
-    the session's own information)."""
+    the session's own information): a candidate, the baseline only while a
+    reference file's provenance names it (hpcnet.acceptance.accepted)."""
     return BASELINE_TAG in report.get('session_info', {})
 
 
-def latest_baseline(system: str | None, reports: list | None = None) -> list:
-    """The sessions of the latest baseline of ``system`` (of any system when
-    None and only one system has baselines), among ``reports`` or every
-    stored session. `hpcnet baseline` tags each of its K sessions with one
-    baseline id; a baseline is all the sessions of its id."""
-    tagged = [s for s in (reports if reports is not None else stored_sessions(ALL_TIME))
-              if is_baseline(s)]
-    if not tagged:
-        raise CompareError(f'{BASELINE}: no stored session was made by `hpcnet baseline` '
-                           '(valid: a session UUID, a time period such as now-1d:now, a report file)')
-    by_system: dict = {}
-    for s in tagged:
-        for name in Side(BASELINE, [s]).systems:
-            by_system.setdefault(name, []).append(s)
-    if system is None:
-        if len(by_system) != 1:
-            raise CompareError(f'{BASELINE}: baselines exist for systems {", ".join(sorted(by_system))}; '
-                               'say which with --system NAME')
-        system = next(iter(by_system))
-    if system not in by_system:
-        raise CompareError(f'{BASELINE}: no baseline of system {system!r} (baselines exist for: '
-                           f'{", ".join(sorted(by_system)) or "none"}); make one with '
-                           f'`hpcnet baseline --system {system}`')
-    def start(s):
-        return s['session_info'].get('time_start_unix', 0)
-    latest = max(by_system[system], key=start)
-    baseline_id = latest['session_info'][BASELINE_TAG]
-    return sorted((s for s in by_system[system] if s['session_info'][BASELINE_TAG] == baseline_id),
-                  key=start)
+def accepted_baseline(system: str | None) -> list:
+    """The sessions of the baseline of ``system``: those the provenance of
+    its reference file names (hpcnet.acceptance.accepted), each fetched by
+    its UUID.  A case measured by the sessions of a newer block comes from
+    those alone: a merge replaced its references with theirs."""
+    try:
+        path, blocks = accepted.baseline_sessions(system)
+    except accepted.NoAcceptedBaseline as err:
+        raise CompareError(str(err)) from None
+    found = {uuid: stored_sessions(uuid) for block in blocks for uuid in block}
+    missing = [uuid for uuid, reports in found.items() if not reports]
+    if missing:
+        raise CompareError(f'baseline: {path} names session(s) {", ".join(missing)} that the '
+                           'results database no longer holds (RFM_SQLITE_DB_FILE selects it); '
+                           f'{accepted.HOW_TO_MAKE}')
+    out, newer = [], set()
+    for block in blocks:
+        reports = [_without_cases(r, newer) for uuid in block for r in found[uuid]]
+        newer |= {_case_key(tc) for tc in measured_cases(reports)}
+        out += [r for r in reports if any(run.get('testcases') for run in r.get('runs', []))]
+    return sorted(out, key=lambda r: r['session_info'].get('time_start_unix', 0))
+
+
+def _without_cases(report: dict, keys: set) -> dict:
+    """``report`` without the cases of ``keys``."""
+    if not keys:
+        return report
+    return {**report, 'runs': [{**run, 'testcases': [tc for tc in run.get('testcases', [])
+                                                      if _case_key(tc) not in keys]}
+                               for run in report.get('runs', [])]}
 
 
 def load_side(spec: str, *, system: str | None = None, include_baselines: bool = False) -> Side:
     """The reports a side spec names (module docstring). A time period or
-    query leaves out baseline sessions unless ``include_baselines``: a
-    baseline compared with a period that holds it compares it with itself."""
+    query leaves out the sessions of `hpcnet baseline` (accepted or
+    candidates) unless ``include_baselines``: a baseline compared with a
+    period that holds it compares it with itself."""
     path = Path(spec)
     if spec.endswith('.json') or path.is_file():
         try:
@@ -131,14 +134,14 @@ def load_side(spec: str, *, system: str | None = None, include_baselines: bool =
         except (OSError, ValueError) as err:
             raise CompareError(f'{spec}: not a readable ReFrame JSON report ({err})') from None
     if spec == BASELINE:
-        return Side(spec, latest_baseline(system))
+        return Side(spec, accepted_baseline(system))
     reports = stored_sessions(spec)
-    if not _UUID.fullmatch(spec) and not include_baselines:
-        reports = [r for r in reports if not is_baseline(r)]
+    if not accepted.SESSION_UUID.fullmatch(spec) and not include_baselines:
+        reports = [r for r in reports if not is_baseline_run(r)]
     if not reports:
         raise CompareError(f'{spec}: selects no stored session'
-                           + ('' if include_baselines else ' other than baselines '
-                              '(--include-baselines counts those)')
+                           + ('' if include_baselines else ' other than those of '
+                              '`hpcnet baseline` (--include-baselines counts those)')
                            + ' (see reframe --list-stored-sessions)')
     return Side(spec, reports)
 
