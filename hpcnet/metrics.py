@@ -179,6 +179,16 @@ def is_known(test: str, metric: str) -> bool:
     return lookup(test, metric) is not None
 
 
+def higher_is_better(test: str, metric: str) -> bool | None:
+    '''Whether higher is better for ``metric`` of ``test``; None where it
+    has no better side, and where the catalogue does not know it: a reader
+    then treats any change as a change for the worse, never guesses a side.'''
+    entry = lookup(test, metric)
+    if entry is None or entry.better == Better.NONE:
+        return None
+    return entry.better == Better.HIGHER
+
+
 def not_in_catalogue(test: str, metric: str) -> str:
     '''Why a metric without an entry is not judged, in one line.'''
     return (f'{metric} of {class_of(test)} is not in the metric catalogue (hpcnet.metrics): '
@@ -210,7 +220,7 @@ def conversion(from_unit: str, to_unit: str) -> float:
         return 1.0
     source, target = _UNITS.get(from_unit), _UNITS.get(to_unit)
     if source is None or target is None or source[0] != target[0]:
-        raise UnitError(f'{from_unit!r} cannot be converted to {to_unit!r} (convertible: '
+        raise UnitError(f'{from_unit!r} does not convert to {to_unit!r} (convertible: '
                         f'times {", ".join(u for u, q in _UNITS.items() if q[0] == "time")}; '
                         f'data rates {", ".join(u for u, q in _UNITS.items() if q[0] != "time")})')
     return source[1] / target[1]

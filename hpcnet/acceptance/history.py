@@ -35,9 +35,9 @@ The rule, per series (find_changes):
    step 3 tests.  A level needs MIN_SEGMENT sessions without its outliers.
 
 Each change says its session, the levels before and after, its size
-(after / before - 1), its p, whether it is worse (by the unit's better side,
-hpcnet.acceptance.statcompare.better_direction; a value with no better side,
-an MTU, counts as worse when it changes, as `hpcnet compare` judges it) and
+(after / before - 1), its p, whether it is worse (by the metric catalogue's
+better side, hpcnet.metrics; a value with no better side, an MTU, counts as
+worse when it changes, as `hpcnet compare` judges it) and
 what the session's cases recorded differently from the session before
 (hpcnet.acceptance.compare.provenance; ReFrame's version and host, and the
 suite's commit and the host's kernel that `hpcnet run` stores with the session).
@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 import ruptures
 
+from hpcnet import metrics
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
@@ -249,7 +250,7 @@ class Series:
         return f'{test} @{partition} +{environ} {metric} [{self.unit}]'
 
     def worse(self, change: Change) -> bool:
-        higher = statcompare.better_direction(self.unit)
+        higher = metrics.higher_is_better(self.key[0], self.key[3])
         if higher is None:
             return True
         return (change.after < change.before) == higher
