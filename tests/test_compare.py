@@ -169,9 +169,9 @@ def test_samples_of_a_host_too_busy_to_judge_count_nowhere(tmp_path):
 
 
 def test_accept_stops_where_more_samples_would_decide_nothing(tmp_path, monkeypatch):
-    '''A metric that no number of samples decides (a unit without a
-    direction: not in the catalogue) ends the acceptance "not decided" after its first round,
-    not in rounds of zero repeats.'''
+    '''A metric that no number of samples decides (one not in the metric
+    catalogue) ends the acceptance "not decided" after its first round, not
+    in rounds of zero repeats.'''
     from hpcnet.acceptance import accept
     before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
     rounds = []

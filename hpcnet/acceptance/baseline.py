@@ -43,7 +43,7 @@ from importlib import metadata
 
 import reframe
 
-from hpcnet import metrics
+from hpcnet.metrics import higher_is_better
 from hpcnet.acceptance.casevalues import perf_samples
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
 from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED,
@@ -114,7 +114,7 @@ def measured_cases(reports: list):
 
 def bounds(tolerance: float, higher: bool | None) -> tuple:
     """(lower, upper) thresholds: the worse side only where the metric has a
-    better side, ``higher`` (metrics.higher_is_better(); module docstring, 3)."""
+    better side, ``higher`` (hpcnet.metrics.higher_is_better(); module docstring, 3)."""
     tol = round(tolerance, 4)
     return (-tol if higher in (True, None) else None, tol if higher in (False, None) else None)
 
@@ -200,7 +200,7 @@ def _estimates(collected: dict, group_priors: dict, floor: float, alpha: float) 
     return {(cls, keys, var): estimate(samples.values, samples.sessions, floor, samples.runs,
                                        alpha, group_priors.get(_group_of(cls, index, keys,
                                                                          samples.unit)),
-                                       metrics.higher_is_better(cls, var))
+                                       higher_is_better(cls, var))
             for cls, (index, by_key) in collected.items()
             for keys, metrics in by_key.items() for var, samples in metrics.items()}
 
@@ -285,7 +285,7 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                 leaf = refs.setdefault(cls, {'$index': list(index)})
                 for k in keys:
                     leaf = leaf.setdefault(k, {})
-                lower, upper = bounds(est.tolerance, metrics.higher_is_better(cls, var))
+                lower, upper = bounds(est.tolerance, higher_is_better(cls, var))
                 leaf[var] = [float(f'{est.median:.6g}'), lower, upper, samples.unit]
                 if lower is None or upper is None:
                     unbounded.setdefault(cls, {})['/'.join(_literal(k) for k in keys) + '/.*'] = \
