@@ -17,11 +17,12 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.checklib.sanity import sanity_from_output_errors
-from hpcnet.checklib.benchlib import (IMB_COLLECTIVE_MSGLOG_MAX, IMB_P2P_MSGLOG_MAX, IMB_REPETITIONS,
-                                      IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE, IMB_WINDOW,
-                                      IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
-                                      IMB_WINDOWED_VOLUME_MB, ImbBenchmark, ImbSuite, ToolBenchmark,
-                                      check_imb_timeout, imb_budget_note, imb_sizes, imb_volume_mb)
+from hpcnet.checklib.benchlib import (IMB_COLLECTIVE_MSGLOG_MAX, IMB_P2P_MSGLOG_MAX,
+                                      IMB_REPETITIONS, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
+                                      IMB_WINDOW, IMB_WINDOWED_REPETITIONS,
+                                      IMB_WINDOWED_TIME_PER_SIZE, IMB_WINDOWED_VOLUME_MB,
+                                      ImbBenchmark, ImbSuite, ToolBenchmark, check_imb_timeout,
+                                      imb_budget_note, imb_sizes, imb_volume_mb)
 from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Feature, Unit
 from hpcnet.metrics import MSG_RATE_SIZES
 from hpcnet.parsers import parsed_once

@@ -184,7 +184,8 @@ class hpcnet_sockets(SocketRun):
             for size in set(UDP_STREAM_PERF_SIZES) & set(sizes):
                 label = size_label(size)
                 self.perf_variables[f'udp_receiver_capacity_{label}'] = \
-                    sn.make_performance_function(self._column(size, 'recv_Mbps', rate_mbps=0), Unit.MBIT)
+                    sn.make_performance_function(self._column(size, 'recv_Mbps', rate_mbps=0),
+                                                 Unit.MBIT)
                 for rate in self.udp_rates_mbps or ():
                     name = f'udp_loss_{sockets.rate_label(rate)}_{label}'
                     self.perf_variables[name] = sn.make_performance_function(

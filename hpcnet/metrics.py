@@ -95,7 +95,8 @@ def _entries(test: str, *rows, kinds: frozenset = _ANY) -> tuple:
                  for row in rows)
 
 
-_CALIBRATED = (Unit.RATIO, Better.HIGHER, _NETWORK)
+#: A bandwidth over iperf3's on the same link (hpcnet.checklib.calibration): two nodes.
+_CALIBRATED = (Unit.RATIO, Better.HIGHER)
 
 CATALOGUE: tuple = (
     *_entries('hpcnet_p2p',
@@ -103,7 +104,8 @@ CATALOGUE: tuple = (
               (_sized('bandwidth', P2P_BANDWIDTH_SIZES), Unit.MBPS, Better.HIGHER),
               # Over the partition's declared wire rate.
               (_sized('efficiency', P2P_BANDWIDTH_SIZES), Unit.RATIO, Better.HIGHER, _NETWORK),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED)),
+              (_sized('bandwidth', P2P_BANDWIDTH_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED,
+               _NETWORK)),
     *_entries('hpcnet_collectives',
               (_sized('avg|max', _COLLECTIVE_NAMES), Unit.US, Better.LOWER)),
     # A pair needs two nodes, and its bytes a link.
@@ -123,14 +125,14 @@ CATALOGUE: tuple = (
     *_entries('hpcnet_iperf3',
               ('throughput', Unit.MBPS, Better.HIGHER),
               ('efficiency', Unit.RATIO, Better.HIGHER),
-              ('throughput' + CALIBRATED_SUFFIX, *_CALIBRATED[:2]), kinds=_NETWORK),
+              ('throughput' + CALIBRATED_SUFFIX, *_CALIBRATED), kinds=_NETWORK),
     # Sockets run over a network interface (loopback on one node) only.
     *_entries('hpcnet_sockets',
               (_sized('rtt_median|rtt_p99', RR_PERF_SIZES), Unit.US, Better.LOWER),
               ('rtt_first', Unit.US, Better.LOWER),
               (_sized('throughput', STREAM_PERF_SIZES), Unit.MBPS, Better.HIGHER),
               (_sized('efficiency', STREAM_PERF_SIZES), Unit.RATIO, Better.HIGHER),
-              (_sized('throughput', STREAM_PERF_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED[:2]),
+              (_sized('throughput', STREAM_PERF_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED),
               (_sized('udp_receiver_capacity', UDP_STREAM_PERF_SIZES), Unit.MBIT, Better.HIGHER),
               # udp_loss_<rate>Mbit_<size> (hpcnet.checklib.sockets.rate_label: 12p5Mbit).
               (r'udp_loss_\d+(p\d+)?Mbit_' + _labels(UDP_STREAM_PERF_SIZES), Unit.LOST_PCT,
@@ -138,7 +140,8 @@ CATALOGUE: tuple = (
     *_entries('hpcnet_imb',
               (_sized('latency', P2P_LATENCY_SIZES), Unit.US, Better.LOWER),
               (_sized('bandwidth', P2P_BANDWIDTH_SIZES), Unit.MBPS, Better.HIGHER),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED),
+              (_sized('bandwidth', P2P_BANDWIDTH_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED,
+               _NETWORK),
               (_sized('msgrate', MSG_RATE_SIZES), Unit.MSG_RATE, Better.HIGHER),
               (_sized('avg|max', _COLLECTIVE_NAMES), Unit.US, Better.LOWER)),
     *_entries('hpcnet_imb_nbc',
@@ -155,7 +158,7 @@ CATALOGUE: tuple = (
 def class_of(test: str) -> str:
     '''The class of a test name as a report gives it ('hpcnet_p2p %mode=bw
     /1a2b3c4d' -> 'hpcnet_p2p').'''
-    return test.split()[0] if test.split() else test
+    return (test.split() or [test])[0]
 
 
 def classes() -> list:
