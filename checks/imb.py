@@ -17,15 +17,14 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.checklib.sanity import sanity_from_output_errors
-from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, IMB_COLLECTIVE_MSGLOG_MAX,
-                                      IMB_P2P_MSGLOG_MAX, IMB_REPETITIONS, IMB_STARTUP_MARGIN_S,
-                                      IMB_TIME_PER_SIZE,
-                                      IMB_WINDOW, IMB_WINDOWED_REPETITIONS, IMB_WINDOWED_TIME_PER_SIZE,
-                                      IMB_WINDOWED_VOLUME_MB, LATENCY_SIZES,
-                                      MSG_RATE_SIZES, MSG_RATE_UNIT, PERCENT_UNIT, ImbBenchmark, ImbSuite,
-                                      ToolBenchmark, check_imb_timeout, imb_budget_note, imb_sizes,
-                                      imb_volume_mb)
-from hpcnet.constants import Feature, Unit
+from hpcnet.checklib.benchlib import (IMB_COLLECTIVE_MSGLOG_MAX, IMB_P2P_MSGLOG_MAX,
+                                      IMB_REPETITIONS, IMB_STARTUP_MARGIN_S, IMB_TIME_PER_SIZE,
+                                      IMB_WINDOW, IMB_WINDOWED_REPETITIONS,
+                                      IMB_WINDOWED_TIME_PER_SIZE, IMB_WINDOWED_VOLUME_MB,
+                                      ImbBenchmark, ImbSuite, ToolBenchmark, check_imb_timeout,
+                                      imb_budget_note, imb_sizes, imb_volume_mb)
+from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Feature, Unit
+from hpcnet.metrics import MSG_RATE_SIZES
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.imb import parse_imb
 from hpcnet.parsers.imb_command import imb_command
@@ -130,18 +129,18 @@ class ImbBase(ToolBenchmark):
         sizes = self.expected_sizes()
         bench = self.benchmark
         if bench in LATENCY_COLUMN:
-            self._perf('latency', LATENCY_SIZES, sizes, LATENCY_COLUMN[bench], Unit.US)
-            self._perf('bandwidth', BANDWIDTH_SIZES, sizes, 'mbytes_per_sec', Unit.MBPS)
+            self._perf('latency', P2P_LATENCY_SIZES, sizes, LATENCY_COLUMN[bench], Unit.US)
+            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, sizes, 'mbytes_per_sec', Unit.MBPS)
         elif bench in ImbBenchmark.WINDOWED:
-            self._perf('bandwidth', BANDWIDTH_SIZES, sizes, 'mbytes_per_sec', Unit.MBPS)
-            self._perf('msgrate', MSG_RATE_SIZES, sizes, 'msg_per_sec', MSG_RATE_UNIT)
+            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, sizes, 'mbytes_per_sec', Unit.MBPS)
+            self._perf('msgrate', MSG_RATE_SIZES, sizes, 'msg_per_sec', Unit.MSG_RATE)
         elif bench in ImbBenchmark.NBC:
-            self._perf('overall', COLLECTIVE_PERF_SIZES, sizes, 't_ovrl_usec', Unit.US)
-            self._perf('pure', COLLECTIVE_PERF_SIZES, sizes, 't_pure_usec', Unit.US)
-            self._perf('overlap', COLLECTIVE_PERF_SIZES, sizes, 'overlap_percent', PERCENT_UNIT)
+            self._perf('overall', COLLECTIVE_SIZES, sizes, 't_ovrl_usec', Unit.US)
+            self._perf('pure', COLLECTIVE_SIZES, sizes, 't_pure_usec', Unit.US)
+            self._perf('overlap', COLLECTIVE_SIZES, sizes, 'overlap_percent', Unit.OVERLAP_PCT)
         else:
-            self._perf('avg', COLLECTIVE_PERF_SIZES, sizes, 't_avg_usec', Unit.US)
-            self._perf('max', COLLECTIVE_PERF_SIZES, sizes, 't_max_usec', Unit.US)
+            self._perf('avg', COLLECTIVE_SIZES, sizes, 't_avg_usec', Unit.US)
+            self._perf('max', COLLECTIVE_SIZES, sizes, 't_max_usec', Unit.US)
 
     def _perf(self, name, perf_sizes, sizes, column, unit):
         if not sizes:       # a barrier: one row, named like hpcnet_collectives' 0 B

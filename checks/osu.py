@@ -23,11 +23,10 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.checklib.sanity import sanity_from_output_errors
-from hpcnet.checklib.benchlib import (BANDWIDTH_SIZES, COLLECTIVE_PERF_SIZES, LATENCY_SIZES,
-                                      MSG_RATE_SIZES, MSG_RATE_UNIT, OSU_COLLECTIVE_MAX_SIZE,
-                                      OSU_MIN_REQUIRED_SIZE, OSU_PT2PT_MAX_SIZE, OsuProgram,
-                                      ToolBenchmark)
-from hpcnet.constants import Feature, Unit
+from hpcnet.checklib.benchlib import (OSU_COLLECTIVE_MAX_SIZE, OSU_MIN_REQUIRED_SIZE,
+                                      OSU_PT2PT_MAX_SIZE, OsuProgram, ToolBenchmark)
+from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Feature, Unit
+from hpcnet.metrics import MSG_RATE_SIZES
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.osu import parse_osu
 from hpcnet.parsers.table import SIZE_COLUMN
@@ -128,16 +127,16 @@ class hpcnet_osu(ToolBenchmark):
         headline, _ = out.headline
         bench = self.benchmark
         if bench in OsuProgram.PT2PT_LATENCY:
-            self._perf('latency', LATENCY_SIZES, headline, Unit.US)
+            self._perf('latency', P2P_LATENCY_SIZES, headline, Unit.US)
         elif bench in OsuProgram.PT2PT_BANDWIDTH:
-            self._perf('bandwidth', BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
+            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
         elif bench in OsuProgram.MESSAGE_RATE:
-            self._perf('bandwidth', BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
-            self._perf('msgrate', MSG_RATE_SIZES, 'messages_per_s', MSG_RATE_UNIT)
+            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
+            self._perf('msgrate', MSG_RATE_SIZES, 'messages_per_s', Unit.MSG_RATE)
         else:
-            self._perf('avg', COLLECTIVE_PERF_SIZES, headline, Unit.US)
+            self._perf('avg', COLLECTIVE_SIZES, headline, Unit.US)
             if 'max_latency_us' in out.columns:
-                self._perf('max', COLLECTIVE_PERF_SIZES, 'max_latency_us', Unit.US)
+                self._perf('max', COLLECTIVE_SIZES, 'max_latency_us', Unit.US)
 
     def _perf(self, name, sizes, column, unit):
         present = self.osu_output().sizes

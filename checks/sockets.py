@@ -35,8 +35,8 @@ from hpcnet.checklib import sanity, sockets
 from hpcnet.constants import Scale, Unit
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output
-from hpcnet.checklib.sockets import (MBIT, PERCENT, RR_PERF_SIZES, RR_TESTS, STREAM_PERF_SIZES, STREAM_TESTS,
-                                     THROUGHPUT_COLUMN, UDP_STREAM, UDP_STREAM_PERF_SIZES)
+from hpcnet.checklib.sockets import RR_TESTS, STREAM_TESTS, THROUGHPUT_COLUMN, UDP_STREAM
+from hpcnet.metrics import RR_PERF_SIZES, STREAM_PERF_SIZES, UDP_STREAM_PERF_SIZES
 from hpcnet.sizes import message_sizes, size_label
 from hpcnet.checklib.testlib import SocketRun, build_sockets
 
@@ -184,11 +184,12 @@ class hpcnet_sockets(SocketRun):
             for size in set(UDP_STREAM_PERF_SIZES) & set(sizes):
                 label = size_label(size)
                 self.perf_variables[f'udp_receiver_capacity_{label}'] = \
-                    sn.make_performance_function(self._column(size, 'recv_Mbps', rate_mbps=0), MBIT)
+                    sn.make_performance_function(self._column(size, 'recv_Mbps', rate_mbps=0),
+                                                 Unit.MBIT)
                 for rate in self.udp_rates_mbps or ():
                     name = f'udp_loss_{sockets.rate_label(rate)}_{label}'
                     self.perf_variables[name] = sn.make_performance_function(
-                        self._column(size, 'loss_pct', rate_mbps=rate), PERCENT)
+                        self._column(size, 'loss_pct', rate_mbps=rate), Unit.LOST_PCT)
             return
         column = THROUGHPUT_COLUMN[self.test]
         for size in set(STREAM_PERF_SIZES) & set(sizes):

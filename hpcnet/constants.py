@@ -116,6 +116,7 @@ class Unit:
     LOST_PCT = '% lost'          # UDP datagrams lost: lower is better
     OVERLAP_PCT = '% overlap'    # IMB-NBC computation overlap: higher is better
     MSG_RATE = 'msg/s'
+    MBIT = 'Mbit/s'  # 10^6 bits per second (iperf3's unit)
 
 
 #: Suffix of a metric judged over iperf3 on the same link, where a partition's

@@ -144,7 +144,8 @@ def perf(case):
 
 def values(case):
     '''Every value a case recorded: asserted and not asserted.'''
-    return {**perf(case), **{k: v['value'] for k, v in (case.get('not_asserted') or {}).items()}}
+    from hpcnet.acceptance.casevalues import recorded_values
+    return {var: value for var, value, _, _ in recorded_values(case)}
 
 
 #: Marker the checks put on a failure caused by a stack's known defect

@@ -91,7 +91,7 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
     refdir.mkdir()
     (refdir / 'local.yaml').write_text(
         'hpcnet_p2p:\n  $index: [$partition, mpi_family, mode]\n  local:shm:\n    .*:\n'
-        '      pingpong:\n        latency_8B: [1.0, null, 1000.0, us]\n'
+        '      pingpong:\n        latency_8B: [1000.0, null, 0.5, us]\n'
         "$not_asserted:\n  hpcnet_p2p:\n    'local:shm/.*/(latency_0B|bandwidth_.*)': not under test\n"
         "$unbounded:\n  hpcnet_p2p:\n    'local:shm/.*/pingpong/latency_8B': the log is under test\n")
     res = hpcnet('run', '--report-name', 'test-perflog', '--system', 'local:shm',
@@ -104,7 +104,7 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
     # completion time|name|environ|var=value|unit|ref (l, u)|result|judgement|library
     value = float(latency[3].split('=')[1])
     assert value > 0 and latency[4] == 'us'
-    assert latency[5].startswith('ref=1.0 (l=') and latency[5].endswith(', u=1000.0)'), latency
+    assert latency[5].startswith('ref=1000.0 (l=') and latency[5].endswith(', u=0.5)'), latency
     assert latency[6] == 'pass'
     assert latency[7].startswith('judged against') and latency[8]
     # A value kept, not asserted, is logged too, with ReFrame's "no reference".

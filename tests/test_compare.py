@@ -9,8 +9,8 @@ from hpcnet.acceptance import compare, statcompare
 
 
 def _case(run_value, unit='MB/s', metric='bandwidth_4MiB', transport="openmpi used tcp on fabric 'tcp'",
-          nodes=('cn1', 'cn2'), errors=0, result='pass', env='gcc12-openmpi4'):
-    return {'name': 'hpcnet_p2p %scale=2_nodes %mode=bw /5b414a9c', 'system': 'testbed',
+          nodes=('cn1', 'cn2'), errors=0, result='pass', env='gcc12-openmpi4', test='hpcnet_p2p'):
+    return {'name': f'{test} %scale=2_nodes %mode=bw /5b414a9c', 'system': 'testbed',
             'partition': 'eth', 'environ': env, 'result': result, 'fixture': False,
             'mpi_library': 'Open MPI v4.1.4', 'transport': transport,
             'job_nodelist': list(nodes), 'link_rate_bps': 1000000000,
@@ -56,7 +56,7 @@ def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
     assert text.splitlines()[1].startswith('REGRESSED') and 'what changed:' in text
 
 
-def test_same_numbers_are_unchanged_and_latency_direction_comes_from_the_unit(tmp_path):
+def test_same_numbers_are_unchanged_and_latency_direction_comes_from_the_catalogue(tmp_path):
     before = _report(tmp_path / 'b.json', _noisy(20.0, 0.005, 10, 3), 'b',
                      unit='us', metric='latency_8B')
     same = _report(tmp_path / 's.json', _noisy(20.0, 0.005, 10, 4), 's',
@@ -96,8 +96,10 @@ def test_a_side_that_cannot_be_read_is_one_clear_error(tmp_path):
 
 
 def test_counts_that_are_zero_when_healthy_regress_on_any_rise(tmp_path):
-    before = _report(tmp_path / 'b.json', [0, 0, 0], 'b', unit='count', metric='outlier_node_count')
-    after = _report(tmp_path / 'a.json', [1, 1, 0], 'a', unit='count', metric='outlier_node_count')
+    before = _report(tmp_path / 'b.json', [0, 0, 0], 'b', unit='count', test='hpcnet_pairs',
+                     metric='bandwidth_outlier_nodes')
+    after = _report(tmp_path / 'a.json', [1, 1, 0], 'a', unit='count', test='hpcnet_pairs',
+                    metric='bandwidth_outlier_nodes')
     (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED
     assert row.result.reason == 'median count 0 -> 1'
@@ -106,18 +108,21 @@ def test_counts_that_are_zero_when_healthy_regress_on_any_rise(tmp_path):
 
 
 def test_a_configuration_value_that_changed_is_a_regression(tmp_path):
-    before = _report(tmp_path / 'b.json', [9000, 9000], 'b', unit='bytes', metric='mtu')
-    after = _report(tmp_path / 'a.json', [1500, 1500], 'a', unit='bytes', metric='mtu')
+    before = _report(tmp_path / 'b.json', [9000, 9000], 'b', unit='bytes', test='hpcnet_preflight',
+                     metric='mtu')
+    after = _report(tmp_path / 'a.json', [1500, 1500], 'a', unit='bytes', test='hpcnet_preflight',
+                    metric='mtu')
     (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED
     assert row.result.reason == 'configured value 9000 -> 1500'
 
 
-def test_a_unit_without_a_direction_is_not_compared_not_guessed(tmp_path):
+def test_a_metric_missing_from_the_catalogue_is_not_compared_not_guessed(tmp_path):
     before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
     (row,) = compare.compare(compare.load_side(before), compare.load_side(_copy(before, 'b2'))).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
-    assert row.result.reason.startswith("not compared: unknown unit '%'")
+    assert row.result.reason.startswith('not compared: loss_1KiB of hpcnet_p2p is not in the '
+                                        'metric catalogue'), row.result.reason
 
 
 def _overloaded(report_path, uuid, runs_overloaded):
@@ -171,9 +176,9 @@ def test_samples_of_a_host_too_busy_to_judge_count_nowhere(tmp_path):
 
 
 def test_accept_stops_where_more_samples_would_decide_nothing(tmp_path, monkeypatch):
-    '''A metric that no number of samples decides (a unit without a
-    direction) ends the acceptance "not decided" after its first round,
-    not in rounds of zero repeats.'''
+    '''A metric that no number of samples decides (one not in the metric
+    catalogue) ends the acceptance "not decided" after its first round, not
+    in rounds of zero repeats.'''
     from hpcnet.acceptance import accept
     before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
     rounds = []

@@ -136,13 +136,22 @@ def test_counts_that_are_zero_when_healthy_change_on_any_lasting_rise():
     assert found.changes == () and [o.position for o in found.outliers] == [5]
 
 
-def test_worse_comes_from_the_unit():
+def test_worse_comes_from_the_metric_catalogue():
     change = history.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
                             n_after=4)
-    assert history.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(change)
-    assert not history.Series(('t', 's:p', 'e', 'latency_8B'), 'us', [], []).worse(change)
-    # No better side (an MTU): any change counts, as `hpcnet compare` judges it.
-    assert history.Series(('t', 's:p', 'e', 'mtu'), 'bytes', [], []).worse(change)
+    rise = history.Change(position=4, before=1.05, after=3.1, p_value=0.01, n_before=4, n_after=4)
+    p2p, pairs = 'hpcnet_p2p %mode=bw', 'hpcnet_pairs %scale=all_nodes'
+    assert history.Series((p2p, 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(change)
+    assert not history.Series((p2p, 's:p', 'e', 'latency_8B'), 'us', [], []).worse(change)
+    # Two ratios, better on opposite sides: the unit's spelling says nothing.
+    assert history.Series((pairs, 's:p', 'e', 'latency_worst_over_median'), 'ratio', [],
+                          []).worse(rise)
+    assert not history.Series((pairs, 's:p', 'e', 'bandwidth_worst_over_median'), 'ratio', [],
+                              []).worse(rise)
+    # No better side (an MTU), or not in the catalogue: any change counts,
+    # as `hpcnet compare` judges it.
+    assert history.Series(('hpcnet_preflight', 's:p', 'e', 'mtu'), 'bytes', [], []).worse(change)
+    assert history.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(rise)
 
 
 def test_a_change_reads_what_the_sessions_beside_its_border_recorded():

@@ -1,4 +1,5 @@
 """Reference files: schema validation with clear messages, and generation."""
+import re
 from pathlib import Path
 
 import pytest
@@ -71,13 +72,25 @@ P2P = 'hpcnet_p2p:\n  $index: [$partition, mpi_family, mode]\n  testbed:eth:\n  
      r'-0\.05 \(wrong sign; valid: -0\.5 < lower <= 0 <= upper'),
     ('bandwidth_4MiB: [0, 2, 1, count]', r'the bounds are reversed: lower threshold 2 is above'),
     ('bandwidth_4MiB: [117.0, null, 0.05, MB/s]',
-     r'bw\.bandwidth_4MiB: lower threshold is null \(unbounded\) without a reason: give a bound '
-     r'\(valid: -0\.5 < lower <= 0\) or name the entry in \$unbounded with why no bound is needed'),
+     r'bw\.bandwidth_4MiB: lower threshold is null, but bandwidth_4MiB is better higher: its lower '
+     r'threshold is the worse side and must bound it \(valid: a bound, -0\.5 < lower <= 0 <= '
+     r'upper < 1; a metric that cannot be bounded belongs in \$not_asserted with its reason\)'),
+    # Accepts a time a thousand times the value.
+    ('latency_8B: [5.0, -0.1, 1000, us]',
+     r'bw\.latency_8B: upper threshold 1000 accepts 100100% of the value, no bound at all '
+     r'\(valid: 0 <= upper < 1;'),
+    ('latency_8B: [5.0, -0.1, 1.0, us]', r'upper threshold 1 accepts 200% of the value'),
+    # A reference in another unit than the check reports: ReFrame compares the numbers.
+    ('bandwidth_4MiB: [0.94, -0.1, 0.1, Gbit/s]',
+     r"bw\.bandwidth_4MiB: unit 'Gbit/s' is not the unit of bandwidth_4MiB \(valid: MB/s, as the "
+     r"check reports it"),
+    ('bandwidth_4MiB_over_iperf3: [1.0, -0.1, 0.1, MB/s]', r"unit 'MB/s' is not the unit of "
+     r"bandwidth_4MiB_over_iperf3 \(valid: ratio"),
     ('bandwidth_4MiB: [117.0, -0.1, null, MB/s]', r'upper threshold is null \(unbounded\) without a reason'),
     ('bandwidth_4MiB: [117.0, -0.1, .nan, MB/s]', r'upper threshold nan is not a finite number'),
     ('bandwith_4MiB: [117.0, -0.1, 0.1, MB/s]',
      r"bw\.bandwith_4MiB: unknown performance variable 'bandwith_4MiB': no check defines it "
-     r"\(valid: .*\(bandwidth\|efficiency\)_\(64KiB\|1MiB\|4MiB\)"),
+     r"\(valid: \(bandwidth\)_\(64KiB\|1MiB\|4MiB\), .*\(efficiency\)_\(64KiB"),
     ('bandwidth_4MB: [117.0, -0.1, 0.1, MB/s]', r"unknown performance variable 'bandwidth_4MB'"),
 ])
 def test_a_reference_that_cannot_fail_a_broken_system_is_refused(tmp_path, entry, match):
@@ -95,6 +108,12 @@ def test_a_null_bound_with_its_reason_is_valid(tmp_path):
     p = _write(tmp_path, P2P + '        bandwidth_4MiB: [117.0, -0.1, null, MB/s]\n'
                "$unbounded:\n  hpcnet_pairs:\n    '.*': faster is no fault\n")
     with pytest.raises(references.ReferenceFileError, match='upper threshold is null'):
+        references.load(p)
+    # The worse side is never null, with a reason or without: a time's upper.
+    p = _write(tmp_path, P2P + '        latency_8B: [5.0, -0.1, null, us]\n'
+               "$unbounded:\n  hpcnet_p2p:\n    '.*': slower is no fault\n")
+    with pytest.raises(references.ReferenceFileError,
+                       match=r'latency_8B: upper threshold is null, but latency_8B is better lower'):
         references.load(p)
     p = _write(tmp_path, "$unbounded:\n  hpcnet_p2p:\n    '.*': ''\n")
     with pytest.raises(references.ReferenceFileError,
@@ -114,37 +133,91 @@ def test_typo_in_a_test_name_is_refused(tmp_path, text, match):
         references.load(_write(tmp_path, text))
 
 
-def test_known_metrics_cover_every_check_and_the_recorded_report():
+CHECKS = Path(__file__).parent.parent / 'checks'
+#: Calls whose arguments name a performance variable's unit in the checks.
+_PERF_CALLS = ('make_performance_function', 'performance_function', '_perf')
+
+
+def _check_modules() -> dict:
+    """{check file: (its test classes, the units its performance variables use)}."""
     import ast
+    from hpcnet.constants import Unit
+    found = {}
+    for f in sorted(CHECKS.glob('*.py')):
+        tree = ast.parse(f.read_text())
+        classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef) and any(
+            'simple_test' in ast.unparse(d) for d in node.decorator_list)}
+        units = {getattr(Unit, arg.attr) for call in ast.walk(tree) if isinstance(call, ast.Call)
+                 and ast.unparse(call.func).split('.')[-1] in _PERF_CALLS
+                 for arg in call.args if isinstance(arg, ast.Attribute)
+                 and ast.unparse(arg.value) == 'Unit'}
+        if classes:
+            found[f.name] = (classes, units)
+    return found
+
+
+def test_the_catalogue_holds_every_check_and_its_units():
+    from hpcnet import metrics
+    from hpcnet.constants import CALIBRATED_SUFFIX, Unit
+    modules = _check_modules()
+    assert set(references.known_metrics()) == set(metrics.classes()) == \
+        {c for classes, _ in modules.values() for c in classes}
+    for name, (classes, units) in modules.items():
+        catalogued = {m.unit for c in classes for m in metrics.of_test(c)}
+        # The calibrated ratios are added by hpcnet.checklib.testlib for every check.
+        calibrated = {m.unit for c in classes for m in metrics.of_test(c)
+                      if m.pattern.endswith(CALIBRATED_SUFFIX)}
+        assert units and units <= catalogued, (name, units - catalogued)
+        assert catalogued <= units | calibrated, (name, catalogued - units - calibrated)
+    assert Unit.RATIO in {m.unit for m in metrics.of_test('hpcnet_p2p')}
+    for m in metrics.CATALOGUE:
+        assert m.better in metrics.Better.ALL and m.kinds and m.kinds <= set(metrics.PartitionKind.ALL)
+
+
+def _recorded(path: Path) -> set:
+    """(test class, partition, variable, unit) of every value a recorded
+    report holds, asserted or kept but not asserted."""
     import json
-    from hpcnet.acceptance import metrics
-    from hpcnet.checklib import benchlib, sockets
-    known = references.known_metrics()
-    checks = Path(__file__).parent.parent / 'checks'
-    classes = set()
-    for f in checks.glob('*.py'):
-        for node in ast.parse(f.read_text()).body:
-            if isinstance(node, ast.ClassDef) and any(
-                    'simple_test' in ast.unparse(d) for d in node.decorator_list):
-                classes.add(node.name)
-    assert classes == set(known)
-    # The copies of sizes metrics.py keeps (it may not import the framework).
-    assert metrics._STREAM_PERF_SIZES == sockets.STREAM_PERF_SIZES
-    assert metrics._RR_PERF_SIZES == sockets.RR_PERF_SIZES
-    assert metrics._UDP_STREAM_PERF_SIZES == sockets.UDP_STREAM_PERF_SIZES
-    assert metrics._MSG_RATE_SIZES == benchlib.MSG_RATE_SIZES
-    report = json.loads((Path(__file__).parent / 'data' / 'reports' / 'local-run.json').read_text())
-    names = {(tc['name'].split()[0], key.split(':')[-1]) for run in report['runs']
-             for tc in run['testcases'] for key in (tc.get('perfvalues') or {})}
-    # Since the recording, the pairs check counts outliers per quantity.
-    names -= {('hpcnet_pairs', 'outlier_node_count')}
-    # Since the recording, UDP streams are paced: loss per paced rate, and the
-    # unpaced figure is the receiver's capacity (hpcnet.checklib.sockets).
-    names -= {('hpcnet_sockets', f'{q}_{s}') for q in ('loss', 'throughput') for s in ('1KiB', '32KiB')}
+    data = json.loads(path.read_text())
+    out = set()
+    for report in data if isinstance(data, list) else [data]:
+        for run in report['runs']:
+            for tc in run['testcases']:
+                partition = f'{tc["system"]}:{tc["partition"]}'
+                for key, val in (tc.get('perfvalues') or {}).items():
+                    out.add((tc['name'].split()[0], partition, key.split(':')[-1], val[4]))
+                for var, kept in (tc.get('not_asserted') or {}).items():
+                    out.add((tc['name'].split()[0], partition, var, kept['unit']))
+    return out
+
+
+def test_the_catalogue_holds_the_recorded_reports():
+    from hpcnet import metrics
+    from hpcnet.constants import SYSTEMS_DIR
+    from hpcnet.sites import load_system_files
+    kinds = {f'{system["name"]}:{p["name"]}': metrics.PartitionKind.of(p['extras']['fabric'])
+             for system in load_system_files(SYSTEMS_DIR) for p in system['partitions']}
+    data = Path(__file__).parent / 'data'
+    recorded = _recorded(data / 'reports' / 'local-run.json')
+    # Since the recording: the pairs check counts outliers per quantity, and
+    # runs on two nodes or more (ranks of one node measure the node); UDP
+    # streams are paced: loss per paced rate, and the unpaced figure is the
+    # receiver's capacity (hpcnet.checklib.sockets).
+    recorded = {r for r in recorded if r[0] != 'hpcnet_pairs' and not (
+        r[0] == 'hpcnet_sockets' and re.fullmatch(r'(loss|throughput)_(1KiB|32KiB)', r[2]))}
+    recorded |= _recorded(data / 'history' / 'testbed-12-sessions.json')
+    assert {r[0] for r in recorded} >= {'hpcnet_p2p', 'hpcnet_collectives', 'hpcnet_sockets',
+                                        'hpcnet_preflight'}
+    for test, partition, var, unit in sorted(recorded):
+        entry = metrics.lookup(test, var)
+        assert entry is not None, (test, var)
+        assert entry.unit == unit, (test, var, unit, entry.unit)
+        assert entry.judgeable(kinds[partition]), (test, partition, var)
     assert metrics.is_known('hpcnet_sockets', 'udp_loss_100Mbit_1KiB')
     assert metrics.is_known('hpcnet_sockets', 'udp_receiver_capacity_32KiB')
-    assert names and all(metrics.is_known(t, m) for t, m in names), \
-        sorted(n for n in names if not metrics.is_known(*n))
+    assert metrics.lookup('hpcnet_pairs %scale=all_nodes', 'latency_worst_over_median').better \
+        == metrics.Better.LOWER
+    assert metrics.lookup('hpcnet_pairs', 'bandwidth_worst_over_median').better == metrics.Better.HIGHER
 
 
 def test_validate_directory_checks_the_directory_the_run_reads(tmp_path, monkeypatch):

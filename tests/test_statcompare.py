@@ -8,9 +8,8 @@ import statistics
 import pytest
 
 from hpcnet.acceptance.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison, Tolerance,
-                                           Verdict, compare_samples, higher_is_better,
-                                           mann_whitney_p, modes, shift_bounds, tolerance_of,
-                                           u_critical)
+                                           Verdict, compare_samples, mann_whitney_p, modes,
+                                           shift_bounds, tolerance_of, u_critical)
 
 
 def _noisy(center: float, relative_sd: float, n: int, seed: int) -> list:
@@ -164,20 +163,6 @@ def test_results_are_reproducible():
 def test_compare_rejects_empty_non_finite_and_non_positive_samples(before, after, word):
     with pytest.raises(ValueError, match=word):
         compare_samples(before, after, higher_better=True)
-
-
-# --- units -------------------------------------------------------------------
-
-@pytest.mark.parametrize('unit, expected', [
-    ('MB/s', True), ('Gbit/s', True), ('Messages/s', True), ('ratio', True),
-    ('us', False), ('usec', False), ('count', False)])
-def test_direction_of_better_comes_from_the_unit(unit, expected):
-    assert higher_is_better(unit) is expected
-
-
-def test_an_unknown_unit_is_an_error_naming_it():
-    with pytest.raises(ValueError, match="'furlongs'.*MB/s"):
-        higher_is_better('furlongs')
 
 
 def test_mann_whitney_matches_the_published_example():

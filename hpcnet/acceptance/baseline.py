@@ -6,11 +6,12 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
 1-2. Outliers and tolerance: hpcnet.acceptance.spread states the rule and
    its constants.
 
-3. One side.  A reference bounds the worse side only (the lower one of a
-   rate, the upper one of a time): a run is asked whether it got worse, and
+3. One side.  A reference bounds the worse side only, as the metric
+   catalogue (hpcnet.metrics) says: a run is asked whether it got worse, and
    a better value is shown by ``hpcnet compare``, not failed.  The file's
    ``$unbounded`` section says so for every case the baseline wrote.  A
-   metric without a better side (an MTU) is bounded on both.
+   metric without a better side (an MTU), or not catalogued, is bounded on
+   both.
 
 4. Cap.  A metric needing a tolerance above CAP is not given a reference
    that would accept nearly anything: it goes to the file's `$not_asserted`
@@ -42,13 +43,14 @@ from importlib import metadata
 
 import reframe
 
+from hpcnet.metrics import higher_is_better
+from hpcnet.acceptance.casevalues import perf_samples
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
 from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED,
                                           per_environment, reference_dir, reference_file)
 from hpcnet.acceptance.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP,
                                       TOLERANCE_FLOOR, WORST_MARGIN, estimate, fit_prior,
                                       outliers, own_spread)
-from hpcnet.acceptance.statcompare import better_direction
 
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'
@@ -115,23 +117,9 @@ def measured_cases(reports: list):
                     yield tc
 
 
-def perf_samples(tc: dict):
-    """(variable, value, unit) of a case's asserted values: without xfail,
-    missing values, or those kept but not asserted (the case's
-    ``not_asserted``, which holds them with their reason)."""
-    kept = tc.get('not_asserted') or {}
-    for key, val in (tc.get('perfvalues') or {}).items():
-        value, unit, result = val[0], val[4], val[5] if len(val) > 5 else None
-        var = key.split(':')[-1]
-        if value is None or result == 'xfail' or var in kept:
-            continue
-        yield var, float(value), unit
-
-
-def bounds(median: float, tolerance: float, unit: str) -> tuple:
-    """(lower, upper) thresholds: the worse side only where the unit has a
-    better side (module docstring, 3)."""
-    higher = better_direction(unit)
+def bounds(tolerance: float, higher: bool | None) -> tuple:
+    """(lower, upper) thresholds: the worse side only where the metric has a
+    better side, ``higher`` (hpcnet.metrics.higher_is_better(); module docstring, 3)."""
     tol = round(tolerance, 4)
     return (-tol if higher in (True, None) else None, tol if higher in (False, None) else None)
 
@@ -217,7 +205,7 @@ def _estimates(collected: dict, group_priors: dict, floor: float, alpha: float) 
     return {(cls, keys, var): estimate(samples.values, samples.sessions, floor, samples.runs,
                                        alpha, group_priors.get(_group_of(cls, index, keys,
                                                                          samples.unit)),
-                                       better_direction(samples.unit))
+                                       higher_is_better(cls, var))
             for cls, (index, by_key) in collected.items()
             for keys, metrics in by_key.items() for var, samples in metrics.items()}
 
@@ -302,7 +290,7 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                 leaf = refs.setdefault(cls, {'$index': list(index)})
                 for k in keys:
                     leaf = leaf.setdefault(k, {})
-                lower, upper = bounds(est.median, est.tolerance, samples.unit)
+                lower, upper = bounds(est.tolerance, higher_is_better(cls, var))
                 leaf[var] = [float(f'{est.median:.6g}'), lower, upper, samples.unit]
                 if lower is None or upper is None:
                     unbounded.setdefault(cls, {})['/'.join(_literal(k) for k in keys) + '/.*'] = \

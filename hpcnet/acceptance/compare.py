@@ -28,10 +28,12 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpcnet import metrics
 from hpcnet.acceptance import accepted, statcompare
-from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases, perf_samples
+from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
+from hpcnet.acceptance.casevalues import recorded_values
 from hpcnet.acceptance.references import withheld, withheld_reason
-from hpcnet.constants import CONFIG_DIR, MEASUREMENT_WITHHELD, Unit
+from hpcnet.constants import CONFIG_DIR, MEASUREMENT_WITHHELD
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
@@ -214,10 +216,7 @@ def samples(side: Side) -> Samples:
         for tc in [*measured_cases([report]), *retried]:
             key = _case_key(tc)
             families[key[1:]] = (tc.get('mpi_family') or '?', compiler_family(tc['environ']))
-            kept = [(var, float(v['value']), v['unit'])
-                    for var, v in (tc.get('not_asserted') or {}).items()
-                    if v.get('value') is not None]
-            for var, value, unit in [*perf_samples(tc), *kept]:
+            for var, value, unit, _ in recorded_values(tc):
                 if not math.isfinite(value):
                     raise CompareError(f'{side.spec}: session {session}: {key[0]} @{key[1]} '
                                        f'+{key[2]}: {var} is {value}: not a measurement '
@@ -387,9 +386,15 @@ def _compare_exact(before: list, after: list) -> statcompare.Comparison:
 
 
 def _compare_counts(before: list, after: list, higher_better: bool) -> statcompare.Comparison:
-    '''Counts that are 0 when healthy (link errors, outlier nodes): a ratio
-    and a rank test mean nothing there; any change of the median is the
-    verdict, and one error where there were none is a regression.'''
+    '''Counts that are 0 when healthy (link errors, outlier nodes), and any
+    side with a zero: a ratio and a rank test mean nothing there; any change
+    of the median is the verdict, and one error where there were none is a
+    regression.  Never below statcompare.MIN_SAMPLES on a side: a median of
+    fewer is not a level.'''
+    short = statcompare.MIN_SAMPLES - min(len(before), len(after))
+    if short > 0:
+        return _not_compared(before, after, f'{len(before)}+{len(after)} samples: fewer than '
+                             f'{statcompare.MIN_SAMPLES} on a side cannot be judged', short)
     median_before, median_after = statistics.median(before), statistics.median(after)
     if median_after == median_before:
         verdict = statcompare.Verdict.UNCHANGED
@@ -445,8 +450,8 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
         label = (*key[:2], f'{key[2]} -> {new}' if new else key[2], key[3])
         changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
         if key in s_before.values and key in values_after:
-            unit, values_before = s_before.values[key]
-            result = _judge(unit, values_before, values_after[key][1], alpha,
+            unit = s_before.values[key][0]
+            result = _judge(key[0], key[3], s_before.values[key], values_after[key], alpha,
                             statcompare.tolerance_of(moved_before.get(key, []), threshold))
         else:
             unit, values_before = s_before.values.get(key) or s_before.withheld[key]
@@ -485,15 +490,33 @@ def _not_fairly_measured(before: list, after: list, fair_before: bool,
                          statcompare.MIN_SAMPLES if fair_before else None)
 
 
-def _judge(unit: str, before: list, after: list, alpha: float,
-           tolerance: statcompare.Tolerance) -> statcompare.Comparison:
-    if unit == Unit.BYTES:
-        return _compare_exact(before, after)
+def _in_unit(side: str, unit: str, values: list, entry: metrics.Metric) -> list:
+    """``values`` (in ``unit``) in the catalogue's unit of ``entry``;
+    metrics.UnitError naming the side where they cannot be."""
     try:
-        higher_better = statcompare.higher_is_better(unit)
-    except ValueError as err:
-        # Not guessed: a wrong direction turns a regression into an improvement.
+        factor = metrics.conversion(unit, entry.unit)
+    except metrics.UnitError as err:
+        raise metrics.UnitError(f"the {side} side's unit {err}") from None
+    return [v * factor for v in values]
+
+
+def _judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: float,
+           tolerance: statcompare.Tolerance) -> statcompare.Comparison:
+    """One metric judged: its direction and unit from the metric catalogue
+    (never from a unit's spelling), each side's (unit, values) converted
+    to the catalogue's unit first."""
+    (unit_before, before), (unit_after, after) = before_side, after_side
+    entry = metrics.lookup(test, metric)
+    if entry is None:
+        return _not_compared(before, after, metrics.not_in_catalogue(test, metric))
+    try:
+        before = _in_unit('before', unit_before, before, entry)
+        after = _in_unit('after', unit_after, after, entry)
+    except metrics.UnitError as err:
         return _not_compared(before, after, str(err))
+    if entry.better == metrics.Better.NONE:
+        return _compare_exact(before, after)
+    higher_better = entry.better == metrics.Better.HIGHER
     if min(before + after) <= 0:
         return _compare_counts(before, after, higher_better)
     return statcompare.compare_samples(before, after, higher_better=higher_better,

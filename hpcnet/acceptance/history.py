@@ -24,6 +24,10 @@ What a series holds besides its values:
   that starts at most one session after a session the site accepted (its
   baseline, or an acknowledgement) is ACCEPTED, not a failure.
 
+Worse is by the metric catalogue's better side (hpcnet.metrics); a value with
+no better side (an MTU) counts as worse when it changes, as `hpcnet compare`
+judges it.
+
 Exit code (hpcnet.exitcodes): FAILED for a change for the worse in the
 period, a worse tail of MIN_SEGMENT nights or more (a level), or a stopped
 series; else UNDECIDED for a worse tail shorter than that, newest nights
@@ -39,6 +43,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpcnet import metrics
 from hpcnet.acceptance import accepted_changes as accepted_mod, compare, statcompare
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change,  # noqa: F401
@@ -112,7 +117,7 @@ class Series:
     def worse(self, change: Change | Apart) -> bool:
         """A lower level of a higher-is-better metric, a higher of a
         lower-is-better one; any change of a value with no better side."""
-        higher = statcompare.better_direction(self.unit)
+        higher = metrics.higher_is_better(self.key[0], self.key[3])
         after, before = (change.after, change.before) if isinstance(change, Change) \
             else (change.median, change.level)
         return True if higher is None else (after < before) == higher

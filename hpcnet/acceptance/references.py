@@ -20,14 +20,21 @@ Besides the schema, a reference must be able to fail a broken system:
 
 - a lower threshold is above -0.5 (MIN_LOWER): one that accepts half the
   value accepts a link at half its rate, or a stack fallen back to TCP;
+- an upper threshold is below +1.0 (MAX_UPPER): one that accepts twice the
+  value accepts a latency doubled, which is the same fault as a rate halved;
 - lower <= upper (a reversed pair accepts nothing, or everything once a
   sign is flipped);
 - a null (unbounded) threshold needs a reason, given in the ``$unbounded``
   section (``{test class: {regex over '<file keys>/<perf variable>': reason}}``):
   ReFrame reads only 3- or 4-element tuples, so the reason cannot sit in the
-  tuple itself;
-- test classes and performance variables are ones a check defines
-  (hpcnet.acceptance.metrics), so a typo fails instead of silently never applying.
+  tuple itself; the worse side (the metric catalogue's direction: the lower
+  bound of a rate, the upper of a time, both of a value without a better
+  side) is never null, whatever the reason: such a reference fails nothing;
+- test classes and performance variables are ones a check defines, and a
+  reference's unit is its metric's: the metric catalogue (hpcnet.metrics)
+  says both, so a typo fails instead of silently never applying, and a
+  value in Gbit/s is not held against figures in MB/s (ReFrame compares the
+  numbers and never the units).
 """
 from __future__ import annotations
 
@@ -40,6 +47,7 @@ from pathlib import Path
 
 import yaml
 
+from hpcnet import metrics
 from hpcnet.constants import MEASUREMENT_WITHHELD, REFERENCE_DIR, REFERENCE_DIR_ENV
 
 #: Special keys ReFrame accepts in an $index, besides test attribute names.
@@ -62,9 +70,38 @@ def _fail(path, key, msg):
 
 #: A lower threshold must be above this: -0.5 accepts half the value.
 MIN_LOWER = -0.5
+#: An upper threshold must be below this: +1.0 accepts twice the value, the
+#: mirror of MIN_LOWER (a time doubled is a rate halved).
+MAX_UPPER = 1.0
 
 
-def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None):
+def _worse_sides(entry: metrics.Metric | None) -> tuple:
+    """The thresholds ('lower', 'upper') on the worse side of a metric."""
+    if entry is None:
+        return ()
+    return {metrics.Better.HIGHER: ('lower',), metrics.Better.LOWER: ('upper',)}.get(
+        entry.better, ('lower', 'upper'))
+
+
+def _check_by_catalogue(path, key, val, entry: metrics.Metric | None) -> None:
+    """The unit and the worse side's bound, as the metric catalogue says."""
+    if entry is None:
+        return
+    name = key.rsplit('.', 1)[-1]
+    if len(val) == 4 and val[3] is not None and val[3] != entry.unit:
+        _fail(path, key, f'unit {val[3]!r} is not the unit of {name} (valid: {entry.unit}, as the '
+                         'check reports it; ReFrame compares the numbers, never the units)')
+    for side in _worse_sides(entry):
+        if val[('lower', 'upper').index(side) + 1] is None:
+            better = ('has no better side' if entry.better == metrics.Better.NONE
+                      else f'is better {entry.better}')
+            _fail(path, key, f'{side} threshold is null, but {name} {better}: its {side} '
+                             'threshold is the worse side and must bound it (valid: a bound, '
+                             f'{MIN_LOWER} < lower <= 0 <= upper < {MAX_UPPER:g}; a metric that '
+                             f'cannot be bounded belongs in {NOT_ASSERTED} with its reason)')
+
+
+def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None, entry=None):
     if isinstance(val, list) and val and val[0] == '$xfail':
         if len(val) != 3 or not isinstance(val[1], str):
             _fail(path, key, "an expected failure is ['$xfail', 'reason', [value, lower, upper, unit]]")
@@ -83,6 +120,7 @@ def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None):
         _fail(path, key, f'the bounds are reversed: lower threshold {lower} is above upper '
                          f'threshold {upper} (wrong sign; valid: {MIN_LOWER} < lower <= 0 <= upper, '
                          'fractions of the value, e.g. -0.05, 0.05)')
+    _check_by_catalogue(path, key, val, entry)
     for name, thr, sign in (('lower', lower, -1), ('upper', upper, 1)):
         if thr is None:
             if not unbounded_reason:
@@ -98,24 +136,38 @@ def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None):
             _fail(path, key, f'lower threshold {thr} accepts {1 + thr:.0%} of the value, a broken '
                              f'system (valid: {MIN_LOWER} < lower <= 0; a metric that varies more '
                              f'belongs in {NOT_ASSERTED} with its reason)')
+        if value != 0 and name == 'upper' and thr >= MAX_UPPER:
+            _fail(path, key, f'upper threshold {thr:g} accepts {1 + thr:.0%} of the value, no bound '
+                             f'at all (valid: 0 <= upper < {MAX_UPPER:g}; a metric that varies '
+                             f'more belongs in {NOT_ASSERTED} with its reason)')
     if len(val) == 4 and val[3] is not None and not isinstance(val[3], str):
         _fail(path, key, f'unit {val[3]!r} is not a string')
 
 
-def _known(var, perfvars) -> bool:
-    return any(re.fullmatch(p, str(var)) for p in perfvars)
+def _pattern(perfvar) -> str:
+    """The name regex of a catalogue entry, or a name or regex as given."""
+    return perfvar.pattern if isinstance(perfvar, metrics.Metric) else perfvar
+
+
+def _known(var, perfvars):
+    """The first of ``perfvars`` that ``var`` fullmatches (a catalogue entry,
+    or a name or regex as given), or None."""
+    return next((p for p in perfvars if re.fullmatch(_pattern(p), str(var))), None)
 
 
 def _check_perfvars(path, key, node, perfvars, unbounded=(), keys=()):
     if not isinstance(node, dict) or not node:
         _fail(path, key, 'expected a mapping of performance variable: reference')
     for var, ref in node.items():
-        if perfvars is not None and not _known(var, perfvars):
+        known = None if perfvars is None else _known(var, perfvars)
+        if perfvars is not None and known is None:
             _fail(path, f'{key}.{var}', f'unknown performance variable {var!r}: no check '
-                                        f'defines it (valid: {", ".join(sorted(perfvars))})')
+                                        f'defines it (valid: '
+                                        f'{", ".join(sorted(_pattern(p) for p in perfvars))})')
         entry = '/'.join(str(k) for k in (*keys, var))
         reason = next((r for p, r in unbounded if re.fullmatch(p, entry)), None)
-        _check_reftuple(path, f'{key}.{var}', ref, perfvars, reason)
+        _check_reftuple(path, f'{key}.{var}', ref, perfvars, reason,
+                        known if isinstance(known, metrics.Metric) else None)
 
 
 def _check_levels(path, key, node, depth, perfvars, unbounded=(), keys=()):
@@ -160,7 +212,7 @@ def reason_kind(reason: str) -> str:
 
 #: Top-level section with what produced the references (hpcnet.acceptance.baseline).
 PROVENANCE = '$provenance'
-#: The default of load()/validate(): check names against hpcnet.acceptance.metrics.
+#: The default of load()/validate(): check names, units and bounds against hpcnet.metrics.
 KNOWN = object()
 #: How a case on a system without a reference file is marked.
 NOT_JUDGED = 'not judged'
@@ -222,10 +274,9 @@ def _check_reasons(path, section, node, perfvars_by_test) -> None:
 
 
 def known_metrics() -> dict:
-    """{test class: [regex of its performance variable names]}, from the
-    checks' naming rules (hpcnet.acceptance.metrics), without loading the checks."""
-    from hpcnet.acceptance.metrics import METRICS
-    return {test: list(patterns) for test, patterns in METRICS.items()}
+    """{test class: (metrics.Metric, ...)}: the metric catalogue
+    (hpcnet.metrics), read without loading the checks."""
+    return {test: metrics.of_test(test) for test in metrics.classes()}
 
 
 def validate(data, path='<references>', perfvars_by_test=KNOWN) -> dict:

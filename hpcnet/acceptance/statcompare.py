@@ -79,34 +79,6 @@ MODE_MIN_SAMPLES = 2
 #: After samples at which a lone slow sample is a glitch, not a mode.
 LONE_SAMPLE_RUNS = 15
 
-_HIGHER_IS_BETTER_UNITS = ('MB/s', 'Mbit/s', 'Gbit/s', 'GB/s', 'msg/s', 'trans/s', 'ratio',
-                           '% overlap')
-_LOWER_IS_BETTER_UNITS = ('us', 'ms', 's', 'ns', 'usec', 'count', '% lost')
-
-
-def better_direction(unit: str) -> bool | None:
-    """True where higher is better (rates, efficiency ratios), False where
-    lower is (times, counts of errors or outlier nodes), None for a unit
-    with no better side (a size such as the MTU)."""
-    if unit in _HIGHER_IS_BETTER_UNITS or unit.endswith('/s'):
-        return True
-    if unit in _LOWER_IS_BETTER_UNITS:
-        return False
-    return None
-
-
-def higher_is_better(unit: str) -> bool:
-    """Direction of "better" from a metric's unit (better_direction()). An
-    unknown unit is an error rather than a guess, because a wrong guess turns
-    every regression into an improvement."""
-    higher = better_direction(unit)
-    if higher is not None:
-        return higher
-    raise ValueError(
-        f'unknown unit {unit!r}: cannot tell whether higher is better; known units are '
-        f'{", ".join(_HIGHER_IS_BETTER_UNITS)} or any rate ending in "/s" (higher is better) '
-        f'and {", ".join(_LOWER_IS_BETTER_UNITS)} (lower is better)')
-
 
 def _finite_sample(values: Sequence[float], side: str) -> list:
     """The values as floats; an empty side or a NaN/inf is an error."""

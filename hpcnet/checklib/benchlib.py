@@ -26,7 +26,6 @@ from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
 
 from hpcnet import stacks
-from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Unit
 from hpcnet.model import Stack
 from hpcnet.parsers.imb import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
@@ -123,17 +122,8 @@ def _check_names():
 
 _check_names()
 
-#: Units of the figures that hpcnet.constants.Unit does not name.
-MSG_RATE_UNIT = Unit.MSG_RATE
-PERCENT_UNIT = Unit.OVERLAP_PCT
-
-# Sizes with their own performance variables (the whole table is in ``curve``).
-LATENCY_SIZES = P2P_LATENCY_SIZES          # 0 and 8 bytes, where present
-BANDWIDTH_SIZES = P2P_BANDWIDTH_SIZES      # 64 KiB, 1 MiB, 4 MiB
-#: Message rate: small messages (its figure of merit) and the bandwidth sizes.
-MSG_RATE_SIZES = (8,) + P2P_BANDWIDTH_SIZES
-#: Collectives: per-rank sizes (8 B, 64 KiB, 1 MiB), as hpcnet_collectives.
-COLLECTIVE_PERF_SIZES = COLLECTIVE_SIZES
+# The sizes with their own performance variables, and their units, are the
+# metric catalogue's (hpcnet.metrics) and hpcnet.constants'.
 
 # IMB defaults
 #: Reductions work on MPI_FLOAT: IMB skips the sizes below one float.

@@ -1,5 +1,5 @@
-"""The socket kernel (src/sockets.c) as the checks use it: its tests, the
-sizes with performance variables, and the rules its output is judged by.
+"""The socket kernel (src/sockets.c) as the checks use it: its tests and
+the rules its output is judged by.
 
 Pure functions of the test and the parsed output; the ReFrame checks in
 checks/sockets.py and checks/iperf3.py wire them into the pipeline.
@@ -11,7 +11,6 @@ import math
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import sanity
-from hpcnet.constants import Unit
 
 #: The tests of the kernel (src/sockets.c --test).
 TCP_STREAM = 'tcp_stream'
@@ -27,13 +26,10 @@ UDP_TESTS = (UDP_STREAM, UDP_RR)
 #: Kernel name in its output ("hpcnet-kernel: sockets 1").
 KERNEL = 'sockets'
 
-#: Sizes (bytes) with their own performance variables; the whole table is
-#: kept in the ``curve`` variable regardless.  udp_stream runs these sizes
-#: also at its paced rates (``--paced-sizes``): a bit rate at tiny datagrams
-#: is a packet rate that neither a link nor a host carries.
-STREAM_PERF_SIZES = (64 * 1024, 1024 * 1024)
-RR_PERF_SIZES = (32, 1024)
-UDP_STREAM_PERF_SIZES = (1024, 32 * 1024)
+# The sizes with their own performance variables are the metric catalogue's
+# (hpcnet.metrics).  udp_stream runs its UDP_STREAM_PERF_SIZES also at its
+# paced rates (``--paced-sizes``): a bit rate at tiny datagrams is a packet
+# rate that neither a link nor a host carries.
 
 #: The column each test's throughput performance variables read.
 THROUGHPUT_COLUMN = {TCP_STREAM: 'recv_MBps', TCP_BIDIR: 'total_recv_MBps'}
@@ -44,10 +40,6 @@ DIRECTIONS = {TCP_STREAM: 1, TCP_BIDIR: 2, UDP_STREAM: 1}
 #: other column must be > 0.
 ZERO_ALLOWED_COLUMNS = frozenset({'lost_pkts', 'loss_pct', 'out_of_order', 'lost', 'rate_mbps'})
 
-#: Unit of packet loss.
-PERCENT = Unit.LOST_PCT
-#: Unit of the UDP receiver's capacity (10^6 bit/s of payload, as iperf3 -u).
-MBIT = 'Mbit/s'
 
 #: udp_stream paced rates (Mbit/s of payload) over loopback, which has no
 #: link rate: stated fixed rates, well below what a loopback receiver on a

@@ -173,13 +173,15 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
         path = self.index_path()
         for name, expr in list(self.perf_variables.items()):
             try:
-                value = expr.evaluate()
+                expr.evaluate()
             except Exception as err:
                 raise PerformanceError(f'performance variable {name} has no value: {err}') \
                     from None
             reason = withheld or self.references.not_asserted_reason(f'{path}/{name}')
             if reason is not None:
-                self.not_asserted[name] = {'value': value, 'unit': expr.unit, 'reason': reason}
+                # The reason only: the value and its unit are the report's
+                # perfvalues', one copy of each.
+                self.not_asserted[name] = {'reason': reason}
         if self.not_asserted:
             self.reference = self.reference_without_bounds(self.not_asserted)
         if withheld:
@@ -198,7 +200,7 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
 
     def reference_without_bounds(self, unasserted: dict) -> dict:
         '''This case's references as ReFrame resolves them, with each variable
-        of ``unasserted`` ({name: {'unit': ...}}) given ReFrame's own "no
+        named in ``unasserted`` given ReFrame's own "no
         reference" (0, no bounds): a value kept, not asserted, still reaches
         the perflog, the report's perfvalues and the results database
         (ReFrame's --performance-compare), and bounds nothing.'''
@@ -214,8 +216,8 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
             resolved = ScopedDict(self.reference.data).scope(partition)
         # A plain {partition: {...}}: ReFrame's reference field makes it a
         # ScopedDict (assigning a ScopedDict leaves the field None in 4.10).
-        return {partition: {**resolved, **{name: (0, None, None, kept['unit'])
-                                           for name, kept in unasserted.items()}}}
+        return {partition: {**resolved, **{name: (0, None, None, self.perf_variables[name].unit)
+                                           for name in unasserted}}}
 
     def withheld_judgement(self) -> str | None:
         '''Why the host could not give this case a fair measurement this time

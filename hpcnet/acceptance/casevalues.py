@@ -1,0 +1,33 @@
+"""The values a case of a run report recorded: one copy of each, in its
+``perfvalues`` (ReFrame's), whether asserted or kept but not asserted.
+
+A case's ``not_asserted`` (hpcnet.checklib.testlib) names the values its
+reference file does not assert, with the reason, and holds no value: two
+copies of one number could disagree.  Reports recorded before held the value
+there and not in ``perfvalues``; such a value is read from there.
+"""
+from __future__ import annotations
+
+
+def recorded_values(tc: dict):
+    """(variable, value, unit, not asserted) of every value a case recorded
+    (module docstring), without xfail or missing values."""
+    kept = tc.get('not_asserted') or {}
+    recorded = set()
+    for key, val in (tc.get('perfvalues') or {}).items():
+        value, unit, result = val[0], val[4], val[5] if len(val) > 5 else None
+        var = key.split(':')[-1]
+        recorded.add(var)
+        if value is None or result == 'xfail':
+            continue
+        yield var, float(value), unit, var in kept
+    for var, old in kept.items():
+        if var not in recorded and old.get('value') is not None:
+            yield var, float(old['value']), old['unit'], True
+
+
+def perf_samples(tc: dict):
+    """(variable, value, unit) of a case's asserted values (recorded_values)."""
+    for var, value, unit, unasserted in recorded_values(tc):
+        if not unasserted:
+            yield var, value, unit
