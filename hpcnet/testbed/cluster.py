@@ -488,6 +488,7 @@ class Testbed(Daemons, Teardown, Shaping):
             text = render((self.template_dir / 'slurm.conf.in').read_text(),
                            values)
             self.slurm_conf.write_text(text)
+            shutil.copyfile(self.template_dir / 'mpi.conf', self.slurm_conf.with_name('mpi.conf'))
             (sd / 'etc' / 'plugstack.conf').write_text('')
             sacct = shutil.which('sacct')
             wrapper = self.bin_dir / 'sacct'
