@@ -15,8 +15,6 @@ import re
 from contextlib import closing
 from pathlib import Path
 
-from reframe.frontend.reporting.utility import parse_time_period
-
 from hpcnet.acceptance import accepted, history, metricindex
 
 
@@ -28,12 +26,9 @@ def _period(period: str) -> tuple | None:
     if '?' in period:
         return None
     try:
-        start, end = parse_time_period(period)
-    except ValueError as err:
-        raise history.HistoryError(f'--period {period}: {err} (valid: START:END as ReFrame '
-                                   'takes it, e.g. now-30d:now or 20260101:now, or a session '
-                                   'UUID)') from None
-    return (float(start), float(end))
+        return metricindex.period_bounds(period)
+    except metricindex.MetricIndexError as err:
+        raise history.HistoryError(f'{err}; or a session UUID') from None
 
 
 def _selection(conn, system: str | None, name: str | None) -> tuple:

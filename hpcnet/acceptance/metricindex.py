@@ -29,17 +29,23 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 import sys
 import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
-from hpcnet.acceptance import compare
+from reframe.frontend.reporting.utility import parse_time_period
+
+from hpcnet import metrics
+from hpcnet.acceptance import accepted, compare
 from hpcnet.acceptance.baseline import measured_cases
 from hpcnet.acceptance.casevalues import recorded_values
-from hpcnet.acceptance.references import withheld, withheld_reason
-from hpcnet.constants import DEFAULT_REPORTS_DIR
+from hpcnet.acceptance.references import reference_dir, withheld, withheld_reason
+from hpcnet.constants import CONFIG_DIR, DEFAULT_REPORTS_DIR
+from hpcnet.paths import reframe_executable
 
 #: The index's schema; an index of another version is rebuilt.
 SCHEMA_VERSION = '1'
@@ -265,3 +271,110 @@ def sync(db: Path, progress=_progress_line) -> Synced:
                     progress(f'metrics index: {done}/{len(todo)} sessions indexed')
                     last = time.monotonic()
     return Synced(len(todo), len(gone), len(stored))
+
+
+def period_bounds(period: str | None) -> tuple:
+    """(start, end) in seconds of a ``START:END`` period as ReFrame reads it
+    (now-30d:now, 20260101:now); every time for None."""
+    if period is None:
+        return (float('-inf'), float('inf'))
+    try:
+        start, end = parse_time_period(period)
+    except ValueError as err:
+        raise MetricIndexError(f'--period {period}: {err} (valid: START:END as ReFrame takes '
+                               'it, e.g. now-30d:now or 20260101:now)') from None
+    return (float(start), float(end))
+
+
+# -- Retention: old sessions leave ReFrame's database and the index together.
+
+def protected_sessions(refdir: Path | None = None) -> set:
+    """The sessions the provenance of a reference file names (every block):
+    the accepted baselines, which no pruning deletes."""
+    found: set = set()
+    for path in sorted((refdir or reference_dir()).glob('*.yaml')):
+        try:
+            blocks = accepted.provenance_sessions(path)
+        except accepted.NoAcceptedBaseline as err:
+            raise MetricIndexError(f'cannot tell the baseline sessions apart, so nothing is '
+                                   f'deleted: {err}') from None
+        found.update(uuid for block in blocks for uuid in block)
+    return found
+
+
+def reframe_delete(db: Path, uuids: list) -> None:
+    """Delete sessions from ReFrame's database the way ReFrame does
+    (`reframe --delete-stored-sessions`, the suite's configuration): one
+    call, a session filter naming exactly ``uuids``."""
+    until = time.strftime('%Y%m%dT%H%M%S+0000', time.gmtime(time.time() + 86400))
+    query = f'19700101T000000+0000:{until}?uuid in {json.dumps(sorted(uuids))}'
+    res = subprocess.run([reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
+                          '--delete-stored-sessions', query], text=True,
+                         env={**os.environ, 'RFM_SQLITE_DB_FILE': str(db)},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if res.returncode != 0:
+        raise MetricIndexError(f'{db}: reframe --delete-stored-sessions failed: '
+                               f'{(res.stderr or res.stdout).strip()[-500:]}')
+
+
+@dataclass(frozen=True)
+class Pruned:
+    deleted: list       #: uuids deleted from both stores
+    kept: list          #: uuids old enough, kept: a reference file's provenance names them
+
+
+def prune(db: Path, older_than_days: float, *, refdir: Path | None = None,
+          delete=reframe_delete) -> Pruned:
+    """Delete the sessions that started more than ``older_than_days`` ago
+    from ReFrame's database (``delete``) and then from the index, except the
+    sessions a reference file's provenance names (protected_sessions)."""
+    keep = protected_sessions(refdir)
+    cutoff = time.time() - older_than_days * 86400
+    old = sorted(u for u, start in stored_starts(db).items() if (start or 0) < cutoff)
+    doomed = [u for u in old if u not in keep]
+    if doomed:
+        delete(db, doomed)
+    left = set(doomed) & set(stored_starts(db))
+    if left:
+        raise MetricIndexError(f'{db}: {len(left)} of {len(doomed)} sessions were not deleted '
+                               f'(e.g. {min(left)}); the index keeps them too')
+    sync(db, progress=lambda _: None)
+    return Pruned(doomed, [u for u in old if u in keep])
+
+
+# -- Export: the rows, with the metric catalogue's unit and better side.
+
+def export_ndjson(db: Path, out: TextIO, period: str | None = None) -> int:
+    """Write the index's samples of ``period`` as NDJSON, one object a
+    line; returns how many.  Each carries the recorded unit, and the
+    catalogue's unit, better side and value in its unit (None where the
+    catalogue does not know the metric or the unit does not convert)."""
+    start, end = period_bounds(period)
+    sync(db)
+    count = 0
+    with closing(connect(db)) as conn:
+        for (uuid, when, system, partition, environ, test, metric, repeat, value, unit, basis,
+             reason, facts) in conn.execute(
+                'SELECT s.session_uuid, s.start_unix, s.system, s.partition, s.environ, s.test, '
+                's.metric, s.repeat, s.value, s.unit, s.basis, s.reason, c.provenance '
+                'FROM samples s LEFT JOIN cases c ON c.id = s.case_id '
+                'WHERE s.start_unix >= ? AND s.start_unix < ? '
+                'ORDER BY s.start_unix, s.rowid', (start, end)):
+            entry = metrics.lookup(test, metric)
+            factor = None
+            if entry is not None and value is not None:
+                try:
+                    factor = metrics.conversion(unit, entry.unit)
+                except metrics.UnitError:
+                    factor = None   # the row says so: catalogue_value null beside its unit
+            out.write(json.dumps({
+                'session': uuid, 'time_start_unix': when,
+                'time_start': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(when)),
+                'system': system, 'partition': partition, 'environ': environ, 'test': test,
+                'metric': metric, 'repeat': repeat, 'value': value, 'unit': unit,
+                'catalogue_unit': entry.unit if entry else None,
+                'catalogue_value': value * factor if factor is not None else None,
+                'better': entry.better if entry else None, 'basis': basis, 'reason': reason,
+                'provenance': json.loads(facts) if facts else None}) + '\n')
+            count += 1
+    return count
