@@ -31,7 +31,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from hpcnet import argtypes, exitcodes, history_cli, model, runner, showconfig, sites, stacks
+from hpcnet import argtypes, exitcodes, history_cli, index_cli, model, runner, showconfig, sites, stacks
 from hpcnet.acceptance import accepted, baseline, compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV, WORK_DIR, Feature
@@ -523,6 +523,7 @@ def build_parser() -> _Parser:
     p.set_defaults(func=cmd_accept, takes_reframe_args=True)
 
     history_cli.add_parser(sub)
+    index_cli.add_parser(sub)
 
     p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
     p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner
-from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_text, trend
+from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
+from hpcnet.acceptance import history_text, metricindex, trend
 from hpcnet.acceptance import report as hpcnet_report
 
 
@@ -31,8 +32,10 @@ def cmd_history(args) -> int:
         verdict += f'; {found.needed} sessions of a metric decide it'
     if args.html:
         latest = found.sessions[-1]
+        report = latest.report if 'runs' in latest.report else \
+            metricindex.stored_report(metricindex.results_db(args.db), latest.uuid)
         page = hpcnet_report.render(
-            [latest.report], verdict=verdict,
+            [report], verdict=verdict,
             title=f'hpcnet history {args.period} ({len(found.sessions)} sessions; the cases '
                   f'below are those of the latest, {latest.label()})',
             trend=trend.section(found))
@@ -48,9 +51,9 @@ def cmd_history(args) -> int:
 
 
 def _load(args) -> history.History:
-    return history.load(args.period, db=Path(args.db) if args.db else None,
-                        system=args.system, name=args.name, min_segment=args.min_segment,
-                        alpha=args.alpha, threshold=args.threshold)
+    return history_index.load(args.period, db=Path(args.db) if args.db else None,
+                              system=args.system, name=args.name, min_segment=args.min_segment,
+                              alpha=args.alpha, threshold=args.threshold)
 
 
 def _acknowledge(args, found: history.History) -> history.History:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from hpcnet import sites, stacks
-from hpcnet.acceptance import baseline, references
+from hpcnet.acceptance import baseline, metricindex, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.constants import (CHECKS_DIR, MEASUREMENT_WITHHELD, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, WITHHELD_RETRIES,
                               REFERENCE_DIR, REFERENCE_DIR_ENV,
@@ -282,12 +282,25 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
                                          verdict=lines[-1],
                                          title=' '.join(['hpcnet', name, *reframe_args])))
     say(f'HTML report: {page}')
+    _index_stored_session((env or os.environ).get('RFM_SQLITE_DB_FILE'))
     say(f'perflogs: {PERFLOG_DIR}')
     say(f'wall time: {wall:.0f} s ({wall / 60:.1f} min)')
     for line in lines:
         say(line)
     say(f'exit code {int(code)}')
     return SuiteRun(code, report)
+
+
+def _index_stored_session(db: str | None) -> None:
+    '''Add the session ReFrame stored to the metrics index beside its
+    results database (with any other it lacks).'''
+    try:
+        path = metricindex.results_db(Path(db) if db else None)
+    except metricindex.MetricIndexError as err:
+        say(f'metrics index not updated: {err}')
+        return
+    done = metricindex.sync(path, progress=say)
+    say(f'metrics index: {metricindex.index_path(path)} ({done.indexed} session(s) added)')
 
 
 def _check_before_running(reframe_args: list, env: dict | None) -> None:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import metrics
-from hpcnet.acceptance import accepted_changes as accepted_mod, compare, statcompare
+from hpcnet.acceptance import accepted_changes as accepted_mod, compare, metricindex, statcompare
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change,  # noqa: F401
                                       Finding, Outlier, find_changes, sessions_needed)
@@ -147,23 +147,7 @@ def facts(session: Session, provenance: dict, case: tuple) -> dict:
 def _ran(report: dict) -> dict:
     """{case key: why it has no value, or None when a repeat measured it} of
     every case a session ran."""
-    out: dict = {}
-    for run in report.get('runs', []):
-        for tc in run.get('testcases', []):
-            if not tc.get('fixture'):
-                reason = ' '.join(str(tc.get('fail_reason') or '').split())[:120]
-                out[compare._case_key(tc)] = (
-                    f'{tc.get("result") or "?"}'
-                    + (f' in {tc["fail_phase"]}' if tc.get('fail_phase') else '')
-                    + (f': {reason}' if reason else ''))
-    for tc in _measured(report):
-        out[compare._case_key(tc)] = None
-    return out
-
-
-def _measured(report: dict) -> list:
-    return list(compare.measured_cases([report])) + [
-        tc for tc in report.get('hpcnet_retried') or [] if tc.get('result') == 'pass']
+    return metricindex.case_outcomes(report)
 
 
 def _sessions(reports: list, before: int) -> list:
@@ -219,7 +203,12 @@ def series_of(reports: list, *, system: str | None = None, name: str | None = No
     def selected(key: tuple) -> bool:
         return ((system is None or key[1].split(':')[0] == system)
                 and (pattern is None or pattern.search(key[0]) is not None))
-    read = _read(reports, list(earlier), selected)
+    return series_from(_read(reports, list(earlier), selected))
+
+
+def series_from(read: list) -> tuple:
+    """(sessions, [Series]) of what was read: (Session, values, busy, ran)
+    of each session that ran a selected case, in session order."""
     by_key: dict = {}
     for session, values, busy, _ in read:
         for key, (unit, samples) in values.items():
@@ -369,10 +358,15 @@ def _accept(series: Series, acceptances: list) -> None:
 
 
 def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-          threshold: float = THRESHOLD, acceptances: tuple = ()) -> History:
+          threshold: float = THRESHOLD, acceptances: tuple = (),
+          provenance: dict | None = None) -> History:
     """Every series judged; beside each change and outlier, what its
-    session's cases recorded differently from the session before."""
-    provenance = {s.uuid: compare.provenance(compare.Side(s.uuid, [s.report])) for s in sessions}
+    session's cases recorded differently from the session before (the
+    ``provenance`` given, {session uuid: compare.provenance}, else read from
+    each session's report)."""
+    if provenance is None:
+        provenance = {s.uuid: compare.provenance(compare.Side(s.uuid, [s.report]))
+                      for s in sessions}
     points = [(a, _point(a, sessions)) for a in acceptances]
     for s in series:
         s.finding = find_changes(s.values, min_segment=min_segment, alpha=alpha,
@@ -420,16 +414,27 @@ def load(period: str = compare.ALL_TIME, *, db: Path | None = None, system: str 
     earlier = [r for r in earlier if r.get('session_info', {}).get('uuid') not in in_period]
     sessions, series = series_of(reports, system=system, name=name, earlier=earlier)
     if not series:
-        what = ', '.join(x for x in (f'system {system}' if system else '',
-                                     f'tests matching {name!r}' if name else '') if x)
-        raise HistoryError(f'{period}: {len(reports)} stored sessions, none with a measured '
-                           f'value{" of " + what if what else ""} (see reframe '
-                           '--list-stored-sessions)')
+        raise nothing_measured(period, len(reports), system, name)
+    return judge(sessions, series, min_segment=min_segment, alpha=alpha, threshold=threshold,
+                 acceptances=acceptances_of(series, acknowledged))
+
+
+def nothing_measured(period: str, stored: int, system: str | None, name: str | None) -> HistoryError:
+    """The error of a selection with no value."""
+    what = ', '.join(x for x in (f'system {system}' if system else '',
+                                 f'tests matching {name!r}' if name else '') if x)
+    return HistoryError(f'{period}: {stored} stored sessions, none with a measured '
+                        f'value{" of " + what if what else ""} (see reframe '
+                        '--list-stored-sessions)')
+
+
+def acceptances_of(series: list, acknowledged: Path | None = None) -> tuple:
+    """What the site accepted for the systems of ``series``: its baselines'
+    provenance and the acknowledgements in ``acknowledged`` (default under
+    the reference directory)."""
     try:
-        acceptances = (accepted_mod.baselines({s.key[1].split(':')[0] for s in series})
-                       + accepted_mod.acknowledgements(acknowledged
-                                                       or accepted_mod.acknowledged_path()))
+        return tuple(accepted_mod.baselines({s.key[1].split(':')[0] for s in series})
+                     + accepted_mod.acknowledgements(acknowledged
+                                                     or accepted_mod.acknowledged_path()))
     except accepted_mod.AcceptedError as err:
         raise HistoryError(str(err)) from None
-    return judge(sessions, series, min_segment=min_segment, alpha=alpha, threshold=threshold,
-                 acceptances=tuple(acceptances))

@@ -1,0 +1,158 @@
+"""A year of nights: how long `hpcnet index build` and `hpcnet history` take,
+and how much memory, over a results database of 365 nightly sessions, and
+whether history finds what was planted.
+
+Each night is a copy of a recorded real session (tests/data/reports/
+local-run.json, 85 cases), its cases copied under renamed environments up to
+--cases (147, the testbed suite's size; 1470 for a site ten times that),
+every value with 1 % log-normal noise, and planted:
+
+- a step: every bandwidth of hpcnet_p2p %scale=1_node %mode=bw @local:tcp
+  +gcc12-openmpi4 8 % lower from night 301;
+- a slow drift: every latency of hpcnet_p2p %scale=1_node %mode=pingpong
+  @local:tcp +gcc12-mpich4 up 15 % over the year;
+- outliers: hpcnet_p2p %scale=1_node %mode=bw @local:shm +gcc12-mpich4 at
+  60 % on nights 100, 200 and 250.
+
+Each step runs in a process of its own and prints its wall time and peak
+resident memory (getrusage of that process and its children).  Nothing on the
+testbed; everything in a temporary directory.
+
+    .venv/bin/python ci/benchmarks/history_year.py [--cases 1470] [--nights 365]
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / 'tests' / 'data' / 'reports' / 'local-run.json'
+HPCNET = Path(sys.executable).with_name('hpcnet')
+DAY = 86400.0
+STEP = ('hpcnet_p2p %scale=1_node %mode=bw', 'local:tcp', 'gcc12-openmpi4', 'bandwidth')
+DRIFT = ('hpcnet_p2p %scale=1_node %mode=pingpong', 'local:tcp', 'gcc12-mpich4', 'latency')
+OUTLIER = ('hpcnet_p2p %scale=1_node %mode=bw', 'local:shm', 'gcc12-mpich4', 'bandwidth')
+STEP_NIGHT, OUTLIER_NIGHTS = 301, (100, 200, 250)
+# Run in a child: its own peak memory and time, printed as JSON.
+_MEASURE = ('import json, resource, subprocess, sys, time; t = time.monotonic(); '
+            'r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True); '
+            'print(json.dumps({"seconds": time.monotonic() - t, "rc": r.returncode, '
+            '"max_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, '
+            '"stdout": r.stdout}))')
+
+
+def _template(cases: int) -> dict:
+    report = json.loads(RECORDED.read_text())
+    recorded = [tc for run in report['runs'] for tc in run['testcases']]
+    out = []
+    for copy_number in range(math.ceil(cases / len(recorded))):
+        for tc in recorded:
+            tc = copy.deepcopy(tc)
+            if copy_number:
+                tc['environ'] = f'{tc["environ"]}-copy{copy_number}'
+            out.append(tc)
+    report['runs'] = [{**report['runs'][0], 'testcases': out[:cases]}]
+    report.pop('hpcnet_retried', None)
+    return report
+
+
+def _planted(tc: dict, var: str, night: int) -> float:
+    case = (tc['name'].split(' /')[0], f'{tc["system"]}:{tc["partition"]}', tc['environ'])
+    if case == STEP[:3] and var.startswith(STEP[3]) and night >= STEP_NIGHT:
+        return 0.92
+    if case == DRIFT[:3] and var.startswith(DRIFT[3]):
+        return 1 + 0.15 * night / 365
+    if case == OUTLIER[:3] and var.startswith(OUTLIER[3]) and night in OUTLIER_NIGHTS:
+        return 0.6
+    return 1.0
+
+
+def build_db(path: Path, nights: int, cases: int) -> None:
+    template = _template(cases)
+    recorded = {id(tc): copy.deepcopy(tc['perfvalues'])
+                for tc in template['runs'][0]['testcases']}
+    rng = random.Random(1)
+    start = time.time() - (nights + 1) * DAY
+    with sqlite3.connect(path) as db:
+        db.execute('CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
+                   'session_end_unix REAL, json_blob TEXT, report_file TEXT)')
+        db.execute('CREATE TABLE testcases(name TEXT, system TEXT, partition TEXT, environ TEXT, '
+                   'job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT)')
+        db.execute('CREATE TABLE metadata(schema_version TEXT)')
+        db.execute("INSERT INTO metadata VALUES('1.0')")
+        for night in range(1, nights + 1):
+            uuid = f'{night:08d}-0000-4000-8000-000000000000'
+            when = start + night * DAY
+            template['session_info'].update(uuid=uuid, time_start_unix=when,
+                                            time_end_unix=when + 600)
+            for tc in template['runs'][0]['testcases']:
+                for key, value in recorded[id(tc)].items():
+                    if isinstance(value[0], (int, float)) and value[0]:
+                        tc['perfvalues'][key][0] = (value[0] * math.exp(0.01 * rng.gauss(0, 1))
+                                                    * _planted(tc, key.split(':')[-1], night))
+            db.execute('INSERT INTO sessions VALUES(?, ?, ?, ?, NULL)',
+                       (uuid, when, when + 600, json.dumps(template)))
+
+
+def measure(*cmd) -> dict:
+    res = subprocess.run([sys.executable, '-c', _MEASURE, *map(str, cmd)], text=True,
+                         stdout=subprocess.PIPE, check=True)
+    return json.loads(res.stdout)
+
+
+def found(stdout: str) -> dict:
+    """Whether each planted change was found, and what else was called a change."""
+    def lines(word: str, case: tuple) -> list:
+        name = re.escape(f'{case[0]} @{case[1]} +{case[2]} {case[3]}')
+        return [ln for ln in stdout.splitlines() if ln.startswith(word) and re.search(name, ln)]
+    step = lines('CHANGED WORSE', STEP)
+    changes = [ln for ln in stdout.splitlines() if ln.startswith('CHANGED')]
+    planted = set(step) | set(lines('CHANGED', DRIFT))
+    return {'step found at night 301': bool(step) and all(f'session {STEP_NIGHT} (' in ln
+                                                          for ln in step),
+            'step series': len(step),
+            'drift found (changes or worse lately)': len(lines('CHANGED', DRIFT)
+                                                         + lines('WORSE LATELY', DRIFT)),
+            'outliers found at the planted nights': len([
+                ln for ln in lines('OUTLIER', OUTLIER)
+                if any(f'session {n} (' in ln for n in OUTLIER_NIGHTS)]),
+            'other changes (false alarms)': len([ln for ln in changes if ln not in planted]),
+            'summary': stdout.strip().splitlines()[-1] if stdout.strip() else ''}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--nights', type=int, default=365)
+    parser.add_argument('--cases', type=int, default=147)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        db = Path(scratch) / 'year.db'
+        t = time.monotonic()
+        build_db(db, args.nights, args.cases)
+        print(f'results database: {args.nights} nights x {args.cases} cases, '
+              f'{db.stat().st_size / 1e6:.0f} MB, made in {time.monotonic() - t:.0f} s')
+        build = measure(HPCNET, 'index', 'build', '--db', db)
+        print(f'hpcnet index build: {build["seconds"]:.1f} s, peak {build["max_rss_mb"]:.0f} MB, '
+              f'index {Path(str(db) + ".index.sqlite").stat().st_size / 1e6:.0f} MB')
+        for label, extra in (('-n hpcnet_p2p.*mode=bw', ['-n', 'hpcnet_p2p.*mode=bw']),
+                             ('whole suite', [])):
+            run = measure(HPCNET, 'history', '--db', db, '--system', 'local', *extra)
+            print(f'hpcnet history {label}: {run["seconds"]:.1f} s, peak '
+                  f'{run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
+            for what, value in found(run['stdout']).items():
+                print(f'    {what}: {value}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
