@@ -93,7 +93,8 @@ def pressure_command(phase: str, launcher: str, num_nodes: int) -> str:
 def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
     '''A command printing, from each node, every tc view of ``iface`` that
     hpcnet.checklib.qdiscs reads and the node's address on it, one tagged
-    line each, then the CPU pressure before the run.'''
+    line each, then the CPU pressure before the run: one compound command,
+    so that a redirection after it takes the output of both.'''
     dev = shlex.quote(iface)
     views = (('shaper', f'tc -j qdisc show dev {dev} 2>&1 | tr -d "\\n"'),
              ('classes', f'tc class show dev {dev} 2>&1 | tr "\\n" ";"'),
@@ -101,8 +102,8 @@ def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
              ('address', f'ip -j -4 addr show dev {dev} 2>&1 | tr -d "\\n"'))
     script = '; '.join(f'printf "hpcnet-{view}: %s %s %s\\n" "$(hostname)" {dev} "$({command})"'
                        for view, command in views)
-    return (per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes) + '; '
-            + pressure_command('before', launcher, num_nodes))
+    return ('{ ' + per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes) + '; '
+            + pressure_command('before', launcher, num_nodes) + '; }')
 
 
 def iperf3_command(phase: str, stagedir: str, iface: str, launcher: str) -> str:
