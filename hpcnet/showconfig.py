@@ -1,5 +1,5 @@
-"""`hpcnet config`: every setting in force and where it came from, as
-EasyBuild's `eb --show-config` prints its own.
+"""What `hpcnet config` shows: every setting in force and where it came
+from, as EasyBuild's `eb --show-config` prints its own.
 
 Each line is ``name = value  [source]``; a source is ``default``,
 ``environment variable NAME``, ``site file PATH`` or ``command line``.
@@ -7,16 +7,12 @@ Nothing is probed: the environments are those the last discovery cached.
 """
 from __future__ import annotations
 
-import os
-import socket
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet import sites, stacks
 from hpcnet.constants import (DATA_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, PROJECT_ROOT,
                               REFERENCE_DIR, REFRAME_PREFIX, SYSTEMS_DIR, WORK_DIR)
-from hpcnet.exitcodes import Exit
 from hpcnet.model import PartitionKey
 from hpcnet.reframeargs import RFM_SYSTEM_ENV
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE
@@ -188,9 +184,9 @@ def render(groups: list) -> str:
     return '\n'.join(lines)
 
 
-def cmd_config(args) -> int:
-    environ = os.environ
-    system, site, problem = system_settings(args.system, socket.gethostname(), environ)
+def setting_groups(system_option: str | None, hostname: str, environ) -> tuple:
+    '''([(title, [Setting])], why no system was chosen or None).'''
+    system, site, problem = system_settings(system_option, hostname, environ)
     rfm = [Setting(k, v, 'environment') for k, v in sorted(environ.items()) if k.startswith('RFM_')]
     groups = [('system', system), ('directories and files', path_settings(site, environ)),
               ('stage and output', stage_settings(site, environ)),
@@ -198,16 +194,4 @@ def cmd_config(args) -> int:
               ('HPCNET_* variables (docs/site-guide.md)', variable_settings(environ))]
     if rfm:
         groups.append(("ReFrame's variables", rfm))
-    print(render(groups))
-    if problem:
-        print(f'hpcnet: error: {problem}', file=sys.stderr)
-        return Exit.USAGE
-    return Exit.OK
-
-
-def add_parser(sub) -> None:
-    '''Register `hpcnet config` on the CLI's subparsers.'''
-    p = sub.add_parser('config', help='every setting and variable in force, and where it came from')
-    p.add_argument('--system', metavar='NAME',
-                   help='the system to show (default: the one this host matches)')
-    p.set_defaults(func=cmd_config)
+    return groups, problem

@@ -265,7 +265,8 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
     command of that name with every ReFrame session inside the head node
     (its prefix and environment) and --system testbed, and bring it down."""
     from hpcnet import cli, runner, testbed
-    from hpcnet.testbed import cli as testbed_cli
+    from hpcnet.commands import baseline as baseline_command
+    from hpcnet.commands import testbed as testbed_command
 
     seen = []
 
@@ -287,8 +288,9 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
         return 0
 
     monkeypatch.setattr(testbed, 'Testbed', FakeTestbed)
-    monkeypatch.setattr(testbed_cli, 'up_from_options', lambda tb, opts: seen.append(opts.nodes))
-    monkeypatch.setattr(cli, 'cmd_baseline', lambda args: fake_run(
+    monkeypatch.setattr(testbed_command, 'up_from_options',
+                        lambda tb, opts: seen.append(opts.nodes))
+    monkeypatch.setattr(baseline_command, 'run', lambda args: fake_run(
         'baseline', args.reframe_args) or args.repeats)
     assert cli.main(['testbed', 'baseline', '--nodes', '3', '--repeats', '2', '-n', 'hpcnet_p2p']) == 2
     assert seen == [3, ('baseline', ['--system', 'testbed', '-n', 'hpcnet_p2p'],
@@ -298,10 +300,11 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
 
 def test_ctrl_c_is_one_line_and_130(monkeypatch, capsys):
     from hpcnet import cli
+    from hpcnet.commands import fabrics
     from hpcnet.exitcodes import Exit
 
     def interrupted(args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cli, 'cmd_fabrics', interrupted)
+    monkeypatch.setattr(fabrics, 'run', interrupted)
     assert cli.main(['fabrics', 'validate']) == Exit.INTERRUPTED == 130
     assert capsys.readouterr().err == 'hpcnet: interrupted: nothing decided\n'

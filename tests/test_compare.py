@@ -179,7 +179,7 @@ def test_accept_stops_where_more_samples_would_decide_nothing(tmp_path, monkeypa
     '''A metric that no number of samples decides (one not in the metric
     catalogue) ends the acceptance "not decided" after its first round, not
     in rounds of zero repeats.'''
-    from hpcnet.acceptance import accept
+    from hpcnet.commands import accept
     before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
     rounds = []
 

@@ -1,9 +1,12 @@
 """The layers of hpcnet/, read from the source: discovery (hpcnet.stacks),
 what runs inside checks (hpcnet.checklib), what judges sessions after the
-run (hpcnet.acceptance), the MPI family registry (hpcnet.mpi, a leaf).
+run (hpcnet.acceptance), the MPI family registry (hpcnet.mpi, a leaf), the
+commands on top (hpcnet.commands, one module each, assembled by hpcnet.cli).
 
 Every ``import`` counts, also one inside a function: an import moved into a
-function to dodge a circle is still a circle.
+function to dodge a circle is still a circle. Circles are looked for
+between modules and between packages (a subpackage of hpcnet with all its
+modules is one node, a module of hpcnet itself another).
 """
 from __future__ import annotations
 
@@ -52,6 +55,22 @@ def _imports(name: str, path: Path) -> set:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
+def _package(module: str) -> str:
+    '''The node of ``module`` in the package graph: the subpackage of hpcnet
+    it is in, or itself for a module of hpcnet itself.'''
+    return '.'.join(module.split('.')[:2])
+
+
+def _package_graph(graph: dict) -> dict:
+    packages = {_package(m): set() for m in graph}
+    for module, imported in graph.items():
+        packages[_package(module)].update(_package(i) for i in imported)
+    return {p: imported - {p} for p, imported in packages.items()}
+
+
+PACKAGE_GRAPH = _package_graph(GRAPH)
+
+
 def _in(module: str, package: str) -> bool:
     return module == package or module.startswith(package + '.')
 
@@ -96,7 +115,7 @@ def _cycles(graph: dict) -> list:
 
 
 def test_the_graph_sees_function_level_imports():
-    assert 'hpcnet.testbed' in GRAPH['hpcnet.cli']
+    assert 'hpcnet.acceptance.crosscheck' in GRAPH['hpcnet.commands.crosscheck']
 
 
 def test_cycle_detection_finds_a_circle():
@@ -104,11 +123,40 @@ def test_cycle_detection_finds_a_circle():
     assert _cycles({'a': {'b'}, 'b': set()}) == []
 
 
+def test_package_graph_finds_a_circle_no_module_makes():
+    # acceptance -> runner -> checklib -> acceptance, through three different
+    # modules of acceptance.
+    modules = {'hpcnet.acceptance.accept': {'hpcnet.runner'},
+               'hpcnet.runner': {'hpcnet.checklib.testlib'},
+               'hpcnet.checklib.testlib': {'hpcnet.acceptance.references'},
+               'hpcnet.acceptance.references': {'hpcnet.constants'},
+               'hpcnet.constants': set()}
+    assert _cycles(modules) == []
+    assert _cycles(_package_graph(modules)) == [['hpcnet.acceptance', 'hpcnet.checklib',
+                                                 'hpcnet.runner']]
+
+
 def test_no_import_circle():
     assert _cycles(GRAPH) == []
 
 
-@pytest.mark.parametrize('package', ['hpcnet.stacks', 'hpcnet.checklib', 'hpcnet.acceptance'])
+def test_no_package_circle():
+    assert _cycles(PACKAGE_GRAPH) == []
+
+
+def test_only_the_command_line_imports_the_commands():
+    wrong = {m: sorted(i for i in GRAPH[m] if _in(i, 'hpcnet.commands'))
+             for m in GRAPH if not _in(m, 'hpcnet.commands') and m != 'hpcnet.cli'}
+    assert {m: i for m, i in wrong.items() if i} == {}
+
+
+def test_the_command_line_assembles_every_command():
+    commands = {m for m in MODULES if _in(m, 'hpcnet.commands')}
+    assert commands - GRAPH['hpcnet.cli'] == {'hpcnet.commands'}
+
+
+@pytest.mark.parametrize('package', ['hpcnet.stacks', 'hpcnet.checklib', 'hpcnet.acceptance',
+                                     'hpcnet.commands'])
 def test_layers_are_packages(package):
     assert package in MODULES and MODULES[package].name == '__init__.py'
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import cli, runner
+from hpcnet import runner
 from hpcnet.acceptance import compare, report
+from hpcnet.commands import report as report_command
 
 RECORDED = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 #: The first screen a person sees, and where its screenshot is kept to look at.
@@ -167,7 +168,7 @@ def test_hpcnet_report_names_its_page_after_what_it_renders(tmp_path, monkeypatc
     for sessions, name in (([], 'latest.html'), ([str(tmp_path / 'latest.json')], 'latest.html'),
                            ([str(RECORDED)], 'report-dda084f9.html')):
         args = argparse.Namespace(sessions=sessions, compare=None, output=None)
-        assert cli.cmd_report(args) == 0
+        assert report_command.run(args) == 0
         assert f'HTML report: {tmp_path / name}' in capsys.readouterr().out
         assert (tmp_path / name).read_text() == 'page'
     assert sorted(p.name for p in tmp_path.glob('*.html')) == ['latest.html',

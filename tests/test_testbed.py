@@ -25,7 +25,7 @@ from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD, SRC_DIR, TESTBED_
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
-from hpcnet.testbed.cli import main as run_cli
+from hpcnet.commands.testbed import testbed_main as run_cli
 
 NAME = 'hpcnett'            # our testbed's namespaces: hpcnett-hn0, ...
 FAIL_NAME = 'hpcnetf'       # the one broken half-way

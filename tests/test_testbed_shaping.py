@@ -12,7 +12,7 @@ import pytest
 
 from hpcnet import testbed as tbm
 from hpcnet.testbed import shaping
-from hpcnet.testbed.cli import main as run_cli
+from hpcnet.commands.testbed import testbed_main as run_cli
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
 
 

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import conftest
-from hpcnet.acceptance import accept, compare, statcompare
+from hpcnet.acceptance import compare, statcompare
+from hpcnet.commands import accept
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcnet import cli
+from hpcnet import runner
 from hpcnet.acceptance import compare
 from hpcnet.constants import WORK_DIR
 from hpcnet.paths import isolate_history
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     select = ['-p', args.envs, '--reruns', str(args.repeats - 1), *args.reframe_args]
     start = time.monotonic()
     if args.where == 'local':
-        run = cli.run_suite('repeatability', ['--system', 'local', '-n',
+        run = runner.run_suite('repeatability', ['--system', 'local', '-n',
                                               f'hpcnet_p2p.*scale=1_node.*mode=({args.modes})$',
                                               *select])
     else:
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
         tb.down()
         tb.up()
         try:
-            run = cli.run_suite('repeatability', ['--system', 'testbed:eth', '-n',
+            run = runner.run_suite('repeatability', ['--system', 'testbed:eth', '-n',
                                                   f'hpcnet_p2p.*scale=2_nodes.*mode=({args.modes})$',
                                                   *select],
                                 prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=tb.env(dict(os.environ)))

@@ -25,7 +25,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from hpcnet import cli
+from hpcnet import runner
 from hpcnet.acceptance import compare, statcompare
 from hpcnet import testbed as tbm
 from hpcnet.constants import TESTBED_RATE_ENV, WORK_DIR
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         # figures alone, which is what compare is measured on (declared 1 Gbit/s,
         # the calibration would name the shaped link and fail the case).
         env[TESTBED_RATE_ENV] = str(tbm.rate_bps(rate))
-        run = cli.run_suite(name, [*select, '--reruns', str(repeats - 1)],
+        run = runner.run_suite(name, [*select, '--reruns', str(repeats - 1)],
                             prefix=tb.head_prefix(cwd=str(WORK_DIR)), env=env)
         if run.report is None:
             raise SystemExit(f'{name}: the session wrote no report (exit {int(run.code)})')

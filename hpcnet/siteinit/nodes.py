@@ -9,7 +9,7 @@ state, addresses), each interface's speed from sysfs (what ethtool prints),
 the format of Mellanox's ``show_gids`` (read from the same sysfs files it
 reads), so recorded outputs of those tools are parsed as they are; and each
 interface's root qdisc (``tc -j qdisc show``), as the calibration reads it
-(hpcnet.checklib.calibration): a tbf there sends slower than the link.
+(hpcnet.checklib.qdiscs): a tbf there sends slower than the link.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from hpcnet.checklib import calibration
+from hpcnet.checklib import qdiscs
 
 _MARK = '@@hpcnet-site-init'
 
@@ -104,9 +104,11 @@ def parse_shapers(text: str) -> dict:
         words = line.split(' ', 3)
         if len(words) == 4 and words[0] == 'hpcnet-shaper:':
             try:
-                rates[words[2]] = calibration.shaped_rates(line).get(words[1])
-            except calibration.CalibrationError as err:
+                (iface,) = qdiscs.interfaces(line).values()
+            except qdiscs.ShapingError as err:
                 raise ProbeError(str(err)) from None
+            roots = [q for q in iface.qdiscs if q.get('root') and q.get('kind') == 'tbf']
+            rates[words[2]] = int(roots[0]['options']['rate']) * 8 if roots else None
     return rates
 
 

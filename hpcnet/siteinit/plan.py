@@ -115,3 +115,31 @@ def dump_script(commands: list) -> str:
                      f'echo "failed: {command.file} (see $DIR/{command.file[:-4]}.err)" >&2')
     lines.append('echo "saved in $DIR: copy it back and run hpcnet site init NAME --from $DIR"')
     return '\n'.join(lines) + '\n'
+
+
+def _node_states(by_name: dict) -> str:
+    return ', '.join(f'{name} ({state})' for name, state in sorted(by_name.items()))
+
+
+def probes_for(wanted: list, slurm_nodes: list, access: list, reservation: str | None,
+                count: int | None) -> tuple:
+    '''([(partition, probe Command)], [why a partition is not probed],
+    [which nodes are left out and why]): each partition's probe runs on the
+    nodes Slurm would start a job on now (slurm.available), ``count`` of them
+    at most.'''
+    probes, skipped, left_out = [], [], []
+    for part in wanted:
+        if part.total_nodes == 0:
+            skipped.append(f'{part.name}: no nodes (scontrol show partition: TotalNodes=0)')
+            continue
+        hosts, busy = slurm.split_available(part, slurm_nodes, reservation)
+        if busy:
+            left_out.append(f'{part.name}: {_node_states(busy)} left out: scontrol shows '
+                            f'{"them" if len(busy) > 1 else "it"} not idle'
+                            + (f' nor in reservation {reservation}' if reservation else ''))
+        if not hosts:
+            skipped.append(f'{part.name}: no node is idle (scontrol show node: {_node_states(busy)}); '
+                           'run site init again when some are, or in a reservation (--reservation)')
+            continue
+        probes.append((part, probe(part, hosts[:count] if count else hosts, access)))
+    return probes, skipped, left_out

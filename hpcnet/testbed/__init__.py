@@ -27,8 +27,7 @@ API for the ReFrame integration (see ``Testbed``)::
     tb.nodes(), tb.addresses()      # names and addresses
     tb.iface, tb.rate               # 'eth0', '1gbit' (or None)
 
-CLI: ``hpcnet testbed up|down|exec|status|shape`` or
-``python -m hpcnet.testbed ...``.
+CLI: ``hpcnet testbed up|down|exec|status|shape`` (hpcnet.commands.testbed).
 """
 from hpcnet.testbed.cluster import Testbed
 from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, burst_bytes, rate_bps

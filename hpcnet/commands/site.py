@@ -1,4 +1,4 @@
-"""The `hpcnet site` commands (registered by hpcnet.cli):
+"""The `hpcnet site` commands:
 
     hpcnet site init NAME [--dry-run]   a site file from Slurm and the nodes
     hpcnet site check [--system NAME]   what the site must hold before its first run
@@ -21,6 +21,7 @@ from hpcnet.siteinit import check, nodes, plan, proposal, slurm
 from hpcnet.sites import SHIPPED_SYSTEMS, load_site_files, sessions_dir, system_directories
 from hpcnet.stacks import modules
 
+
 def _say(msg: str) -> None:
     print(f'hpcnet: {msg}', file=sys.stderr, flush=True)
 
@@ -30,34 +31,6 @@ def target_directory() -> Path:
     (a site's files kept outside the checkout), else config/systems.'''
     extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
     return Path(extra[0]) if extra else SYSTEMS_DIR
-
-
-def _states(by_name: dict) -> str:
-    return ', '.join(f'{name} ({state})' for name, state in sorted(by_name.items()))
-
-
-def plan_probes(wanted: list, slurm_nodes: list, access: list, reservation: str | None,
-                count: int | None) -> tuple:
-    '''([(partition, probe Command)], [why a partition is not probed],
-    [which nodes are left out and why]): each partition's probe runs on the
-    nodes Slurm would start a job on now (slurm.available), ``count`` of them
-    at most.'''
-    probes, skipped, left_out = [], [], []
-    for part in wanted:
-        if part.total_nodes == 0:
-            skipped.append(f'{part.name}: no nodes (scontrol show partition: TotalNodes=0)')
-            continue
-        hosts, busy = slurm.split_available(part, slurm_nodes, reservation)
-        if busy:
-            left_out.append(f'{part.name}: {_states(busy)} left out: scontrol shows '
-                            f'{"them" if len(busy) > 1 else "it"} not idle'
-                            + (f' nor in reservation {reservation}' if reservation else ''))
-        if not hosts:
-            skipped.append(f'{part.name}: no node is idle (scontrol show node: {_states(busy)}); '
-                           'run site init again when some are, or in a reservation (--reservation)')
-            continue
-        probes.append((part, plan.probe(part, hosts[:count] if count else hosts, access)))
-    return probes, skipped, left_out
 
 
 def _wanted(args, partitions: list) -> list:
@@ -80,7 +53,7 @@ def _check_target(args) -> Path:
     return path
 
 
-def cmd_init(args) -> int:
+def run_init(args) -> int:
     writes = not (args.dry_run or args.dump_commands)
     path = _check_target(args) if writes else proposal.check_name(args.name)
     access = plan.access_options(args.reservation, args.account, args.qos)
@@ -91,8 +64,8 @@ def cmd_init(args) -> int:
     except slurm.SlurmError as err:
         raise ConfigError(f'site init reads Slurm: {err}') from None
     wanted = _wanted(args, partitions)
-    probes, skipped, left_out = plan_probes(wanted, slurm_nodes, access, args.reservation,
-                                            args.nodes)
+    probes, skipped, left_out = plan.probes_for(wanted, slurm_nodes, access,
+                                              args.reservation, args.nodes)
     for line in left_out:
         _say(line)
     commands = [plan.HOSTNAME, plan.SHOW_NODES, plan.SHOW_PARTITIONS,
@@ -169,7 +142,7 @@ def _site(args):
     return mine[0]
 
 
-def cmd_check(args) -> int:
+def run_check(args) -> int:
     site = _site(args)
     system = site.system
     try:
@@ -209,7 +182,7 @@ def cmd_check(args) -> int:
     return code
 
 
-def register(sub) -> None:
+def add_parser(sub) -> None:
     '''Add `site init` and `site check` to hpcnet's subcommands.'''
     p = sub.add_parser('site', help='site file from Slurm (init), and checks before the first run')
     ss = p.add_subparsers(dest='site_cmd', required=True)
@@ -232,11 +205,11 @@ def register(sub) -> None:
                          ('--qos', 'a QOS')):
         i.add_argument(option, help=f'run the probe in {what}, and write it into every '
                                     "partition's access (Slurm's option of that name)")
-    i.set_defaults(func=cmd_init)
+    i.set_defaults(func=run_init)
     c = ss.add_parser('check', help='what a site must hold before its first run')
     c.add_argument('--system', help='the site (default: the site file matching this host)')
     c.add_argument('--stage-dir',
                    help="where jobs stage (default: hpcnet run's: the site file's prefix, "
                         'else output/ of the work directory)')
     c.add_argument('--environ', help='only environments matching this regex (as ReFrame -p)')
-    c.set_defaults(func=cmd_check)
+    c.set_defaults(func=run_check)

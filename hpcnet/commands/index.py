@@ -18,7 +18,7 @@ from hpcnet import argtypes, runner
 from hpcnet.acceptance import metricindex
 
 
-def cmd_index(args) -> int:
+def run(args) -> int:
     try:
         db = metricindex.results_db(Path(args.db) if args.db else None)
         return {'build': _build, 'prune': _prune, 'export': _export}[args.action](args, db)
@@ -77,4 +77,4 @@ def add_parser(sub) -> None:
     export.add_argument('--output', metavar='FILE', help='write here (default: stdout)')
     for action in (build, prune, export):
         action.add_argument('--db', metavar='FILE', help=db_help)
-    p.set_defaults(func=cmd_index)
+    p.set_defaults(func=run)

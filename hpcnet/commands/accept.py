@@ -19,9 +19,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from hpcnet import runner
+from hpcnet import argtypes, runner
 from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.commands.compare import parse_pairs
 from hpcnet.constants import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.reframeargs import named_system
@@ -134,3 +135,31 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     runner.say(f'{outcome.summary()}; {taken} repeats, {time.monotonic() - start:.0f} s')
     runner.say(f'{WORDS[code]}: exit code {int(code)}')
     return code
+
+
+def run(args) -> int:
+    if args.max_repeats < args.repeats:
+        raise runner.SelectionError(f'--max-repeats {args.max_repeats} is below --repeats '
+                                    f'{args.repeats}')
+    return accept(args.reframe_args, Budget(args.repeats, args.max_repeats, args.time_budget),
+                  baseline_spec=args.baseline, system=args.system, pairs=parse_pairs(args.pair),
+                  alpha=args.alpha, threshold=args.threshold)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('accept', help='K repeats compared with the baseline; more until decided')
+    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
+                   help='samples of every metric in the first round (default 5)')
+    p.add_argument('--max-repeats', type=argtypes.positive_int, default=15,
+                   help='samples of any metric in all rounds together (default 15)')
+    p.add_argument('--time-budget', type=float, default=3600, metavar='SECONDS',
+                   help='no new round starts after this (default 3600)')
+    p.add_argument('--baseline', default=compare.BASELINE,
+                   help="the before side (default: the system's latest baseline session)")
+    p.add_argument('--pair', action='append', metavar='OLD=NEW',
+                   help='pair an environment an upgrade renamed (repeatable)')
+    p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA)
+    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD)
+    p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
+                   help="whose baseline (default: the system of --system)")
+    p.set_defaults(func=run, takes_reframe_args=True)

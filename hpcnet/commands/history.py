@@ -10,9 +10,10 @@ from hpcnet import argtypes, exitcodes, runner
 from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
 from hpcnet.acceptance import history_text, metricindex, trend
 from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.commands.report import write_page
 
 
-def cmd_history(args) -> int:
+def run(args) -> int:
     if args.min_segment < 2:
         raise runner.SelectionError(f'--min-segment {args.min_segment}: a level of one session '
                                     'is one bad night, not a change (valid: 2 or more)')
@@ -40,11 +41,7 @@ def cmd_history(args) -> int:
                   f'below are those of the latest, {latest.label()})',
             trend=trend.section(found))
         output = Path(args.html)
-        try:
-            output.write_text(page)
-        except OSError as err:
-            raise runner.SelectionError(f'--html {output}: cannot write the page: '
-                                        f'{err.strerror}') from None
+        write_page(page, output, '--html', 'page')
         runner.say(f'trend page: {output}')
     runner.say(verdict)
     return code
@@ -75,7 +72,6 @@ def _acknowledge(args, found: history.History) -> history.History:
 
 
 def add_parser(sub) -> None:
-    """Register `hpcnet history` on the subcommands of hpcnet.cli."""
     p = sub.add_parser('history', help="every metric's trend over the stored sessions, "
                                        'and the session it changed')
     p.add_argument('--period', default=compare.ALL_TIME,
@@ -101,5 +97,5 @@ def add_parser(sub) -> None:
                         'at this session, for the series REGEX finds (default: all), in '
                         f'<reference dir>/{accepted.ACKNOWLEDGED}; needs --why')
     p.add_argument('--why', metavar='TEXT', help='why the change is accepted (the record keeps it)')
-    p.set_defaults(func=cmd_history)
+    p.set_defaults(func=run)
 

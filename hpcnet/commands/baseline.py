@@ -1,0 +1,94 @@
+"""`hpcnet baseline [--repeats K]`: K sessions -> reference/<system>.yaml with provenance."""
+from __future__ import annotations
+
+import datetime
+import os
+import tempfile
+from pathlib import Path
+
+from hpcnet import argtypes, exitcodes, runner, sites
+from hpcnet.acceptance import accepted, baseline, references
+from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV
+from hpcnet.exitcodes import Exit
+from hpcnet.reframeargs import named_system
+
+
+def run(args) -> int:
+    '''K sessions of the selected checks (not judged meanwhile), each
+    stored tagged as one candidate; references with provenance from the
+    passed samples, merged into the system's file (entries not measured
+    are kept): written there, the baseline (hpcnet.acceptance.accepted).
+    Separate sessions, so the tolerance sees the drift between sessions
+    that the next clean run will have, not only the spread within one.'''
+    if PROJECT_ROOT is None and not args.output and not os.environ.get(REFERENCE_DIR_ENV):
+        raise runner.SelectionError(f'an installed hpcnet does not write into its installation '
+                                    f'({REFERENCE_DIR}): set {REFERENCE_DIR_ENV} to your own '
+                                    'reference directory (runs are then judged against it), or '
+                                    'give -o FILE')
+    system = named_system(args.reframe_args, os.environ).split(':')[0] or None
+    baseline_id = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
+    reports, codes = [], []
+    with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
+        for session in range(1, args.repeats + 1):
+            runner.say(f'baseline session {session} of {args.repeats}')
+            suite_run = runner.run_suite('baseline', [
+                *args.reframe_args, '--session-extras', f'{baseline.BASELINE_TAG}={baseline_id}'],
+                env=baseline.environment_for_baseline_runs(scratch),
+                judged_elsewhere='the baseline being made')
+            codes.append(suite_run.code)
+            if suite_run.report is None:
+                return suite_run.nothing_ran(f'baseline session {session}',
+                                             'no references written')
+            reports.append(references.load_report(suite_run.report))
+    rc = exitcodes.worst(*codes)
+    systems = {tc['system'] for tc in baseline.judged_cases(reports)}
+    if system is None and len(systems) == 1:
+        system = systems.pop()
+    path = Path(args.output or baseline.reference_path_for(system))
+    # What the file's site says is not asserted stays so, and its spread
+    # does not widen or unassert the metrics measured beside it.
+    existing = references.load(path) if path.exists() else {}
+    floor, source = sites.baseline_floor(system, args.floor)
+    runner.say(f'tolerance floor {floor:g} ({source})')
+    data = baseline.document(reports, floor=floor,
+                             declared=baseline.site_not_asserted(existing))
+    if not data:
+        runner.say('no passed case with performance values: no references written')
+        return rc if rc != Exit.OK else Exit.UNDECIDED
+    prov = data[baseline.PROVENANCE]
+    for left in prov.get('left_out') or []:
+        runner.say(f'left out as an outlier: {left}')
+    if prov.get('not_asserted'):
+        runner.say(f'{prov["not_asserted"]} metrics vary more than a reference can bound: recorded '
+             'and compared, not asserted ($not_asserted in the file says why each)')
+    if existing:
+        data = baseline.merge(existing, data)
+    text = references.dump(data)
+    if path.exists():
+        changes = baseline.diff(path.read_text(), text, str(path))
+        print(changes or f'{path}: the references are unchanged (only the provenance is new)')
+        if not args.write:
+            proposed = path.with_name(path.name + '.baseline')
+            proposed.write_text(text)
+            runner.say(f'{path} exists and was kept; the candidate baseline is {proposed} '
+                 '(hpcnet baseline --write replaces the file; entries it did not measure are kept)')
+            runner.say(accepted.candidate_note(baseline_id, path))
+            return rc
+    path.write_text(text)
+    runner.say(f'wrote {path} from {args.repeats} sessions ({prov["passed_cases"]} passed cases): '
+         'review it, then commit')
+    reference = Path(baseline.reference_path_for(system)) if system else None
+    if reference is None or path.resolve() != reference.resolve():
+        runner.say(accepted.candidate_note(baseline_id, reference))
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('baseline', help='K repeats -> references with provenance')
+    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
+                   help='sessions of samples (default 5)')
+    p.add_argument('--floor', type=argtypes.tolerance_floor,
+                   help=f"tightest tolerance (fraction; default: the site file's "
+                        f"{sites.BASELINE_FLOOR}, else {baseline.TOLERANCE_FLOOR:g})")
+    p.add_argument('--write', action='store_true', help='replace an existing reference file')
+    p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml)')
+    p.set_defaults(func=run, takes_reframe_args=True)

@@ -1,0 +1,48 @@
+"""`hpcnet crosscheck`: our kernel against IMB and OSU, ratios of medians."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcnet import argtypes, runner, stacks
+from hpcnet.acceptance import references
+from hpcnet.constants import Feature
+
+
+def run(args) -> int:
+    from hpcnet.acceptance import crosscheck
+    if args.report:
+        report = Path(args.report)
+    else:
+        envs = [e.name for e in stacks.discover().environments
+                if e.primary and ({Feature.IMB, Feature.OSU} & set(e.features))]
+        if not envs:
+            runner.say('no environment ships IMB-MPI1 or the OSU benchmarks (feature +imb or '
+                       '+osu): nothing to cross-check')
+            return 1
+        modes = '|'.join(sorted({p.ours_mode for p in crosscheck.PAIRINGS}))
+        refs = '|'.join(f'{p.check}.*benchmark={p.benchmark}' for p in crosscheck.PAIRINGS)
+        session = runner.run_suite(
+            'crosscheck', ['-n', rf'^(hpcnet_p2p.*scale=1_node.*mode=({modes})|{refs})( |$)',
+                           '-p', '^(' + '|'.join(envs) + ')$',
+                           '--reruns', str(args.repeats - 1), *args.reframe_args])
+        if (report := session.report) is None:
+            return session.nothing_ran('the cross-check', 'no ratios')
+        if session.code != 0:
+            runner.say(f'some runs failed (exit {int(session.code)}); ratios below use the ones '
+                       'that passed')
+    data = references.load_report(report)
+    cases = [tc for run in data.get('runs', []) for tc in run['testcases']]
+    rows = crosscheck.ratios(cases)
+    if not rows:
+        runner.say(f'{report}: no environment with both our kernel and IMB or OSU passing')
+        return 1
+    print(crosscheck.table(rows))
+    return 0 if all(r.ok for r in rows) else 2
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('crosscheck', help='our kernel against IMB and OSU (ratios of medians)')
+    p.add_argument('--report', help='use this ReFrame JSON report instead of running')
+    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
+                   help='runs of each side in the session; figures are medians (default 5)')
+    p.set_defaults(func=run, takes_reframe_args=True)

@@ -1,0 +1,28 @@
+"""`hpcnet fabrics validate`: the fabric table, and every system file against it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcnet import model, sites
+
+
+def run(args) -> int:
+    '''Validate the fabric table (and every system file against it).'''
+    path = Path(args.file) if args.file else model.FABRICS_FILE
+    table = model.load_table(path)
+    print(f'ok: {path}: fabrics {", ".join(table["fabrics"])}; MPI profiles '
+          f'{", ".join(table["profiles"])}')
+    if not args.file:
+        for system in sites.load_system_files(*sites.system_directories()):
+            parts = ', '.join(f'{p["name"]} ({p["extras"][model.PartitionKey.FABRIC]})'
+                              for p in system['partitions'])
+            print(f'ok: system {system["name"]}: {parts}')
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('fabrics', help='the fabric x MPI table')
+    fs = p.add_subparsers(dest='fabrics_cmd', required=True)
+    v = fs.add_parser('validate', help='check config/fabrics.yaml and every system file')
+    v.add_argument('file', nargs='?', help='another fabric table to check')
+    p.set_defaults(func=run, needs_work_dir=False)

@@ -1,0 +1,45 @@
+"""`hpcnet install-stacks`: the PyPI MPI stacks, one prefix each."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from hpcnet import runner, stacks
+from hpcnet.stacks import sources
+
+
+def run(args) -> int:
+    root = stacks.pypi_root(stacks.state_dir())
+    failed = []
+    # Exact versions (each family's pypi_requirements): the suite must be reproducible.
+    for entry in sources.pypi_stacks():
+        name, reqs = entry.name, list(entry.pypi_requirements)
+        if args.only and name not in args.only:
+            continue
+        prefix = root / name
+        marker = prefix / '.hpcnet-installed'
+        if marker.exists() and marker.read_text().split() == reqs:
+            runner.say(f'{name}: {" ".join(reqs)} already in {prefix}')
+            continue
+        shutil.rmtree(prefix, ignore_errors=True)
+        cmd = [sys.executable, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
+               '--no-warn-script-location', '--ignore-installed', '--prefix', str(prefix), *reqs]
+        if entry.pypi_no_deps:
+            cmd.insert(cmd.index('--prefix'), '--no-deps')
+        runner.say(f'{name}: installing {" ".join(reqs)} into {prefix}')
+        res = subprocess.run(cmd)
+        if res.returncode != 0:
+            failed.append(name)
+            runner.say(f'{name}: pip failed (exit {res.returncode}); this stack is left out')
+            shutil.rmtree(prefix, ignore_errors=True)
+            continue
+        marker.write_text(' '.join(reqs) + '\n')
+    return 1 if failed and args.strict else 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('install-stacks', help='install the PyPI MPI stacks')
+    p.add_argument('--only', nargs='*', choices=[e.name for e in sources.pypi_stacks()])
+    p.add_argument('--strict', action='store_true', help='fail when a stack cannot be installed')
+    p.set_defaults(func=run)

@@ -1,0 +1,23 @@
+"""`hpcnet paper [--report R]`: the Rocks cluster paper's tables beside a testbed session."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcnet import runner
+from hpcnet.acceptance import references
+
+
+def run(args) -> int:
+    from hpcnet.acceptance import paper
+    report = Path(args.report) if args.report else runner.reports_dir() / 'testbed-latest.json'
+    try:
+        print(paper.tables(references.load_report(report)))
+    except paper.PaperError as err:
+        raise runner.SelectionError(f'{report}: {err}') from None
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('paper', help="the Rocks cluster paper's Tables I-IV beside a testbed session")
+    p.add_argument('--report', help='ReFrame JSON report (default reports/testbed-latest.json)')
+    p.set_defaults(func=run, needs_work_dir=False)

@@ -1,0 +1,47 @@
+"""`hpcnet refs validate|generate`: reference files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hpcnet import argtypes, runner, sites
+from hpcnet.acceptance import baseline, references
+from hpcnet.exitcodes import Exit
+
+
+def run(args) -> int:
+    if args.refs_cmd == 'validate':
+        # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
+        if args.files:
+            files = [Path(f) for f in args.files]
+            for f in files:
+                references.load(f)
+        else:
+            files = references.validate_directory()
+        for f in files:
+            print(f'ok: {f}')
+        return Exit.OK
+    report = references.load_report(Path(args.report))
+    systems = {tc['system'] for tc in baseline.judged_cases([report])}
+    floor, _ = sites.baseline_floor(systems.pop() if len(systems) == 1 else None, args.floor)
+    text = references.dump(baseline.document([report], floor=floor))
+    if args.output:
+        Path(args.output).write_text(text)
+        runner.say(f'wrote {args.output}: review it, then commit')
+    else:
+        print(text, end='')
+    return Exit.OK
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('refs', help='reference files')
+    rs = p.add_subparsers(dest='refs_cmd', required=True)
+    v = rs.add_parser('validate')
+    v.add_argument('files', nargs='*')
+    g = rs.add_parser('generate')
+    g.add_argument('report', help='ReFrame JSON run report of a good run')
+    g.add_argument('--floor', type=argtypes.tolerance_floor,
+                   help=f"tightest tolerance (default: the site file's {sites.BASELINE_FLOOR}, "
+                        f"else {baseline.TOLERANCE_FLOOR:g}); each is derived from the samples' "
+                        "spread")
+    g.add_argument('-o', '--output')
+    p.set_defaults(func=run, needs_work_dir=False)

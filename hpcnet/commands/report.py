@@ -1,0 +1,74 @@
+"""`hpcnet report [SESSIONS]`: one self-contained HTML page (also written by every run)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hpcnet import exitcodes, runner
+from hpcnet.acceptance import compare
+from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.commands.compare import compare_sides
+
+
+def run(args) -> int:
+    '''One HTML page of sessions (reports or stored sessions), or of a
+    comparison, with the verdict `hpcnet run` or `hpcnet compare` gives
+    them.  Without -o it goes beside the reports under a name of its own, so
+    no page overwrites another: latest.html for the latest run (the page
+    that run wrote), report-<first session>.html, compare-<before>-<after>.html.'''
+    latest = runner.reports_dir() / 'latest.json'
+    try:
+        if args.compare:
+            before, after, outcome = compare_sides(*args.compare, alpha=compare.ALPHA,
+                                                   threshold=compare.THRESHOLD)
+            page = hpcnet_report.render(
+                before.reports + after.reports,
+                title=f'hpcnet compare {args.compare[0]} {args.compare[1]}',
+                verdict=f'{exitcodes.WORDS[outcome.exit_code]}: {outcome.summary()}',
+                comparison_of=(outcome, before, after))
+            name = f'compare-{before.sessions[0][:8]}-{after.sessions[0][:8]}.html'
+        else:
+            specs = args.sessions or [str(latest)]
+            sides = [compare.load_side(x) for x in specs]
+            reports = [r for side in sides for r in side.reports]
+            retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
+            lines, _ = runner.reports_summary(reports)
+            page = hpcnet_report.render(reports, retried, verdict=lines[-1],
+                                        title='hpcnet ' + ' '.join(s.spec for s in sides))
+            name = ('latest.html' if [Path(s).resolve() for s in specs] == [latest.resolve()]
+                    else f'report-{sides[0].sessions[0][:8]}.html')
+            # A stored session (of hpcnet run or plain reframe -r) gets its run report too.
+            stored = [r for side in sides if not Path(side.spec).is_file() for r in side.reports]
+            for data in stored:
+                path = runner.reports_dir() / f'report-{data["session_info"]["uuid"][:8]}.json'
+                path.write_text(json.dumps(data, indent=1))
+                runner.say(f'run report: {path}')
+            for line in lines:
+                runner.say(line)
+    except compare.CompareError as err:
+        raise runner.SelectionError(str(err)) from None
+    output = Path(args.output) if args.output else runner.reports_dir() / name
+    write_page(page, output, '-o', 'report')
+    runner.say(f'HTML report: {output}')
+    return 0
+
+
+def write_page(page: str, output: Path, option: str, what: str) -> None:
+    '''Write the HTML ``page`` where ``option`` says: a path that cannot be
+    written is the user's error, one line.'''
+    try:
+        output.write_text(page)
+    except OSError as err:
+        raise runner.SelectionError(f'{option} {output}: cannot write the {what}: '
+                                    f'{err.strerror}') from None
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
+    p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')
+    p.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'))
+    p.add_argument('-o', '--output',
+                   help='HTML file (default in <reports>: latest.html for the latest run, '
+                        'report-<first session uuid, 8 characters>.html for other sessions, '
+                        'compare-<before>-<after>.html for --compare)')
+    p.set_defaults(func=run)
