@@ -41,3 +41,15 @@ def tolerance_floor(text: str) -> float:
         raise argparse.ArgumentTypeError(f'{text!r} is not a fraction above 0 and below the '
                                          f'tolerance cap {TOLERANCE_CAP:g} (e.g. 0.1 for 10 %)')
     return value
+
+
+def comma_list(valid: tuple):
+    '''The type of an option that takes some of ``valid``, comma-separated.'''
+    def chosen(text: str) -> list:
+        names = [n for n in text.split(',') if n]
+        unknown = sorted(set(names) - set(valid))
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f'unknown {", ".join(unknown) or "(none given)"} '
+                                             f'(valid: {", ".join(valid)})')
+        return names
+    return chosen

@@ -28,10 +28,8 @@ from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
                                 unmatched_prgenv)
-# The verdict of a session's cases, as this module's callers have always read it here.
 from hpcnet.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
-                            final_cases_of, measured_on_overloaded_host, reports_summary,
-                            rerun_command, summary)
+                            final_cases_of, measured_on_overloaded_host, summary)
 
 
 def say(msg):

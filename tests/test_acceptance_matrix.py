@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from hpcnet import runner
+from hpcnet import verdict
 from hpcnet.checklib import sanity
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
@@ -137,7 +137,7 @@ def test_every_case_skipped_is_not_decided():
         'name': 'hpcnet_p2p', 'system': 'local', 'partition': 'tcp', 'environ': env,
         'result': 'skip', 'skip_reason': f'{env} cannot use fabric tcp: libfabric.so.1 not found'}
         for env in ('gcc12-impi2021', 'gcc11-impi2021')}
-    lines, code = runner.summary(skipped, [])
+    lines, code = verdict.summary(skipped, [])
     assert code == Exit.UNDECIDED
     assert 'NOTHING RAN: every selected case was skipped' in lines
     assert any(l.startswith('SKIPPED (1): gcc12-impi2021') for l in lines)

@@ -9,7 +9,7 @@ from pathlib import Path
 import conftest
 import pytest
 
-from hpcnet import runner
+from hpcnet import verdict
 from hpcnet.acceptance.references import Basis
 from hpcnet.checklib import calibration, qdiscs
 from hpcnet.constants import MEASUREMENT_WITHHELD
@@ -186,7 +186,7 @@ def test_a_busy_host_makes_the_run_not_decided():
              for env, judgement, basis in (
                  ('gcc12-openmpi4', f'not judged: {reason}', Basis.WITHHELD),
                  ('gcc12-mpich4', 'judged against reference/testbed.yaml', Basis.REFERENCES))}
-    lines, code = runner.summary(cases, [])
+    lines, code = verdict.summary(cases, [])
     assert code == Exit.UNDECIDED
     assert f'NOT JUDGED (1): {reason}' in lines
     assert lines[-1] == (f'NOT DECIDED: 2 pass; 1 case(s) not judged: {MEASUREMENT_WITHHELD} '
@@ -201,7 +201,7 @@ def test_the_last_line_counts_judged_and_unjudged_cases():
                  ('gcc12-openmpi4', 'not judged: no metric of this case is asserted',
                   Basis.NOTHING_ASSERTED),
                  ('gcc12-mpich4', 'judged against reference/testbed.yaml', Basis.REFERENCES))}
-    lines, code = runner.summary(cases, [])
+    lines, code = verdict.summary(cases, [])
     assert code == Exit.OK
     assert lines[-1] == ('PASSED: 2 pass; performance: 1 case(s) judged against references, '
                          '1 recorded, not judged (NOT JUDGED says why)')

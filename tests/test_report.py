@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import runner
+from hpcnet import verdict
 from hpcnet.acceptance import compare, report
 from hpcnet.commands import report as report_command
 
@@ -22,11 +22,11 @@ SCREENSHOT = Path('/tmp/report-first-viewport.png')
 
 
 def _verdict(data: dict) -> str:
-    '''The verdict line `hpcnet report` gives a report: runner.summary's last.'''
+    '''The verdict line `hpcnet report` gives a report: verdict.summary's last.'''
     final = {(tc['name'], tc['system'], tc['partition'], tc['environ']): tc
              for run in data['runs'] for tc in run['testcases']}
     retried = [{'attempts': '?', **tc} for tc in data.get('hpcnet_retried', [])]
-    return runner.summary(final, retried)[0][-1]
+    return verdict.summary(final, retried)[0][-1]
 
 
 @pytest.fixture(scope='module')

@@ -3,9 +3,7 @@ results database of crafted nightly sessions (tests/test_history.py makes
 them from a recorded testbed session) gives its named non-zero verdict when
 the newest nights are bad, a case stopped, or the change came a few
 sessions after the period start."""
-import json
 import os
-import sqlite3
 import subprocess
 import sys
 import time
@@ -14,31 +12,15 @@ from pathlib import Path
 import conftest
 from test_history import DAY, _noisy, nights
 
+from hpcnet.acceptance import metricindex
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
 
 
 def results_db(path: Path, reports: list) -> Path:
-    """A results database holding ``reports``, in the tables ReFrame 4's
-    sqlite storage reads (reframe/frontend/reporting/storage.py, schema 1.0)."""
-    with sqlite3.connect(path) as db:
-        db.execute('CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
-                   'session_end_unix REAL, json_blob TEXT, report_file TEXT)')
-        db.execute('CREATE TABLE testcases(name TEXT, system TEXT, partition TEXT, environ TEXT, '
-                   'job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT)')
-        db.execute('CREATE TABLE metadata(schema_version TEXT)')
-        db.execute("INSERT INTO metadata VALUES('1.0')")
-        for r in reports:
-            info = r['session_info']
-            db.execute('INSERT INTO sessions VALUES(?, ?, ?, ?, NULL)',
-                       (info['uuid'], info['time_start_unix'], info['time_end_unix'], json.dumps(r)))
-            for run in r['runs']:
-                for tc in run['testcases']:
-                    db.execute('INSERT INTO testcases VALUES(?, ?, ?, ?, ?, ?, ?)',
-                               (tc['name'], tc['system'], tc['partition'], tc['environ'],
-                                info['time_end_unix'], info['uuid'], f'{info["uuid"]}:0:0'))
-    return path
+    """A results database holding ``reports``."""
+    return metricindex.store_reports(path, reports)
 
 
 def _history(tmp_path, values: list, *args) -> subprocess.CompletedProcess:

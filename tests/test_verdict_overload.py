@@ -14,7 +14,7 @@ import pytest
 from reframe.core.exceptions import PerformanceError
 
 import conftest
-from hpcnet import runner
+from hpcnet import verdict
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.acceptance.references import Basis
 from hpcnet.checklib import calibration, testlib
@@ -68,7 +68,7 @@ def test_verdict_5_a_slow_path_on_a_quiet_host_fails_on_performance(tmp_path):
         _verdict_of_the_check(found)
     cases = {('hpcnet_p2p', 'testbed', 'eth', 'gcc12-openmpi4'):
              _case('fail', fail_reason=f'performance error: {failure.value}')}
-    lines, code = runner.summary(cases, [])
+    lines, code = verdict.summary(cases, [])
     assert code == Exit.FAILED and lines[-1] == 'FAILED: 1 fail', lines
     conftest.FAULT_MATRIX.append(('verdict #5: slow link on a quiet host (cn1-cn2 at 700mbit)',
                                   f'exit {int(code)}', lines[0][:160]))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from hpcnet import cli, runner
+from hpcnet import cli, runner, verdict
 from hpcnet.acceptance import references
 from hpcnet.acceptance.references import Basis
 from hpcnet.constants import REPORTS_DIR_ENV
@@ -80,7 +80,7 @@ def test_a_case_that_failed_in_one_repeat_fails_the_report():
     '''`hpcnet report` of a --repeats 5 report whose case failed its transport
     proof in repeat 2 and passed in repeat 5: FAILED, naming the repeat.'''
     repeats = [[PASSED], [_failed(PASSED, WRONG_TRANSPORT)], [PASSED], [PASSED], [PASSED]]
-    lines, code = runner.reports_summary([_report(repeats)])
+    lines, code = verdict.reports_summary([_report(repeats)])
     assert code == Exit.FAILED, lines
     assert f'FAILED in repeat 2 of 5: {P2P} @local:tcp+gcc12-openmpi4: {WRONG_TRANSPORT}' in lines
     assert lines[-1].startswith('FAILED: 1 fail'), lines
@@ -102,7 +102,7 @@ def test_a_failure_in_one_repeat_fails_the_run_beside_a_retried_known_issue(fake
     data = json.loads(run.report.read_text())
     (retried,) = data['hpcnet_retried']
     assert (retried['repeat'], retried['repeats'], retried['attempts']) == (2, 3, 2)
-    lines, code = runner.reports_summary([data])
+    lines, code = verdict.reports_summary([data])
     assert code == Exit.FAILED
     assert any(l.startswith('PASSED ONLY ON RETRY (attempt 2) in repeat 2 of 3: ') for l in lines)
     assert any(l.startswith(f'FAILED in repeat 2 of 3: {P2P} @local:tcp+gcc12-openmpi4') for l in lines)
@@ -115,13 +115,13 @@ def test_a_known_issue_in_one_repeat_passed_on_retry_passes(fake_reframe):
     sessions += [(_report(repeats), 1), (_report([[PASSED]]), 0)]
     run = runner.run_suite('run', ['--system', 'local:tcp', '--reruns', '2'])
     assert run.code == Exit.OK
-    lines, code = runner.reports_summary([json.loads(run.report.read_text())])
+    lines, code = verdict.reports_summary([json.loads(run.report.read_text())])
     assert code == Exit.OK and lines[0].startswith('PASSED ONLY ON RETRY (attempt 2) in repeat 2 '
                                                    'of 3: '), lines
     # An older report's retried entry names no repeat: it was the last one's.
     old = _report([[PASSED], [_failed(PASSED, KNOWN_ISSUE['fail_reason'])]],
                   [{**PASSED, 'first_attempt': KNOWN_ISSUE['fail_reason'], 'retried_for': 'known issue'}])
-    assert runner.reports_summary([old])[1] == Exit.OK
+    assert verdict.reports_summary([old])[1] == Exit.OK
 
 
 def test_reframe_failing_outside_any_case_fails_also_after_a_retry(fake_reframe):
@@ -198,14 +198,14 @@ def test_a_case_nothing_can_fail_is_not_decided(fake_reframe):
     sessions.append((_report([[unasserted, judged]]), 0))
     run = runner.run_suite('run', ['--system', 'local:tcp'])
     assert run.code == Exit.UNDECIDED
-    lines, _ = runner.reports_summary([json.loads(run.report.read_text())])
+    lines, _ = verdict.reports_summary([json.loads(run.report.read_text())])
     named = [l for l in lines if l.endswith('nothing can fail them')]
     assert named and named[0].startswith(f'NOT DECIDED (1): {P2P} @local:tcp+gcc12-openmpi4: '), lines
     _row(8, 'every metric of a case unasserted by the baseline spread', run.code, named[0])
     # A site's own reason for each metric is a decision, as a missing file is.
     declared = {**unasserted, 'not_asserted': {k: {**v, 'reason': "latency is the host's"}
                                                for k, v in unasserted['not_asserted'].items()}}
-    assert runner.summary({('a',): [declared], ('b',): [judged]}, [])[1] == Exit.OK
+    assert verdict.summary({('a',): [declared], ('b',): [judged]}, [])[1] == Exit.OK
 
 
 def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
@@ -216,7 +216,7 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
     sessions.append((_report([[skipped, PASSED]]), 0))
     run = runner.run_suite('run', ['--system', 'local:tcp'])
     assert run.code == Exit.UNDECIDED
-    lines, code = runner.reports_summary([json.loads(run.report.read_text())])
+    lines, code = verdict.reports_summary([json.loads(run.report.read_text())])
     named = [l for l in lines if 'skipped, but' in l]
     assert lines[-1].startswith('NOT DECIDED: 1 pass, 1 skip; ') and code == Exit.UNDECIDED and named == [
         f'NOT DECIDED: {P2P} @local:tcp+gcc12-impi2021: skipped, but its partition declares the '
@@ -224,7 +224,7 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
     _row(8, 'a stack skipped on its declared fabric beside a pass', run.code, named[0])
     # Any other skip (no second node, no iperf3) beside a pass stays a pass.
     other = {**skipped, 'skip_reason': 'iperf3 is not on PATH (install the iperf3 package)'}
-    assert runner.summary({('a',): [other], ('b',): [PASSED]}, [])[1] == Exit.OK
+    assert verdict.summary({('a',): [other], ('b',): [PASSED]}, [])[1] == Exit.OK
 
 
 def test_samples_come_from_every_repeat_and_from_a_repeat_passed_on_retry():

@@ -38,7 +38,7 @@ import threading
 import time
 from pathlib import Path
 
-from hpcnet import cli, runner
+from hpcnet import argtypes, cli, runner
 from hpcnet import testbed as tbm
 from hpcnet.constants import WORK_DIR
 from hpcnet.exitcodes import Exit
@@ -99,7 +99,8 @@ def regressed_rows(text: str, check: str) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--trials', type=int, default=5, help='trials per scenario')
-    ap.add_argument('--scenarios', default=','.join(SCENARIOS),
+    ap.add_argument('--scenarios', default=list(SCENARIOS),
+                    type=argtypes.comma_list(SCENARIOS),
                     help=f'comma-separated, of {", ".join(SCENARIOS)}')
     ap.add_argument('--select', default=r'hpcnet_p2p.*scale=2_nodes.*mode=bw$',
                     help='the cases (-n regex of ReFrame)')
@@ -111,12 +112,7 @@ def main(argv=None) -> int:
     ap.add_argument('--intermittent-fault', type=float, default=0.7,
                     help="the path's share of the rate while it flaps")
     args = ap.parse_args(argv)
-    scenarios = args.scenarios.split(',')
-    unknown = sorted(set(scenarios) - set(SCENARIOS))
-    if unknown:
-        print(f'--scenarios: unknown {", ".join(unknown)} (valid: {", ".join(SCENARIOS)})',
-              file=sys.stderr)
-        return Exit.USAGE
+    scenarios = args.scenarios
     check = args.select.split('.')[0].split(' ')[0]
     selection = ['-n', args.select, '-p', args.env]
     rate_bps = tbm.rate_bps(args.rate)

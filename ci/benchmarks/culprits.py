@@ -36,10 +36,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcnet import testbed as tbm
+from hpcnet import argtypes, testbed as tbm
 from hpcnet.constants import WORK_DIR
 from hpcnet.paths import isolate_history
-from hpcnet.runner import final_cases_of, run_suite
+from hpcnet.runner import run_suite
+from hpcnet.verdict import final_cases_of
 
 SCENARIOS = ('node', 'link', 'clean')
 
@@ -61,7 +62,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--nodes', type=int, default=8)
     ap.add_argument('--trials', type=int, default=10, help='trials per scenario')
-    ap.add_argument('--scenarios', default=','.join(SCENARIOS),
+    ap.add_argument('--scenarios', default=list(SCENARIOS),
+                    type=argtypes.comma_list(SCENARIOS),
                     help=f'comma-separated, of {", ".join(SCENARIOS)}')
     ap.add_argument('--fault', type=float, default=0.7,
                     help="the slowed node's or path's share of the rate")
@@ -69,12 +71,7 @@ def main(argv=None) -> int:
     ap.add_argument('--env', default='^gcc12-openmpi4$', help='environment (-p regex of ReFrame)')
     ap.add_argument('--rate', default='1gbit')
     args = ap.parse_args(argv)
-    scenarios = args.scenarios.split(',')
-    unknown = sorted(set(scenarios) - set(SCENARIOS))
-    if unknown:
-        print(f'--scenarios: unknown {", ".join(unknown)} (valid: {", ".join(SCENARIOS)})',
-              file=sys.stderr)
-        return 2
+    scenarios = args.scenarios
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     draw = random.Random(seed)
     fault_rate = f'{round(tbm.rate_bps(args.rate) * args.fault / 1e6)}mbit'

@@ -28,12 +28,13 @@ import json
 import math
 import random
 import re
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from hpcnet.acceptance import metricindex
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / 'tests' / 'data' / 'reports' / 'local-run.json'
@@ -83,25 +84,19 @@ def build_db(path: Path, nights: int, cases: int) -> None:
                 for tc in template['runs'][0]['testcases']}
     rng = random.Random(1)
     start = time.time() - (nights + 1) * DAY
-    with sqlite3.connect(path) as db:
-        db.execute('CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
-                   'session_end_unix REAL, json_blob TEXT, report_file TEXT)')
-        db.execute('CREATE TABLE testcases(name TEXT, system TEXT, partition TEXT, environ TEXT, '
-                   'job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT)')
-        db.execute('CREATE TABLE metadata(schema_version TEXT)')
-        db.execute("INSERT INTO metadata VALUES('1.0')")
+
+    def night_reports():
         for night in range(1, nights + 1):
-            uuid = f'{night:08d}-0000-4000-8000-000000000000'
             when = start + night * DAY
-            template['session_info'].update(uuid=uuid, time_start_unix=when,
-                                            time_end_unix=when + 600)
+            template['session_info'].update(uuid=f'{night:08d}-0000-4000-8000-000000000000',
+                                            time_start_unix=when, time_end_unix=when + 600)
             for tc in template['runs'][0]['testcases']:
                 for key, value in recorded[id(tc)].items():
                     if isinstance(value[0], (int, float)) and value[0]:
                         tc['perfvalues'][key][0] = (value[0] * math.exp(0.01 * rng.gauss(0, 1))
                                                     * _planted(tc, key.split(':')[-1], night))
-            db.execute('INSERT INTO sessions VALUES(?, ?, ?, ?, NULL)',
-                       (uuid, when, when + 600, json.dumps(template)))
+            yield template
+    metricindex.store_reports(path, night_reports())
 
 
 def measure(*cmd) -> dict:

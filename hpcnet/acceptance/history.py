@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import metrics
-from hpcnet.acceptance import accepted_changes as accepted_mod, compare, metricindex, statcompare
+from hpcnet.acceptance import accepted_changes as accepted_mod, compare, metricindex
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change,  # noqa: F401
                                       Finding, Outlier, find_changes, sessions_needed)

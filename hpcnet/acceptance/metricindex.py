@@ -96,6 +96,33 @@ def results_db(db: Path | str | None = None) -> Path:
     return path
 
 
+def store_reports(db: Path, reports) -> Path:
+    """Write ``reports`` (run reports, each with its ``session_info``) into a
+    new results database at ``db``, in the tables of ReFrame 4's sqlite
+    storage this module reads (reframe/frontend/reporting/storage.py, schema
+    1.0): a history made from recorded sessions (the tests,
+    ci/benchmarks/history_year.py).  Each report is serialised as it comes,
+    so a generator may yield one report changed between nights.  Returns ``db``."""
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute('CREATE TABLE sessions(uuid TEXT PRIMARY KEY, session_start_unix REAL, '
+                     'session_end_unix REAL, json_blob TEXT, report_file TEXT)')
+        conn.execute('CREATE TABLE testcases(name TEXT, system TEXT, partition TEXT, '
+                     'environ TEXT, job_completion_time_unix REAL, session_uuid TEXT, uuid TEXT)')
+        conn.execute('CREATE TABLE metadata(schema_version TEXT)')
+        conn.execute("INSERT INTO metadata VALUES('1.0')")
+        for report in reports:
+            info = report['session_info']
+            conn.execute('INSERT INTO sessions VALUES(?, ?, ?, ?, NULL)',
+                         (info['uuid'], info['time_start_unix'], info['time_end_unix'],
+                          json.dumps(report)))
+            conn.executemany('INSERT INTO testcases VALUES(?, ?, ?, ?, ?, ?, ?)', [
+                (tc['name'], tc['system'], tc['partition'], tc['environ'],
+                 info['time_end_unix'], info['uuid'], f'{info["uuid"]}:{run_index}:{case_index}')
+                for run_index, run in enumerate(report['runs'])
+                for case_index, tc in enumerate(run['testcases'])])
+    return db
+
+
 def index_path(db: Path) -> Path:
     return db.with_name(db.name + SUFFIX)
 

@@ -30,7 +30,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from hpcnet.acceptance import baseline, compare, paper  # noqa: E402
 from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
 from hpcnet.exitcodes import WORDS, Exit  # noqa: E402
-from hpcnet.acceptance.references import NOT_JUDGED, Basis, withheld  # noqa: E402
+from hpcnet.acceptance.references import NOT_JUDGED, withheld  # noqa: E402
 from hpcnet.acceptance.statcompare import Verdict  # noqa: E402
 
 #: Cell colours of the verdict matrix.
@@ -539,7 +539,7 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
            title: str = 'hpcnet report', comparison_of: tuple | None = None,
            trend: str = '') -> str:
     """The whole page.  ``verdict`` is the line that states the verdict in
-    the exit-code contract's words (runner.summary's last line, say);
+    the exit-code contract's words (verdict.summary's last line, say);
     ``title`` says what produced the sessions; ``comparison_of`` is
     (outcome, before side, after side) of a comparison, whose after side's
     cases are the ones judged; ``retried`` (default: read from the judged

@@ -24,7 +24,7 @@ from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
 from hpcnet.constants import REFERENCE_DIR_ENV
-from hpcnet.exitcodes import WORDS, Exit, worst
+from hpcnet.exitcodes import WORDS, worst
 from hpcnet.reframeargs import named_system
 
 #: Report name of the acceptance runs (reports/accept-latest.json, .html).

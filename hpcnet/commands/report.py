@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpcnet import exitcodes, runner
+from hpcnet import exitcodes, runner, verdict
 from hpcnet.acceptance import compare
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides
@@ -32,7 +32,7 @@ def run(args) -> int:
             sides = [compare.load_side(x) for x in specs]
             reports = [r for side in sides for r in side.reports]
             retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
-            lines, _ = runner.reports_summary(reports)
+            lines, _ = verdict.reports_summary(reports)
             page = hpcnet_report.render(reports, retried, verdict=lines[-1],
                                         title='hpcnet ' + ' '.join(s.spec for s in sides))
             name = ('latest.html' if [Path(s).resolve() for s in specs] == [latest.resolve()]
