@@ -37,7 +37,7 @@ def test_a_recorded_case_is_a_healthy_link():
     assert found.shaped_bps == {'cn1': GBIT, 'cn2': GBIT}
     assert found.cpu_pressure.startswith('some avg10=')
     assert found.throttled('eth0', GBIT) == []
-    assert found.withheld(GBIT, 1500) is None and not found.slow_link(GBIT, 1500)
+    assert found.withheld(GBIT, 1500) is None and not found.host_limited(GBIT, 1500)
 
 
 def test_a_link_shaped_below_the_declared_rate_is_named():
@@ -102,27 +102,29 @@ def _calibration(MBps: float, before: str, after: str) -> calibration.Calibratio
     return calibration.Calibration(MBps, MBps + 0.5, {'cn1': GBIT, 'cn2': GBIT}, before, after)
 
 
-def test_a_slow_link_on_a_quiet_host_is_judged_against_the_wire():
-    '''iperf3 at 0.70 of the wire with the host idle (the recorded reading):
-    not "host overloaded", and the figure is held to the wire, not to an
-    iperf3 that is as slow as the link.'''
+def test_a_quiet_host_below_the_wire_is_judged_over_iperf3():
+    '''iperf3 at 0.70 of the wire with the host idle (the recorded reading)
+    and nothing on the path shaped below the declared rate: not withheld,
+    the host's limit, and the figure judged over iperf3 like with like, with
+    a note saying so.'''
     wire = calibration.tcp_payload_MBps(GBIT, 1500)
     found = _calibration(0.70 * wire, QUIET, QUIET)
-    assert found.host_busy() is False
+    assert found.host_busy() is False and found.throttled('eth0', GBIT) == []
     assert found.withheld(GBIT, 1500) is None
-    assert found.over(0.70 * wire) == 1.0
-    assert found.ratio(0.70 * wire, GBIT, 1500) == pytest.approx(0.70)
-    assert found.slow_link_note(GBIT, 1500).startswith(
-        'slow link on a quiet host (CPU pressure some avg10 0.48 % before, 0.48 % after (busy '
-        f'from {calibration.BUSY_PRESSURE_PCT:g} %))')
+    assert found.ratio(0.70 * wire) == 1.0
+    assert found.ratio(0.50 * wire) == pytest.approx(0.50 / 0.70)
+    assert found.host_limited_note(GBIT, 1500).startswith(
+        'the host below the wire, no shaper on the path below the declared rate (CPU pressure '
+        f'some avg10 0.48 % before, 0.48 % after (busy from {calibration.BUSY_PRESSURE_PCT:g} %))')
+    assert found.host_limited_note(GBIT, 1500).endswith('judged over iperf3 on the same link')
 
 
 def test_a_busy_host_withholds_the_measurement_and_says_why():
     floor = calibration.HOST_FLOOR * calibration.tcp_payload_MBps(GBIT, 1500)
     assert _calibration(floor + 0.1, BUSY, BUSY).withheld(GBIT, 1500) is None
     slow = _calibration(floor - 0.1, QUIET, BUSY)       # busy after the run
-    assert slow.host_busy() and not slow.slow_link(GBIT, 1500)
-    assert slow.ratio(floor - 0.1, GBIT, 1500) == 1.0
+    assert slow.host_busy() and not slow.host_limited(GBIT, 1500)
+    assert slow.ratio(floor - 0.1) == 1.0
     reason = slow.withheld(GBIT, 1500)
     assert reason.startswith(f'{MEASUREMENT_WITHHELD} (host busy: CPU pressure some avg10 0.48 % '
                              f'before, 96.60 % after (busy from 30 %)): iperf3 on the same link '
@@ -130,7 +132,7 @@ def test_a_busy_host_withholds_the_measurement_and_says_why():
     assert 'payload rate 117.7 MB/s (emulating the wire needs 0.90)' in reason
     # No pressure readable: the host's load is unknown, and nothing is judged on it.
     unknown = _calibration(floor - 0.1, '', '')
-    assert unknown.host_busy() is None and not unknown.slow_link(GBIT, 1500)
+    assert unknown.host_busy() is None and not unknown.host_limited(GBIT, 1500)
     assert unknown.withheld(GBIT, 1500).startswith(
         f'{MEASUREMENT_WITHHELD} (host load unknown: no CPU pressure readable')
 

@@ -17,8 +17,11 @@ Three findings come before any ratio:
   CPU pressure (PSI, read before and after) is at or above
   :data:`BUSY_PRESSURE_PCT`: the host could not emulate the wire, and the
   measurement is withheld ("measurement withheld (host busy: ...)");
-- iperf3 that slow on a quiet host: the link itself is slow, and the case's
-  figures are judged against the wire, so its ratios say so.
+- iperf3 that slow on a quiet host, with nothing on the path shaped below
+  the declared rate: the host's limit still (stalls shorter than the
+  pressure's 10 s average: the emulated wire is the shaper, so a slow link
+  shows as one), and the figure is judged over iperf3 as always, with a note
+  saying so (``link_calibration.judged_against``).
 """
 from __future__ import annotations
 
@@ -185,12 +188,10 @@ class Calibration:
             return value_MBps / slower
         return 1.0
 
-    def ratio(self, value_MBps: float, link_rate_bps: int, mtu: int | None) -> float:
-        '''What the case is judged by: over() the iperf3 bracket, except on a
-        slow link of a quiet host, where iperf3 is as slow as the link and
-        the figure is held to the wire instead.'''
-        if self.slow_link(link_rate_bps, mtu):
-            return value_MBps / tcp_payload_MBps(link_rate_bps, mtu)
+    def ratio(self, value_MBps: float) -> float:
+        '''What the case is judged by: over() the iperf3 bracket, like with
+        like.  A path slower than declared is not judged by it: the shaper
+        on the path names it (throttled()), and the case fails on that.'''
         return self.over(value_MBps)
 
     def throttled(self, iface: str, link_rate_bps: int) -> list:
@@ -216,8 +217,11 @@ class Calibration:
         wire = tcp_payload_MBps(link_rate_bps, mtu)
         return min(self.before_MBps, self.after_MBps) < HOST_FLOOR * wire
 
-    def slow_link(self, link_rate_bps: int, mtu: int | None) -> bool:
-        '''iperf3 below the floor while the host was quiet: the link is slow.'''
+    def host_limited(self, link_rate_bps: int, mtu: int | None) -> bool:
+        '''iperf3 below the floor while the CPU pressure read quiet: with no
+        shaper on the path below the declared rate (throttled() is asked
+        first), the shortfall is the host's, stalls shorter than the
+        pressure's 10 s average; the figure is judged over iperf3.'''
         return self.below_floor(link_rate_bps, mtu) and self.host_busy() is False
 
     def iperf3_figures(self, link_rate_bps: int, mtu: int | None) -> str:
@@ -243,13 +247,13 @@ class Calibration:
         return (f'{MEASUREMENT_WITHHELD} ({why}: {self.pressure_figures()}): '
                 f'{self.iperf3_figures(link_rate_bps, mtu)}')
 
-    def slow_link_note(self, link_rate_bps: int, mtu: int | None) -> str | None:
-        '''What a slow link on a quiet host is judged against, or None.'''
-        if not self.slow_link(link_rate_bps, mtu):
+    def host_limited_note(self, link_rate_bps: int, mtu: int | None) -> str | None:
+        '''Why a figure of a quiet host below the wire is judged over iperf3, or None.'''
+        if not self.host_limited(link_rate_bps, mtu):
             return None
-        return (f'slow link on a quiet host ({self.pressure_figures()}): '
-                f'{self.iperf3_figures(link_rate_bps, mtu)}; its figures are judged against the '
-                'wire')
+        return (f'the host below the wire, no shaper on the path below the declared rate '
+                f'({self.pressure_figures()}): {self.iperf3_figures(link_rate_bps, mtu)}; '
+                'judged over iperf3 on the same link')
 
 
 def read(stagedir: str) -> Calibration:

@@ -306,7 +306,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
 
     @sn.deferrable
     def _over_iperf3(self, value):
-        return self.calibration().ratio(value, self.partition.link_rate_bps, self.partition.mtu)
+        return self.calibration().ratio(value)
 
     @parsed_once
     def calibration(self) -> calibration.Calibration:
@@ -320,9 +320,9 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
                                  'shaped_by': found.shaped_by,
                                  'cpu_pressure': found.cpu_pressure,
                                  'cpu_pressure_after': found.cpu_pressure_after}
-        slow = found.slow_link_note(self.partition.link_rate_bps, self.partition.mtu)
-        if slow:
-            self.link_calibration['judged_against'] = slow
+        limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu)
+        if limited:
+            self.link_calibration['judged_against'] = limited
         return found
 
     def withheld_judgement(self) -> str | None:
