@@ -84,6 +84,11 @@ def main(argv=None) -> int:
         # the finally of its command): one line, no traceback.
         print(f'hpcnet: {WORDS[Exit.INTERRUPTED].lower()}: nothing decided', file=sys.stderr)
         return Exit.INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`hpcnet index export | head`): what it read
+        # is what it asked for.  Python's exit flush must not write again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.OK
 
 
 if __name__ == '__main__':
