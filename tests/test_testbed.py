@@ -21,7 +21,7 @@ from conftest import env_regex, run_reframe, unexplained_failures
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
-from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
+from hpcnet.constants import CHECKS_DIR, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
@@ -289,9 +289,8 @@ PAPER_4MIB_US = statistics.mean(paper.paper_table()[('PingPong', 4 << 20)])
 #: one stall costs a run several %; the link itself cannot be faster than it
 #: is, so the best run is its figure (every run is still held to the wire).
 BEST_OF = 3
-#: What a bulk TCP flow must reach of the wire's payload rate for the host to
-#: emulate the wire; below it the host is overloaded and the lower bounds are
-#: not judged (hpcnet.checklib.calibration, the suite's rule).
+#: What a bulk TCP flow must reach of a shaped rate well under the host's own
+#: limit (the suite's floor, hpcnet.checklib.calibration).
 LINK_FLOOR = calibration.HOST_FLOOR
 #: Our bandwidth over iperf3's on the same link, measured in the same test
 #: (reference/testbed.yaml's calibrated lower bounds).
@@ -308,16 +307,6 @@ def shaped_as_declared(tb, rate_bps: int = 10**9, nodes=('cn1', 'cn2')) -> None:
         (root,) = [q for q in json.loads(said) if q.get('root')]
         assert root['kind'] == 'tbf' and root['options']['rate'] * 8 == rate_bps, (node, root)
         assert root.get('stab', {}).get('overhead') == ETHERNET_OVERHEAD, (node, root)
-
-
-def overloaded(tb, iperf3_mbit: float, wire_mbit: float, what: str) -> None:
-    '''Skip, naming the figures, where iperf3 shows the host could not
-    emulate the wire, once the links are shown to be shaped as declared.'''
-    shaped_as_declared(tb)
-    if iperf3_mbit < LINK_FLOOR * wire_mbit:
-        pytest.skip(f'{MEASUREMENT_WITHHELD}: not judged: {what}: iperf3 {iperf3_mbit:.0f} Mbit/s, '
-                    f'{iperf3_mbit / wire_mbit:.2f} of the wire\'s payload rate {wire_mbit:.0f} '
-                    f'(emulating it needs {LINK_FLOOR:.2f})')
 
 
 def fastest_through_the_shaper_MBps(transfer: int, bucket: int, rate_bps: float = 1e9) -> float:
@@ -379,8 +368,11 @@ def test_shaping_iperf3(tb):
         tb.shape('1gbit', node='cn2')
     print(f'iperf3 cn2->cn1: 1gbit {at_1g:.0f} Mbit/s (wire payload {wire:.0f}), '
           f'500mbit {at_500m:.0f} Mbit/s, cn2 alone at 500mbit {slow_node:.0f} Mbit/s')
+    # At 1 Gbit/s only the ceiling is the shaper's: what iperf3 reaches below
+    # it is the shared host's limit (the floor is judged at 500 Mbit/s, well
+    # under that limit, where it is the shaper's again).
     assert at_1g <= (1 + WIRE_TOLERANCE) * wire, at_1g
-    overloaded(tb, at_1g, wire, 'iperf3 at 1gbit')
+    shaped_as_declared(tb)
     assert LINK_FLOOR * wire / 2 <= at_500m <= (1 + WIRE_TOLERANCE) * wire / 2, at_500m
     assert LINK_FLOOR * wire / 2 <= slow_node <= (1 + WIRE_TOLERANCE) * wire / 2, slow_node
     assert tb.rate == '1gbit'
@@ -487,7 +479,7 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
               f'{at_4mib["bw_MBps"] / iperf3_MBps:.3f} of iperf3 on the same link; one way '
               f'{one_way_us:,.0f} us (paper, real GbE: {PAPER_4MIB_US:,.0f} us; ratio '
               f'{one_way_us / PAPER_4MIB_US:.3f})')
-        overloaded(tb, iperf3_MBps * 8, wire_MBps * 8, f'{mode} across two nodes')
+        shaped_as_declared(tb)
         # Judged over iperf3 on the same link, measured around it: a busy host
         # slows both (the paper's time is test_paper_tables_beside_ours').
         assert at_4mib['bw_MBps'] >= OVER_IPERF3_FLOOR[mode] * iperf3_MBps, (mode, at_4mib)
