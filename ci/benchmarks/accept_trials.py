@@ -38,9 +38,9 @@ import threading
 import time
 from pathlib import Path
 
-from hpcnet import argtypes, cli, runner
+from hpcnet import argtypes
 from hpcnet import testbed as tbm
-from hpcnet.constants import WORK_DIR
+from hpcnet.commands.testbed import parse_on_testbed, run_on
 from hpcnet.exitcodes import Exit
 from hpcnet.paths import isolate_history
 
@@ -78,14 +78,11 @@ class Flapping:
 
 
 def hpcnet_on_testbed(tb, argv: list) -> tuple:
-    '''(exit code, what it printed) of one hpcnet command run on the testbed
-    as `hpcnet testbed CMD` runs it (ReFrame inside the head node).'''
-    inner, extra = cli.build_parser().parse_known_args(argv)
-    inner.reframe_args = ['--system', 'testbed', *extra]
+    '''(exit code, what it printed) of `hpcnet testbed CMD ARGS` on the
+    testbed ``tb``, which stays up between them.'''
     out = io.StringIO()
-    with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env), \
-            contextlib.redirect_stdout(out):
-        code = inner.func(inner)
+    with contextlib.redirect_stdout(out):
+        code = run_on(tb, parse_on_testbed(argv[0], argv[1:]), argv[1:])
     text = out.getvalue()
     sys.stdout.write(text)
     return int(code), text

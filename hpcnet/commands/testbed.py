@@ -154,9 +154,11 @@ def testbed_main(argv: Sequence[str] | None = None) -> int:
 
 
 
-def _parse_on_testbed(command: str, argv: list) -> argparse.Namespace:
+def parse_on_testbed(command: str, argv: list) -> argparse.Namespace | None:
     '''The arguments of `hpcnet COMMAND` (baseline or accept) run on the
-    testbed: what that command does not know goes to reframe.'''
+    testbed: what that command does not know goes to reframe; None for run.'''
+    if command == 'run':
+        return None
     parser = CommandParser(prog='hpcnet')
     sub = parser.add_subparsers(dest='cmd', required=True)
     baseline.add_parser(sub)
@@ -164,6 +166,15 @@ def _parse_on_testbed(command: str, argv: list) -> argparse.Namespace:
     inner, extra = parser.parse_known_args([command, *argv])
     inner.reframe_args = ['--system', 'testbed', *extra]
     return inner
+
+
+def run_on(tb, inner: argparse.Namespace | None, argv: list) -> int:
+    '''On the testbed ``tb``, which is up, ReFrame inside its head node: the
+    command parse_on_testbed() gave (``inner``), or `hpcnet run ARGV` (None).'''
+    with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
+        if inner is not None:
+            return inner.func(inner)
+        return runner.run_suite('testbed', ['--system', 'testbed', *argv]).code
 
 
 def run(args) -> int:
@@ -177,7 +188,7 @@ def run(args) -> int:
     # Everything else goes to the command, and what it does not know to
     # reframe (e.g. -n NAME, -p ENV).
     opts, rest = p.parse_known_args(argv[1:])
-    inner = None if command == 'run' else _parse_on_testbed(command, rest)
+    inner = parse_on_testbed(command, rest)
     tb = testbed.Testbed()
     tb.log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
@@ -190,10 +201,7 @@ def run(args) -> int:
     try:
         if no_roce:
             runner.say(no_roce)
-        with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
-            if inner is not None:
-                return inner.func(inner)
-            return runner.run_suite('testbed', ['--system', 'testbed', *rest]).code
+        return run_on(tb, inner, rest)
     finally:
         tb.down()
         runner.say('testbed down')
