@@ -65,6 +65,11 @@ def sessions_needed(min_segment: int = MIN_SEGMENT, alpha: float = ALPHA) -> int
     return n
 
 
+def relative_change(new: float, old: float) -> float:
+    """new / old - 1; infinite, with new's sign, from a level of 0."""
+    return new / old - 1 if old else math.copysign(math.inf, new)
+
+
 @dataclass(frozen=True)
 class Change:
     """A change of level at ``position`` (the first value of the new level)."""
@@ -78,7 +83,7 @@ class Change:
     @property
     def size(self) -> float:
         """Relative change of the level, after / before - 1."""
-        return self.after / self.before - 1 if self.before else math.copysign(math.inf, self.after)
+        return relative_change(self.after, self.before)
 
 
 @dataclass(frozen=True)
@@ -103,7 +108,7 @@ class Apart:
 
     @property
     def size(self) -> float:
-        return self.median / self.level - 1 if self.level else math.copysign(math.inf, self.median)
+        return relative_change(self.median, self.level)
 
 
 @dataclass(frozen=True)
