@@ -29,7 +29,7 @@ from hpcnet.paths import reframe_executable
 from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
                                 unmatched_prgenv)
 from hpcnet.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
-                            final_cases_of, measured_on_overloaded_host, summary)
+                            final_cases_of, passed_with_measurement_withheld, summary)
 
 
 def say(msg):
@@ -105,7 +105,7 @@ def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
     failure is final).'''
     if failed_by_known_issue(tc):
         return KNOWN_ISSUE, KNOWN_ISSUE_RETRIES + 1
-    if remeasure and measured_on_overloaded_host(tc):
+    if remeasure and passed_with_measurement_withheld(tc):
         return MEASUREMENT_WITHHELD, WITHHELD_RETRIES + 1
     return None
 

@@ -37,7 +37,7 @@ def case_repeats_of(reports: list) -> dict:
 def deciding_repeat(results: list) -> int:
     '''Index of the repeat that decides a case: its first failed one, else
     its first one measured on a host too busy to judge it, else its last.'''
-    for wanted in (lambda tc: tc['result'] not in NOT_FAILED, measured_on_overloaded_host):
+    for wanted in (lambda tc: tc['result'] not in NOT_FAILED, passed_with_measurement_withheld):
         found = [i for i, tc in enumerate(results) if wanted(tc)]
         if found:
             return found[0]
@@ -55,7 +55,7 @@ def failed_by_known_issue(tc: dict) -> bool:
     return tc['result'] == 'fail' and KNOWN_ISSUE_MARKER in (tc.get('fail_reason') or '')
 
 
-def measured_on_overloaded_host(tc: dict) -> bool:
+def passed_with_measurement_withheld(tc: dict) -> bool:
     return tc['result'] == 'pass' and references.withheld(tc)
 
 
@@ -97,7 +97,7 @@ def _retried_lines(retried: list, outcomes: dict) -> list:
         where = _in_repeat([tc.get('repeat') or len(outcomes[case_key(tc)])],
                            len(outcomes[case_key(tc)]))
         if tc.get('retried_for') == MEASUREMENT_WITHHELD:
-            verdict = (f'NOT JUDGED {tc["attempts"]} TIMES' if measured_on_overloaded_host(tc)
+            verdict = (f'NOT JUDGED {tc["attempts"]} TIMES' if passed_with_measurement_withheld(tc)
                        else f'MEASURED AGAIN (attempt {tc["attempts"]})' if tc['result'] == 'pass'
                        else f'FAILED WHEN MEASURED AGAIN (attempt {tc["attempts"]})')
         else:
