@@ -95,7 +95,7 @@ def _entries(test: str, *rows, kinds: frozenset = _ANY) -> tuple:
                  for row in rows)
 
 
-#: A bandwidth over iperf3's on the same link (hpcnet.checklib.calibration): two nodes.
+#: A bandwidth over iperf3's on the same link (hpcnet.checklib.calibration).
 _CALIBRATED = (Unit.RATIO, Better.HIGHER)
 
 CATALOGUE: tuple = (
@@ -114,6 +114,7 @@ CATALOGUE: tuple = (
               # The worst pair's latency over the median pair's: 1 at best.
               ('latency_worst_over_median', Unit.RATIO, Better.LOWER),
               ('bandwidth_(median_pair|worst_pair)', Unit.MBPS, Better.HIGHER),
+              ('bandwidth_(median_pair|worst_pair)' + CALIBRATED_SUFFIX, *_CALIBRATED),
               # The worst pair's bandwidth over the median pair's: 1 at best.
               ('bandwidth_worst_over_median', Unit.RATIO, Better.HIGHER),
               ('(latency|bandwidth)_(outlier_nodes|outlier_links|inconclusive_pairs)',

@@ -24,7 +24,7 @@
  * Retest before blame (--outlier-rule mad|clusterkit): rank 0 sets a latency
  * and a bandwidth threshold from the first pass (the rule: outlier_thresholds
  * below, the one place it is decided), calls a pair whose mean latency is
- * above or whose mean bandwidth is below its threshold an outlier, and
+ * above or whose median bandwidth is below its threshold an outlier, and
  * broadcasts the pairs to measure again: every outlier pair, and one control
  * pair for each of their endpoints (the endpoint with a rank that is the
  * endpoint of no outlier pair, where there is one).  The second pass runs
@@ -50,8 +50,8 @@
 
 #define TAG_LAT 21
 #define TAG_BW 22
-#define NRES 10 /* results per pair, in the order of the row columns */
-enum { R_FIRST, R_LMEAN, R_LSD, R_LMIN, R_LMAX, R_BMEAN, R_BSD, R_BMIN, R_BMAX, R_ROUND };
+#define NRES 11 /* results per pair, in the order of the row columns */
+enum { R_FIRST, R_LMEAN, R_LSD, R_LMIN, R_LMAX, R_BMEAN, R_BMED, R_BSD, R_BMIN, R_BMAX, R_ROUND };
 
 /* scipy.stats.median_abs_deviation(scale='normal'): 1 / Phi^-1(3/4), which
  * makes the MAD of normal samples estimate their standard deviation. */
@@ -105,6 +105,7 @@ static void usage(void)
            "  --outlier-rule R  none (default), mad or clusterkit: measure the outlier pairs again\n"
            "  --mad-k K         mad: outlier beyond median + K x scaled MAD (required with mad)\n"
            "  --outlier-floor F mad: ... and beyond median x (1 +- F) (required with mad)\n"
+           "  --bw-of-best F    clusterkit: outlier below F x the best pair's bandwidth (default 0.93)\n"
            "  --help            this text\n");
 }
 
@@ -155,10 +156,12 @@ typedef struct {
 typedef struct {
     enum outlier_rule rule;
     double mad_k, floor; /* mad only */
+    double bw_of_best;   /* clusterkit only */
 } outlier_options;
 
-/* An outlier pair has a mean latency above lat_us or a mean bandwidth below
- * bw_MBps. */
+/* An outlier pair has a mean latency above lat_us or a median bandwidth
+ * below bw_MBps: a stall of the host or the fabric slows a few samples of a
+ * healthy pair, and the median holds against them where the mean does not. */
 typedef struct {
     double lat_us, bw_MBps;
 } thresholds;
@@ -187,6 +190,7 @@ static unsigned long long measure_pair(const pair_buffers *b, const pair_options
             b->samples[k] = hk_mbps((double)o->bw_size, b->samples[k]);
         hc_stats st = hc_compute_stats(b->samples, o->bw_samples);
         r[R_BMEAN] = st.mean;
+        r[R_BMED] = st.median;
         r[R_BSD] = st.stddev;
         r[R_BMIN] = st.min;
         r[R_BMAX] = st.max;
@@ -236,10 +240,10 @@ static thresholds outlier_thresholds(const double *all, const unsigned char *mea
             if (!measured[p])
                 continue;
             least_lat = fmin(least_lat, all[p * NRES + R_LMEAN]);
-            most_bw = fmax(most_bw, all[p * NRES + R_BMEAN]);
+            most_bw = fmax(most_bw, all[p * NRES + R_BMED]);
         }
         t.lat_us = CLUSTERKIT_LATENCY_OVER_MIN * least_lat;
-        t.bw_MBps = CLUSTERKIT_BANDWIDTH_OF_MAX * most_bw;
+        t.bw_MBps = o->bw_of_best * most_bw;
         return t;
     }
     double median, mad;
@@ -252,7 +256,7 @@ static thresholds outlier_thresholds(const double *all, const unsigned char *mea
     m = 0;
     for (long p = 0; p < npairs; p++)
         if (measured[p])
-            scratch[m++] = all[p * NRES + R_BMEAN];
+            scratch[m++] = all[p * NRES + R_BMED];
     median_mad(scratch, m, &median, &mad);
     t.bw_MBps = median - fmax(o->mad_k * mad, o->floor * median);
     return t;
@@ -265,7 +269,7 @@ static int latency_outlier(const double *r, const thresholds *t)
 
 static int bandwidth_outlier(const double *r, const thresholds *t)
 {
-    return r[R_BMEAN] < t->bw_MBps;
+    return r[R_BMED] < t->bw_MBps;
 }
 
 /* The second pass, as why[pair] (RETEST_*): every outlier pair of 'all'
@@ -383,7 +387,8 @@ int main(int argc, char **argv)
     hk_init(&argc, &argv, "pairs", usage);
 
     pair_options opt = {8, 1u << 20, 50, 10, 0};
-    outlier_options rule = {RULE_NONE, -1.0, -1.0};
+    outlier_options rule = {RULE_NONE, -1.0, -1.0, CLUSTERKIT_BANDWIDTH_OF_MAX};
+    int bw_of_best_given = 0;
     const char *rounds_wanted = NULL; /* --rounds, parsed once the rank count is known */
     double pair_seconds = 0.0;
     for (int i = 1; i < argc; i++) {
@@ -412,6 +417,9 @@ int main(int argc, char **argv)
             rule.floor = hk_parse_nonnegative("--outlier-floor", v, 1.0);
             if (rule.floor >= 1.0)
                 hk_usage_error("--outlier-floor: '%s' is not below 1 (a fraction of the median)", v);
+        } else if (hk_opt(argc, argv, &i, "--bw-of-best", &v)) {
+            rule.bw_of_best = hk_parse_positive("--bw-of-best", v, 1.0);
+            bw_of_best_given = 1;
         } else {
             hk_usage_error("unknown option '%s'", argv[i]);
         }
@@ -421,6 +429,8 @@ int main(int argc, char **argv)
         hk_usage_error("--outlier-rule mad needs --mad-k and --outlier-floor");
     if (rule.rule != RULE_MAD && mad_options)
         hk_usage_error("--mad-k and --outlier-floor go with --outlier-rule mad only");
+    if (rule.rule != RULE_CLUSTERKIT && bw_of_best_given)
+        hk_usage_error("--bw-of-best goes with --outlier-rule clusterkit only");
     if (hk_nranks < 2)
         hk_usage_error("pairs needs at least 2 ranks, got %d", hk_nranks);
 
@@ -529,7 +539,7 @@ int main(int argc, char **argv)
         if (me == 0) /* each retested pair at its better measurement */
             for (long p = 0; p < npairs; p++) {
                 all2[p * NRES + R_LMEAN] = fmin(all2[p * NRES + R_LMEAN], all3[p * NRES + R_LMEAN]);
-                all2[p * NRES + R_BMEAN] = fmax(all2[p * NRES + R_BMEAN], all3[p * NRES + R_BMEAN]);
+                all2[p * NRES + R_BMED] = fmax(all2[p * NRES + R_BMED], all3[p * NRES + R_BMED]);
             }
     }
 
@@ -550,6 +560,8 @@ int main(int argc, char **argv)
             printf("mad-k: %g\n", rule.mad_k);
             printf("outlier-floor: %g\n", rule.floor);
         }
+        if (rule.rule == RULE_CLUSTERKIT)
+            printf("bw-of-best: %g\n", rule.bw_of_best);
         if (rule.rule != RULE_NONE) {
             printf("lat-threshold-us: %.4f\n", limit.lat_us);
             printf("bw-threshold-mbps: %.6g\n", limit.bw_MBps);
@@ -557,7 +569,7 @@ int main(int argc, char **argv)
             printf("retest-rounds: %d\n", retest_rounds);
         }
         printf("columns: rank_a rank_b host_a host_b lat_first_us lat_mean_us lat_stddev_us lat_min_us lat_max_us "
-               "bw_mean_MBps bw_stddev_MBps bw_min_MBps bw_max_MBps round lat_outlier bw_outlier retest "
+               "bw_mean_MBps bw_median_MBps bw_stddev_MBps bw_min_MBps bw_max_MBps round lat_outlier bw_outlier retest "
                "lat_retest_us bw_retest_MBps lat_retest_outlier bw_retest_outlier\n");
         for (int a = 0; a < n; a++)
             for (int b = a + 1; b < n; b++) {
@@ -566,14 +578,14 @@ int main(int argc, char **argv)
                     continue;
                 const double *r = all + p * NRES, *r2 = all2 + p * NRES;
                 const int again = why[p] != RETEST_NO;
-                printf("row: %d %d %s %s %.4f %.4f %.4f %.4f %.4f %.6g %.6g %.6g %.6g %d %d %d %d %.4f %.6g %d %d\n", a,
-                       b, hk_host_of(hosts, a), hk_host_of(hosts, b), r[R_FIRST], r[R_LMEAN], r[R_LSD], r[R_LMIN],
-                       r[R_LMAX], r[R_BMEAN], r[R_BSD], r[R_BMIN], r[R_BMAX], (int)r[R_ROUND],
-                       latency_outlier(r, &limit), bandwidth_outlier(r, &limit), why[p], r2[R_LMEAN], r2[R_BMEAN],
+                printf("row: %d %d %s %s %.4f %.4f %.4f %.4f %.4f %.6g %.6g %.6g %.6g %.6g %d %d %d %d %.4f %.6g %d %d\n",
+                       a, b, hk_host_of(hosts, a), hk_host_of(hosts, b), r[R_FIRST], r[R_LMEAN], r[R_LSD], r[R_LMIN],
+                       r[R_LMAX], r[R_BMEAN], r[R_BMED], r[R_BSD], r[R_BMIN], r[R_BMAX], (int)r[R_ROUND],
+                       latency_outlier(r, &limit), bandwidth_outlier(r, &limit), why[p], r2[R_LMEAN], r2[R_BMED],
                        again && latency_outlier(r2, &limit), again && bandwidth_outlier(r2, &limit));
             }
         print_matrix("latency matrix: lat_mean_us (one-way, microseconds)", all, R_LMEAN, 4);
-        print_matrix("bandwidth matrix: bw_mean_MBps (MB/s = 10^6 bytes/s)", all, R_BMEAN, 2);
+        print_matrix("bandwidth matrix: bw_median_MBps (MB/s = 10^6 bytes/s)", all, R_BMED, 2);
     }
     hk_print_bytes_sent(sent);
     hk_print_done();

@@ -189,8 +189,8 @@ def _assert_second_pass(out, lat_tol: float = 2e-4, bw_rel: float = 1e-5):
         for first, second in (('lat_mean_us', 'lat_outlier'), ('lat_retest_us', 'lat_retest_outlier')):
             if r['retest'] or first == 'lat_mean_us':
                 assert _agrees(r[second], r[first], lat_limit, True, lat_tol), (r, lat_limit)
-        for first, second in (('bw_mean_MBps', 'bw_outlier'), ('bw_retest_MBps', 'bw_retest_outlier')):
-            if r['retest'] or first == 'bw_mean_MBps':
+        for first, second in (('bw_median_MBps', 'bw_outlier'), ('bw_retest_MBps', 'bw_retest_outlier')):
+            if r['retest'] or first == 'bw_median_MBps':
                 assert _agrees(r[second], r[first], bw_limit, False, bw_rel * bw_limit), (r, bw_limit)
         retested = (r['lat_retest_us'], r['bw_retest_MBps'])
         assert all(v > 0 for v in retested) if r['retest'] else retested == (0, 0), r
@@ -215,7 +215,7 @@ def _assert_second_pass(out, lat_tol: float = 2e-4, bw_rel: float = 1e-5):
 def test_pairs_mad_rule_is_scipys_and_outliers_are_measured_again(built, ranks, floor):
     """--outlier-rule mad: one-sided median +- max(k x MAD, floor x median),
     MAD scaled as scipy's median_abs_deviation(scale='normal'), of the
-    printed means; a small k and no floor make outliers of about half of the
+    printed mean latencies and median bandwidths; a small k and no floor make outliers of about half of the
     pairs, a floor of half the median widens the margin."""
     out = _pairs_run(built, ranks, '--outlier-rule', 'mad', '--mad-k', '0.5',
                      '--outlier-floor', str(floor))
@@ -225,7 +225,7 @@ def test_pairs_mad_rule_is_scipys_and_outliers_are_measured_again(built, ranks, 
     def margin(values):
         return max(0.5 * stats.median_abs_deviation(values, scale='normal'), floor * np.median(values))
     lat = np.array(out.column('lat_mean_us'))
-    bw = np.array(out.column('bw_mean_MBps'))
+    bw = np.array(out.column('bw_median_MBps'))
     assert out.header_float('lat-threshold-us') == pytest.approx(np.median(lat) + margin(lat), abs=2e-4)
     assert out.header_float('bw-threshold-mbps') == pytest.approx(np.median(bw) - margin(bw), rel=1e-4)
     if floor == 0:
@@ -233,13 +233,16 @@ def test_pairs_mad_rule_is_scipys_and_outliers_are_measured_again(built, ranks, 
     _assert_second_pass(out)
 
 
-def test_pairs_clusterkit_rule_is_its_ratios_to_the_best_pair(built):
-    out = _pairs_run(built, 3, '--outlier-rule', 'clusterkit', '--one-pair-at-a-time')
+@pytest.mark.parametrize('bw_of_best', [None, 0.5])
+def test_pairs_clusterkit_rule_is_its_ratios_to_the_best_pair(built, bw_of_best):
+    given = ['--bw-of-best', str(bw_of_best)] if bw_of_best else []
+    out = _pairs_run(built, 3, '--outlier-rule', 'clusterkit', '--one-pair-at-a-time', *given)
     assert 'mad-k' not in out.header
+    assert out.header_float('bw-of-best') == (bw_of_best or 0.93)
     assert out.header_float('lat-threshold-us') == pytest.approx(
         2.1 * min(out.column('lat_mean_us')), abs=3e-4)
     assert out.header_float('bw-threshold-mbps') == pytest.approx(
-        0.93 * max(out.column('bw_mean_MBps')), rel=1e-4)
+        (bw_of_best or 0.93) * max(out.column('bw_median_MBps')), rel=1e-4)
     _assert_second_pass(out)
 
 
@@ -419,6 +422,7 @@ def test_pairs(built):
     assert row['lat_first_us'] > 0
     assert 0 < row['lat_min_us'] <= row['lat_mean_us'] <= row['lat_max_us']
     assert 0 < row['bw_min_MBps'] <= row['bw_mean_MBps'] <= row['bw_max_MBps']
+    assert row['bw_min_MBps'] <= row['bw_median_MBps'] <= row['bw_max_MBps']
     sent = 21 * 8 + 6 * 65536      # (first + 20) x 8 B, (untimed + 5) x 64 KiB
     assert out.header['bytes-sent'] == f'{sent} {sent}'
     # No outlier rule asked for: no second pass.
@@ -500,6 +504,8 @@ def test_bad_argument_under_launcher_exits_2(built):
     ('pairs', ['--outlier-rule', 'median'], "--outlier-rule: 'median' is not one of none, mad, clusterkit"),
     ('pairs', ['--outlier-rule', 'mad', '--mad-k', '4'], '--outlier-rule mad needs --mad-k and --outlier-floor'),
     ('pairs', ['--mad-k', '4'], '--mad-k and --outlier-floor go with --outlier-rule mad only'),
+    ('pairs', ['--outlier-rule', 'mad', '--mad-k', '3', '--outlier-floor', '0.1', '--bw-of-best', '0.8'],
+     '--bw-of-best goes with --outlier-rule clusterkit only'),
     ('pairs', ['--outlier-rule', 'mad', '--mad-k', '4', '--outlier-floor', '1'],
      "--outlier-floor: '1' is not below 1"),
 ])

@@ -157,9 +157,9 @@ def test_pair_matrix_runs_in_rounds_and_names_the_slow_node(tb, tmp_path, one_en
     assert case['culprits']['bandwidth'] == {'nodes': [slow], 'links': [], 'inconclusive': []}, \
         (case['culprits'], case['pair_table'])
     assert f'bandwidth: node {slow}' in case['attribution']
-    # The healthy testbed's reference: no outlier node; here one, so it fails.
-    assert case['result'] == 'fail' and 'bandwidth_outlier_nodes' in case['fail_reason'], \
-        proc.stdout[-3000:]
+    # The slow node's shaper is on the calibrated path: the case fails naming it.
+    assert case['result'] == 'fail' and case['fail_phase'] == 'performance', proc.stdout[-3000:]
+    assert f'{slow}: eth0 is shaped to 500 Mbit/s' in case['fail_reason'], case['fail_reason']
 
 
 def one_case(proc, cases, prefix):

@@ -21,27 +21,25 @@ from hpcnet.checklib import calibration, testlib
 from hpcnet.exitcodes import Exit
 
 DATA = Path(__file__).parent / 'data' / 'calibration'
-QUIET = (DATA / 'pressure' / 'quiet.txt').read_text().splitlines()[0]
-BUSY = (DATA / 'pressure' / 'busy.txt').read_text().splitlines()[0]
+#: The recorded cases' calibration logs (iperf3's lines, the host's load before each run).
+QUIET = DATA / 'testbed-1gbit'
+BUSY = DATA / 'busy-host'
 GBIT = 10**9
 WIRE_MBps = calibration.tcp_payload_MBps(GBIT, 1500)
 METRIC = 'bandwidth_4MiB_over_iperf3'
 
 
-def _stage(tmp_path: Path, iperf3_of_wire: float, tc_lines: str, pressure: str) -> str:
-    '''The recorded calibrated case's stage directory, its iperf3 runs at
-    ``iperf3_of_wire`` of the wire, its tc views ``tc_lines``, its CPU
-    pressure ``pressure`` before and after.'''
+def _stage(tmp_path: Path, iperf3_of_wire: float, tc_lines: str, recorded: Path) -> str:
+    '''The ``recorded`` calibrated case's stage directory (its host's load),
+    its iperf3 runs at ``iperf3_of_wire`` of the wire, its tc views ``tc_lines``.'''
     stage = tmp_path / 'stage'
-    shutil.copytree(DATA / 'testbed-1gbit', stage)
+    shutil.copytree(recorded, stage)
     for phase in calibration.PHASES:
         path = stage / calibration.file_name(phase)
         result = json.loads(path.read_text())
         result['end']['sum_received']['bits_per_second'] = iperf3_of_wire * WIRE_MBps * 8e6
         path.write_text(json.dumps(result))
-    (stage / calibration.SHAPER_FILE).write_text(
-        tc_lines + ''.join(f'hpcnet-cpu-pressure {phase}: {pressure}\n'
-                           for phase in calibration.PHASES))
+    (stage / calibration.SHAPER_FILE).write_text(tc_lines)
     return str(stage)
 
 
@@ -64,7 +62,7 @@ def test_verdict_5_a_slow_path_on_a_quiet_host_fails_on_performance(tmp_path):
     found = calibration.read(_stage(tmp_path, 0.70, tc_lines, QUIET))
     assert found.host_busy() is False and found.withheld(GBIT, 1500) is None
     with pytest.raises(PerformanceError, match='the link is slower than declared: cn1: eth0 is '
-                       'shaped to 700 Mbit/s toward the other node') as failure:
+                       "shaped to 700 Mbit/s toward the job's other nodes") as failure:
         _verdict_of_the_check(found)
     cases = {('hpcnet_p2p', 'testbed', 'eth', 'gcc12-openmpi4'):
              _case('fail', fail_reason=f'performance error: {failure.value}')}
@@ -115,7 +113,7 @@ def test_samples_of_a_busy_host_are_shown_and_the_others_judged(tmp_path):
                                                              calibration.SHAPER_FILE).read_text(),
                                     BUSY))
     reason = _verdict_of_the_check(found)
-    assert reason.startswith('measurement withheld (host busy: CPU pressure some avg10 96.60 %')
+    assert reason.startswith('measurement withheld (host busy: cores busy 100 %')
     before = _report(tmp_path / 'b.json', 'b', [(1.0 - i / 1000, None) for i in range(5)])
     after = _report(tmp_path / 'a.json', 'a', [(0.70, reason), (1.0, None), (0.70, reason),
                                               (0.999, None), (1.001, None)])

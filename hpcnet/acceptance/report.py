@@ -342,7 +342,7 @@ def collective_curves(cases: list) -> str:
 
 #: The panels of a pair case: (title, column, colour map, unit, the quantity
 #: whose culprits it marks); reversed maps keep "bright = good" in each.
-_PAIR_PANELS = (('bandwidth', 'bw_mean_MBps', 'viridis', 'MB/s', 'bandwidth'),
+_PAIR_PANELS = (('bandwidth', 'bw_median_MBps', 'viridis', 'MB/s', 'bandwidth'),
                 ('latency', 'lat_mean_us', 'viridis_r', 'us', 'latency'),
                 ('first exchange (connection set-up)', 'lat_first_us', 'viridis_r', 'us', None))
 #: How a culprit is drawn: a node's row and column and labels, a link's two

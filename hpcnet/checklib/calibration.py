@@ -13,15 +13,21 @@ Three findings come before any ratio:
   way to the other: hpcnet.checklib.qdiscs) below the partition's
   ``link_rate_bps``: the link is not the one declared, and the case fails
   naming the node and the shaper;
-- iperf3 below :data:`HOST_FLOOR` of the wire's payload rate while the host's
-  CPU pressure (PSI, read before and after) is at or above
-  :data:`BUSY_PRESSURE_PCT`: the host could not emulate the wire, and the
-  measurement is withheld ("measurement withheld (host busy: ...)");
+- iperf3 below :data:`HOST_FLOOR` of the wire's payload rate while the host
+  was busy with work not the job's: in an idle second just before each
+  iperf3 run, the host's cores busy for :data:`BUSY_CPU_PCT` of the time or
+  more (``/proc/stat``), or some task waiting for a core for
+  :data:`BUSY_STALL_PCT` or more (PSI, ``/proc/pressure/cpu``): the host could
+  not emulate the wire, and the measurement is withheld ("measurement
+  withheld (host busy: ...)");
 - iperf3 that slow on a quiet host, with nothing on the path shaped below
-  the declared rate: the host's limit still (stalls shorter than the
-  pressure's 10 s average: the emulated wire is the shaper, so a slow link
-  shows as one), and the figure is judged over iperf3 as always, with a note
-  saying so (``link_calibration.judged_against``).
+  the declared rate: the host's limit still, and the figure is judged over
+  iperf3 as always, with a note saying so (``link_calibration.judged_against``).
+
+The host's load is read while the job does nothing: read while the job
+runs, it would hold the job's own busy-polling ranks and the emulated wire's
+softirq work, which keep a task waiting as much on a quiet host as other
+work does on a busy one.
 """
 from __future__ import annotations
 
@@ -40,12 +46,14 @@ from hpcnet.constants import MEASUREMENT_WITHHELD
 #: that the host still emulates the wire: a healthy testbed host reaches
 #: 0.94-1.01 (docs/measurements.md, "Calibrated judging").
 HOST_FLOOR = 0.90
-#: The CPU pressure (``/proc/pressure/cpu``, "some avg10": the share of the
-#: last 10 s some task waited for a core) from which the host is busy: above
-#: every reading of a clean testbed run, whose own busy-polling ranks keep a
-#: task waiting up to 28 % of the time, and below what other work beside it
-#: brings (up to 58 %) (docs/measurements.md, "Calibrated judging").
-BUSY_PRESSURE_PCT = 30.0
+#: The host is busy from either share of the idle second before iperf3:
+#: its cores busy with work not the job's, or some task waiting for a core.
+#: Both lie between a quiet host's readings and those beside one process
+#: spinning on a core (docs/measurements.md, "Calibrated judging").
+BUSY_CPU_PCT = 40.0
+BUSY_STALL_PCT = 10.0
+#: The idle window (s) the host's load is read over, before each iperf3 run.
+IDLE_WINDOW_S = 1
 #: How far above the wire a figure may read: a shaped link lets no more
 #: through (reference/testbed.yaml's wire-derived upper bounds).
 ABOVE_WIRE = 0.02
@@ -58,9 +66,13 @@ PHASES = ('before', 'after')
 #: (tc rounds rates to its clock).
 RATE_ROUNDING = 0.001
 
-#: The pressure probe's line; a line without its phase is the one read before.
-_PRESSURE = re.compile(r'^hpcnet-cpu-pressure(?: (before|after))?: (.*)$', re.M)
-_AVG10 = re.compile(r'\bavg10=(\d+(?:\.\d+)?)')
+#: The load probe's line: phase, start|end, the clock (ns), /proc/stat's
+#: first line, /proc/pressure/cpu's first line.
+_LOAD = re.compile(r'^hpcnet-host-load (\S+) (start|end): (\d+) (cpu .*?) \| ?(.*)$', re.M)
+_SOME_TOTAL = re.compile(r'^some\b.*\btotal=(\d+)')
+#: /proc/stat's idle and iowait columns (after the 'cpu' label), of the first eight.
+_IDLE_COLUMNS = (3, 4)
+_STAT_COLUMNS = 8
 
 
 class CalibrationError(ValueError):
@@ -86,18 +98,10 @@ LOG_FILE = 'calibration.log'
 FILES = [SHAPER_FILE, LOG_FILE, *(file_name(phase) for phase in PHASES)]
 
 
-def pressure_command(phase: str, launcher: str, num_nodes: int) -> str:
-    '''A command printing each node's CPU pressure, one tagged line each.'''
-    script = (f'printf "hpcnet-cpu-pressure {phase}: %s\\n" '
-              '"$(head -n1 /proc/pressure/cpu 2>/dev/null)"')
-    return per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes)
-
-
 def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
     '''A command printing, from each node, every tc view of ``iface`` that
     hpcnet.checklib.qdiscs reads and the node's address on it, one tagged
-    line each, then the CPU pressure before the run: one compound command,
-    so that a redirection after it takes the output of both.'''
+    line each.'''
     dev = shlex.quote(iface)
     views = (('shaper', f'tc -j qdisc show dev {dev} 2>&1 | tr -d "\\n"'),
              ('classes', f'tc class show dev {dev} 2>&1 | tr "\\n" ";"'),
@@ -105,20 +109,30 @@ def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
              ('address', f'ip -j -4 addr show dev {dev} 2>&1 | tr -d "\\n"'))
     script = '; '.join(f'printf "hpcnet-{view}: %s %s %s\\n" "$(hostname)" {dev} "$({command})"'
                        for view, command in views)
-    return ('{ ' + per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes) + '; '
-            + pressure_command('before', launcher, num_nodes) + '; }')
+    return per_node(f'sh -c {shlex.quote(script)}', launcher, num_nodes)
+
+
+def load_command(phase: str) -> str:
+    '''A command reading the host's load over an idle window, on the job's
+    first node: one tagged line at each end.'''
+    line = (f'printf "hpcnet-host-load {phase} %s: %s %s | %s\\n" "$1" "$(date +%s%N)" '
+            '"$(head -n1 /proc/stat)" "$(head -n1 /proc/pressure/cpu 2>/dev/null)"')
+    script = f'probe() {{ {line}; }}; probe start; sleep {IDLE_WINDOW_S}; probe end'
+    return f'sh -c {shlex.quote(script)}'
 
 
 def iperf3_command(phase: str, stagedir: str, iface: str, launcher: str) -> str:
-    '''iperf3 from the job's second node to its first, on ``iface``, writing
-    the client's JSON into the stage directory.'''
+    '''The host's load over an idle window, then iperf3 from the job's second
+    node to its first, on ``iface``, writing the client's JSON into the stage
+    directory: one compound command, so that a redirection takes both.'''
     script = templates.job_script(
         'iperf3-pair', IFACE=iface, PORT=IPERF3_PORT, TIMEOUT_S=30, DURATION_S=IPERF3_SECONDS,
         CONNECT_TIMEOUT_MS=5000, WAIT_STEPS=50,
         RENDEZVOUS=f'{stagedir}/calibration-rendezvous-{phase}',
         CLIENT_JSON=f'{stagedir}/{file_name(phase)}',
         SERVER_LOG=f'{stagedir}/calibration-iperf3-server-{phase}.log')
-    return per_node(f'sh -c {shlex.quote(script)}', launcher, 2)
+    return ('{ ' + load_command(phase) + '; '
+            + per_node(f'sh -c {shlex.quote(script)}', launcher, 2) + '; }')
 
 
 def iperf3_received_MBps(result, where: str) -> float:
@@ -146,28 +160,54 @@ def read_iperf3(path: str) -> dict:
         raise CalibrationError(f'{path}: not JSON ({err})') from None
 
 
-def pressure_pct(line: str) -> float | None:
-    '''The "some avg10" of a /proc/pressure/cpu line (%), or None.'''
-    found = _AVG10.search(line)
-    return float(found.group(1)) if found and line.startswith('some') else None
+@dataclass(frozen=True)
+class HostLoad:
+    '''The host's load over an idle window: the share (%) of its cores'
+    time busy, and of the wall time some task waited for a core (None where
+    /proc/pressure/cpu could not be read).'''
+    cpu_busy_pct: float
+    cpu_stall_pct: float | None
+
+    def busy(self) -> bool:
+        return self.cpu_busy_pct >= BUSY_CPU_PCT or (
+            self.cpu_stall_pct is not None and self.cpu_stall_pct >= BUSY_STALL_PCT)
+
+    def describe(self) -> str:
+        stall = ('' if self.cpu_stall_pct is None
+                 else f', some task waiting for a core {self.cpu_stall_pct:.1f} %')
+        return f'cores busy {self.cpu_busy_pct:.0f} %{stall}'
 
 
-def _busiest(lines: list) -> str:
-    '''The reading of the busiest node (the host's, where nodes share it).'''
-    readable = [line for line in lines if pressure_pct(line) is not None]
-    return max(readable, key=pressure_pct) if readable else (lines[0] if lines else '')
+def host_load(text: str, phase: str) -> HostLoad | None:
+    '''The host's load over the ``phase`` idle window, from its probe's two
+    lines; None where the probe did not read both ends.'''
+    ends = {}
+    for tag, end, clock_ns, stat, pressure in _LOAD.findall(text):
+        if tag == phase:
+            columns = [int(c) for c in stat.split()[1:_STAT_COLUMNS + 1]]
+            total = _SOME_TOTAL.match(pressure.strip())
+            ends[end] = (int(clock_ns), columns, int(total.group(1)) if total else None)
+    if set(ends) != {'start', 'end'}:
+        return None
+    (start_ns, start_cpu, start_us), (end_ns, end_cpu, end_us) = ends['start'], ends['end']
+    ticks = [after - before for before, after in zip(start_cpu, end_cpu)]
+    if end_ns <= start_ns or sum(ticks) <= 0:
+        return None
+    idle = sum(ticks[column] for column in _IDLE_COLUMNS)
+    stall = (None if start_us is None or end_us is None
+             else 100.0 * (end_us - start_us) / ((end_ns - start_ns) / 1000))
+    return HostLoad(100.0 * (sum(ticks) - idle) / sum(ticks), stall)
 
 
 @dataclass(frozen=True)
 class Calibration:
     '''iperf3 on the case's link before and after it, the shaping on its
-    path and the host's CPU pressure before and after.'''
+    path and the host's load just before each iperf3 run.'''
     before_MBps: float
     after_MBps: float
     shaped_bps: dict        #: host -> the lowest shaped rate toward the path's other end, or None
-    cpu_pressure: str = ''  #: /proc/pressure/cpu's "some" line before the run, as read
-    cpu_pressure_after: str = ''
     shaped_by: dict = field(default_factory=dict)   #: host -> the tc shaper(s) setting that rate
+    host_load: dict = field(default_factory=dict)   #: phase -> HostLoad, or None where unread
 
     @property
     def link_MBps(self) -> float:
@@ -196,32 +236,31 @@ class Calibration:
 
     def throttled(self, iface: str, link_rate_bps: int) -> list:
         '''Nodes whose interface shapes the path below the declared rate.'''
-        return [f'{host}: {iface} is shaped to {rate / 1e6:g} Mbit/s toward the other node '
+        return [f'{host}: {iface} is shaped to {rate / 1e6:g} Mbit/s toward the job\'s other nodes '
                 f'(tc {self.shaped_by.get(host, "tbf")}), below the partition\'s link_rate_bps '
                 f'({link_rate_bps / 1e6:g} Mbit/s)'
                 for host, rate in sorted(self.shaped_bps.items())
                 if rate is not None and rate < link_rate_bps * (1 - RATE_ROUNDING)]
 
-    def pressures(self) -> list:
-        '''The CPU pressures (some avg10, %) read, before then after.'''
-        return [p for p in (pressure_pct(self.cpu_pressure), pressure_pct(self.cpu_pressure_after))
-                if p is not None]
+    def loads(self) -> list:
+        '''(phase, HostLoad) of the phases whose load was read.'''
+        return [(phase, self.host_load[phase]) for phase in PHASES
+                if self.host_load.get(phase) is not None]
 
     def host_busy(self) -> bool | None:
-        '''Whether the host was busy around the run (either reading at or
-        above BUSY_PRESSURE_PCT); None where no pressure could be read.'''
-        found = self.pressures()
-        return max(found) >= BUSY_PRESSURE_PCT if found else None
+        '''Whether the host was busy before either iperf3 run; None where
+        no load could be read.'''
+        found = self.loads()
+        return any(load.busy() for _, load in found) if found else None
 
     def below_floor(self, link_rate_bps: int, mtu: int | None) -> bool:
         wire = tcp_payload_MBps(link_rate_bps, mtu)
         return min(self.before_MBps, self.after_MBps) < HOST_FLOOR * wire
 
     def host_limited(self, link_rate_bps: int, mtu: int | None) -> bool:
-        '''iperf3 below the floor while the CPU pressure read quiet: with no
+        '''iperf3 below the floor while the host read quiet: with no
         shaper on the path below the declared rate (throttled() is asked
-        first), the shortfall is the host's, stalls shorter than the
-        pressure's 10 s average; the figure is judged over iperf3.'''
+        first), the shortfall is the host's; the figure is judged over iperf3.'''
         return self.below_floor(link_rate_bps, mtu) and self.host_busy() is False
 
     def iperf3_figures(self, link_rate_bps: int, mtu: int | None) -> str:
@@ -231,12 +270,11 @@ class Calibration:
                 f'{self.after_MBps / wire:.2f} of the wire\'s payload rate {wire:.1f} MB/s '
                 f'(emulating the wire needs {HOST_FLOOR:.2f})')
 
-    def pressure_figures(self) -> str:
-        readings = ', '.join(f'{pressure_pct(line):.2f} % {phase}' for phase, line in
-                             (('before', self.cpu_pressure), ('after', self.cpu_pressure_after))
-                             if pressure_pct(line) is not None)
-        return (f'CPU pressure some avg10 {readings} (busy from {BUSY_PRESSURE_PCT:g} %)'
-                if readings else 'no CPU pressure readable (/proc/pressure/cpu)')
+    def load_figures(self) -> str:
+        readings = '; '.join(f'{load.describe()} {phase}' for phase, load in self.loads())
+        return (f'{readings} (busy from {BUSY_CPU_PCT:g} % busy or {BUSY_STALL_PCT:g} % '
+                f'waiting, over {IDLE_WINDOW_S} s idle before each iperf3 run)'
+                if readings else 'the host\'s load unread (/proc/stat)')
 
     def withheld(self, link_rate_bps: int, mtu: int | None) -> str | None:
         '''Why this measurement is withheld (iperf3 below the floor on a busy
@@ -244,7 +282,7 @@ class Calibration:
         if not self.below_floor(link_rate_bps, mtu) or self.host_busy() is False:
             return None
         why = 'host busy' if self.host_busy() else 'host load unknown'
-        return (f'{MEASUREMENT_WITHHELD} ({why}: {self.pressure_figures()}): '
+        return (f'{MEASUREMENT_WITHHELD} ({why}: {self.load_figures()}): '
                 f'{self.iperf3_figures(link_rate_bps, mtu)}')
 
     def host_limited_note(self, link_rate_bps: int, mtu: int | None) -> str | None:
@@ -252,7 +290,7 @@ class Calibration:
         if not self.host_limited(link_rate_bps, mtu):
             return None
         return (f'the host below the wire, no shaper on the path below the declared rate '
-                f'({self.pressure_figures()}): {self.iperf3_figures(link_rate_bps, mtu)}; '
+                f'({self.load_figures()}): {self.iperf3_figures(link_rate_bps, mtu)}; '
                 'judged over iperf3 on the same link')
 
 
@@ -272,9 +310,12 @@ def read(stagedir: str) -> Calibration:
         raise CalibrationError(str(err)) from None
     if not rates:
         raise CalibrationError(f'{SHAPER_FILE}: no node reported its interface')
-    readings = {phase: [line.strip() for when, line in _PRESSURE.findall(text)
-                        if (when or 'before') == phase] for phase in PHASES}
+    try:
+        with open(f'{stagedir}/{LOG_FILE}', errors='replace') as fp:
+            log = fp.read()
+    except OSError:
+        raise CalibrationError(f'iperf3 wrote no {LOG_FILE}') from None
     return Calibration(figures['before'], figures['after'],
                        {host: rate for host, (rate, _) in rates.items()},
-                       _busiest(readings['before']), _busiest(readings['after']),
-                       {host: what for host, (rate, what) in rates.items() if rate is not None})
+                       {host: what for host, (rate, what) in rates.items() if rate is not None},
+                       {phase: host_load(log, phase) for phase in PHASES})

@@ -262,7 +262,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
     #: where the partition's nodes share the host's cores
     #: (hpcnet.checklib.calibration): each gets a ``<name>_over_iperf3``.
     calibrated_metrics = variable(typ.List[str], value=[])
-    #: iperf3 before and after the run, the shapers and the CPU pressure seen.
+    #: iperf3 before and after the run, the shapers and the host's load before each.
     link_calibration = variable(typ.Dict[str, object], value={}, loggable=True)
 
     @run_after('init')
@@ -289,10 +289,11 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
 
 
     def calibrates_link(self) -> bool:
-        '''Whether this case is judged against iperf3 on its own link: two
-        nodes of an emulated cluster, and metrics to calibrate.'''
+        '''Whether this case is judged against iperf3 on its own link: nodes
+        of an emulated cluster (iperf3 between the job's first two), and
+        metrics to calibrate.'''
         return bool(self.calibrated_metrics and self.partition.nodes_share_cores
-                     and self.num_nodes == 2 and self.partition.iface
+                     and self.num_nodes >= 2 and self.partition.iface
                      and self.partition.link_rate_bps)
 
     @run_after('setup', always_last=True)
@@ -318,8 +319,8 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
                                  'iperf3_after_MBps': found.after_MBps,
                                  'shaped_bps': found.shaped_bps,
                                  'shaped_by': found.shaped_by,
-                                 'cpu_pressure': found.cpu_pressure,
-                                 'cpu_pressure_after': found.cpu_pressure_after}
+                                 'host_load': {phase: load and load.describe() for phase, load
+                                               in found.host_load.items()}}
         limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu)
         if limited:
             self.link_calibration['judged_against'] = limited
@@ -364,9 +365,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
                       f'{calibration.iperf3_command("before", self.stagedir, iface, launcher)} '
                       f'> {log} 2>&1']
             after = [f'{calibration.iperf3_command("after", self.stagedir, iface, launcher)} '
-                     f'>> {log} 2>&1',
-                     f'{calibration.pressure_command("after", launcher, self.num_nodes)} '
-                     f'>> {shaper} 2>&1']
+                     f'>> {log} 2>&1']
             self.keep_files += calibration.FILES
         self.prerun_cmds += before + [linkstats.per_node(
             linkstats.snapshot_command('before', iface), launcher, self.num_nodes)]

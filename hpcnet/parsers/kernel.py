@@ -73,7 +73,8 @@ KNOWN_KEYS = frozenset({
     'ops', 'root', 'reduction',
     # pairs; the outlier rule of its second pass and what it decided
     'pairs', 'rounds', 'schedule', 'lat-size', 'bw-size', 'samples', 'bw-samples',
-    'outlier-rule', 'mad-k', 'outlier-floor', 'lat-threshold-us', 'bw-threshold-mbps', 'retested',
+    'outlier-rule', 'mad-k', 'outlier-floor', 'bw-of-best', 'lat-threshold-us', 'bw-threshold-mbps',
+    'retested',
     'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds',
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
@@ -87,7 +88,7 @@ NUMERIC_HEADER_KEYS = frozenset({
     'ranks', 'warmup', 'precision-pct', 'time-per-size-ms', 'min-iters', 'max-iters', 'window',
     'window-bytes', 'recv-slots', 'batch-us', 'root',
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
-    'samples', 'bw-samples', 'windows', 'mad-k', 'outlier-floor', 'lat-threshold-us',
+    'samples', 'bw-samples', 'windows', 'mad-k', 'outlier-floor', 'bw-of-best', 'lat-threshold-us',
     'bw-threshold-mbps', 'retested', 'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds',
 })
 
