@@ -35,7 +35,7 @@ again at its better second-pass measurement is bad (``outlier_rule``):
   2.1 x the least, bandwidth below ``bw_of_best`` of the greatest: ClusterKit's
   93 %, or ``SHARED_CORES_BW_OF_BEST`` where the partition's nodes share the
   host's cores, whose stalls move a healthy pair's bandwidth by up to a fifth
-  (docs/measurements.md, "Finding the bad node or link").
+  (docs/measurements.md, "`make testbed-run` from a fresh clone on a slower day").
 - ``auto`` (default): ``mad`` from ``MAD_RULE_MIN_NODES`` nodes, ``clusterkit``
   below.  The median pair is a healthy one only while the slow pairs are
   fewer than half; a bad node slows 2 of every N pairs, half of them on 4
