@@ -9,7 +9,8 @@ verdict is measured against), then --trials trials of each scenario:
 - clean: nothing changed -> right when accept exits 0;
 - path: the cn1-cn2 path at --path-fault of the rate, both directions
   (``hpcnet testbed shape --node cn1 --peer cn2``) -> right when accept
-  exits 1 and its table names a regressed metric of the selected check;
+  exits 1 naming the selected check: a regressed metric in its table, or
+  the case FAILED in a round's summary;
 - intermittent: the same path at --intermittent-fault of the rate for one
   repeat's time out of every three (a flapping link), the rest clean ->
   right as for path.
@@ -88,9 +89,12 @@ def hpcnet_on_testbed(tb, argv: list) -> tuple:
     return int(code), text
 
 
-def regressed_rows(text: str, check: str) -> list:
-    '''The rows of accept's verdict table that name a regressed metric of ``check``.'''
-    return [line for line in text.splitlines() if check in line and 'regressed' in line]
+def fault_lines(text: str, check: str) -> list:
+    '''What accept printed naming ``check`` as at fault: a row of its verdict
+    table with a regressed metric, or a FAILED line of a round's summary (a
+    case that failed, e.g. on the shaper it found on its path).'''
+    return [line for line in text.splitlines() if check in line
+            and ('regressed' in line or line.startswith('hpcnet: FAILED'))]
 
 
 def main(argv=None) -> int:
@@ -149,7 +153,7 @@ def main(argv=None) -> int:
                     if scenario == 'path':
                         tb.shape_path('cn1', 'cn2', None)
                 seconds = time.monotonic() - began
-                named = regressed_rows(text, check)
+                named = fault_lines(text, check)
                 ok = (code == Exit.OK if scenario == 'clean'
                       else code == Exit.FAILED and bool(named))
                 found = re.search(r'^after: .*: (\d+) repeats in (\d+) sessions', text, re.M)
@@ -158,7 +162,7 @@ def main(argv=None) -> int:
                 print(f'trial {trial + 1} {scenario:12} exit {code} in {seconds:.0f} s '
                       f'({seconds / one_run_s:.1f} runs; {rounds}): '
                       f'{"right" if ok else "WRONG"}; '
-                      f'{named[0].strip() if named else "no regressed row"}', flush=True)
+                      f'{named[0].strip()[:200] if named else "nothing named at fault"}', flush=True)
     finally:
         tb.down()
 
