@@ -8,7 +8,7 @@ import io
 import pytest
 
 from hpcnet import cli
-from hpcnet.commands import reframe_options
+from hpcnet.commands.parser import PASSED_THROUGH
 from hpcnet.commands.testbed import parse_on_testbed
 from hpcnet.exitcodes import Exit
 
@@ -33,7 +33,7 @@ def test_help_lists_reframe_options(command):
     code, out, _ = _hpcnet(*command, '--help')
     assert code == 0
     assert '--repeats' in out
-    for option, _ in reframe_options.PASSED_THROUGH:
+    for option, _ in PASSED_THROUGH:
         assert option in out, f'hpcnet {" ".join(command)} --help does not list {option}'
     assert '--repeat ' not in out.replace('--repeats', '') and '--reruns' not in out.split(
         'ReFrame options')[1]

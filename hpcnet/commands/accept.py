@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from hpcnet import argtypes, runner
 from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
-from hpcnet.commands import reframe_options
 from hpcnet.commands.compare import parse_pairs
+from hpcnet.commands.parser import pass_through
 from hpcnet.constants import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
 from hpcnet.reframeargs import named_system
@@ -165,7 +165,7 @@ def add_options(p) -> None:
                    help=f"floor of each metric's tolerance (default {compare.THRESHOLD:g})")
     p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
                    help="whose baseline (default: the system of --system)")
-    reframe_options.pass_through(p, 'accept', '--repeats K and --max-repeats K')
+    pass_through(p, 'accept', '--repeats K and --max-repeats K')
     p.set_defaults(func=run)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references
-from hpcnet.commands import reframe_options
+from hpcnet.commands.parser import pass_through
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV
 from hpcnet.exitcodes import Exit
 from hpcnet.reframeargs import named_system
@@ -93,7 +93,7 @@ def add_options(p) -> None:
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
     p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml; '
                                           "ReFrame's -o is not passed through)")
-    reframe_options.pass_through(p, 'baseline', '--repeats K (K sessions)')
+    pass_through(p, 'baseline', '--repeats K (K sessions)')
     p.set_defaults(func=run)
 
 

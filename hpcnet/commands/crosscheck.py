@@ -5,7 +5,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, runner, stacks
 from hpcnet.acceptance import references
-from hpcnet.commands import reframe_options
+from hpcnet.commands.parser import pass_through
 from hpcnet.constants import Feature
 from hpcnet.exitcodes import Exit
 
@@ -47,5 +47,5 @@ def add_parser(sub) -> None:
     p.add_argument('--report', help='use this ReFrame JSON report instead of running')
     p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='runs of each side in the session; figures are medians (default 5)')
-    reframe_options.pass_through(p, 'crosscheck', '--repeats K (K runs of each side)')
+    pass_through(p, 'crosscheck', '--repeats K (K runs of each side)')
     p.set_defaults(func=run)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from hpcnet import argtypes, runner
-from hpcnet.commands import reframe_options
+from hpcnet.commands.parser import pass_through
 
 
 def run(args) -> int:
@@ -17,7 +17,7 @@ def add_options(p) -> None:
                         'writes reports/latest.json); ReFrame\'s -n/--name select checks')
     p.add_argument('--repeats', type=argtypes.positive_int, default=1,
                    help='samples of every metric (ReFrame --reruns K-1; default 1)')
-    reframe_options.pass_through(p, 'run')
+    pass_through(p, 'run')
     p.set_defaults(func=run)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hpcnet import stacks
 from hpcnet.argtypes import positive_int
-from hpcnet.commands import reframe_options
+from hpcnet.commands.parser import renamed
 from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
@@ -213,5 +213,5 @@ def add_parser(sub) -> None:
                    help="where jobs stage (default: hpcnet run's: the site file's prefix, "
                         'else output/ of the work directory)')
     c.add_argument('-p', '--prgenv', help='only environments matching this regex (as ReFrame -p)')
-    reframe_options.renamed(c, '--environ', '-p/--prgenv')
+    renamed(c, '--environ', '-p/--prgenv')
     c.set_defaults(func=run_check)
