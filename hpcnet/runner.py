@@ -54,6 +54,9 @@ _ACTION_OPTIONS = ('-r', '--run', '--dry-run', *LISTING_OPTIONS)
 #: retry of one repeat replaces them with its own, and runs once.
 _SELECTION_OPTIONS = ('-n', '--name', '-p', '--prgenv', '--system', '-x', '--exclude', '-t', '--tag',
                       '--reruns', '--duration')
+#: ReFrame options that write a file of the whole session (the CI's JUnit
+#: view): a retry of one repeat leaves them out, or it would overwrite it.
+_SESSION_FILE_OPTIONS = ('--report-junit',)
 
 
 def session_prefix(name: str, reframe_args: list) -> Path:
@@ -142,7 +145,8 @@ def _attempts(name: str, key: tuple, tc: dict, allowed: int, where: str, reframe
         attempts += 1
         say(f'retrying (attempt {attempts} of {allowed}), {now[0]}: {case_name(tc)}{where}')
         cmd, report = reframe_cmd(f'{name}-retry', [
-            *option_values_removed(reframe_args, _SELECTION_OPTIONS), '-n', f'/{tc["hashcode"]}',
+            *option_values_removed(reframe_args, (*_SELECTION_OPTIONS, *_SESSION_FILE_OPTIONS)),
+            '-n', f'/{tc["hashcode"]}',
             '-p', f'^{re.escape(tc["environ"])}$',
             '--system', f'{tc["system"]}:{tc["partition"]}'])
         subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)

@@ -93,7 +93,7 @@ def test_site_init_writes_a_valid_site_file(stranger):
 
 def test_site_check_passes(stranger):
     hpcnet, _, _ = stranger
-    proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$')
+    proc = hpcnet('site', 'check', '--system', SITE, '-p', f'^{ENV}$')
     print(proc.stdout)          # the findings, for the log of a CI run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f'{SITE}:eth-tcp: {ENV} (openmpi 4.1' in proc.stdout
@@ -148,7 +148,7 @@ def test_check_fails_for_a_partition_without_nodes(tb, stranger):
     try:
         variant = _variant(scratch, path, 'empty', lambda t: t.replace('--partition=eth',
                                                                       '--partition=empty'))
-        proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$',
+        proc = hpcnet('site', 'check', '--system', SITE, '-p', f'^{ENV}$',
                       systems_dir=variant)
     finally:
         tb.run('hn0', ['scontrol', 'delete', 'PartitionName=empty'], check=True)
@@ -160,7 +160,7 @@ def test_check_fails_for_a_stage_directory_the_nodes_cannot_see(tb, stranger):
     hpcnet, _, _ = stranger
     # Each node mounts its own directory on the testbed's TmpFS path.
     private = tb.state_dir / 'tmpfs' / 'site-check-stage'
-    proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$', '--stage-dir',
+    proc = hpcnet('site', 'check', '--system', SITE, '-p', f'^{ENV}$', '--stage-dir',
                   str(private))
     failed = _failed(proc)
     assert any(f'cn1, cn2, cn3, cn4 cannot see the stage directory {private}' in ln
@@ -178,7 +178,7 @@ def test_check_fails_for_an_interface_missing_on_one_node(tb, stranger):
     try:
         variant = _variant(scratch, path, 'iface', lambda t: re.sub(
             r"\n\s+link_speed_mbps=.*", '', t.replace("iface='eth0'", "iface='hpcx0'")))
-        proc = hpcnet('site', 'check', '--system', SITE, '--environ', 'none-at-all',
+        proc = hpcnet('site', 'check', '--system', SITE, '-p', 'none-at-all',
                       systems_dir=variant)
     finally:
         for node in ('cn1', 'cn2', 'cn3'):
@@ -191,7 +191,7 @@ def test_check_fails_for_a_pmi_the_mpi_cannot_use(stranger):
     hpcnet, path, scratch = stranger
     variant = _variant(scratch, path, 'pmi', lambda t: t.replace(
         '(PartitionKey)\n', "(PartitionKey)\n                pmi='pmi2',  # a PMI Debian's Open MPI 4.1 lacks\n"))
-    proc = hpcnet('site', 'check', '--system', SITE, '--environ', f'^{ENV}$', systems_dir=variant)
+    proc = hpcnet('site', 'check', '--system', SITE, '-p', f'^{ENV}$', systems_dir=variant)
     (line,) = _failed(proc)
     assert f'{ENV} (openmpi 4.1' in line and 'srun --mpi=pmi2 (extras pmi) did not start' in line
     assert "OMPI was not built with SLURM's PMI support" in line      # the MPI's own words

@@ -83,7 +83,7 @@ def hpcnet_on_testbed(tb, argv: list) -> tuple:
     testbed ``tb``, which stays up between them.'''
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = run_on(tb, parse_on_testbed(argv[0], argv[1:]), argv[1:])
+        code = run_on(tb, parse_on_testbed(argv[0], argv[1:]))
     text = out.getvalue()
     sys.stdout.write(text)
     return int(code), text

@@ -23,6 +23,7 @@ from hpcnet import argtypes, runner
 from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
+from hpcnet.commands.parser import pass_through
 from hpcnet.constants import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
 from hpcnet.reframeargs import named_system
@@ -146,8 +147,8 @@ def run(args) -> int:
                   alpha=args.alpha, threshold=args.threshold)
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser('accept', help='K repeats compared with the baseline; more until decided')
+def add_options(p) -> None:
+    '''The options of `hpcnet accept` (also of `hpcnet testbed accept`).'''
     p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='samples of every metric in the first round (default 5)')
     p.add_argument('--max-repeats', type=argtypes.positive_int, default=15,
@@ -158,8 +159,16 @@ def add_parser(sub) -> None:
                    help="the before side (default: the system's latest baseline session)")
     p.add_argument('--pair', action='append', metavar='OLD=NEW',
                    help='pair an environment an upgrade renamed (repeatable)')
-    p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA)
-    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD)
+    p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA,
+                   help=f'one-sided significance level (default {compare.ALPHA:g})')
+    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD,
+                   help=f"floor of each metric's tolerance (default {compare.THRESHOLD:g})")
     p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
                    help="whose baseline (default: the system of --system)")
-    p.set_defaults(func=run, takes_reframe_args=True)
+    pass_through(p, 'accept', '--repeats K and --max-repeats K')
+    p.set_defaults(func=run)
+
+
+def add_parser(sub) -> None:
+    add_options(sub.add_parser('accept', help='K repeats compared with the baseline; more until '
+                                              'decided'))

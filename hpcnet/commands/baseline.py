@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references
+from hpcnet.commands.parser import pass_through
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV
 from hpcnet.exitcodes import Exit
 from hpcnet.reframeargs import named_system
@@ -82,13 +83,19 @@ def run(args) -> int:
         runner.say(accepted.candidate_note(baseline_id, reference))
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser('baseline', help='K repeats -> references with provenance')
+def add_options(p) -> None:
+    '''The options of `hpcnet baseline` (also of `hpcnet testbed baseline`).'''
     p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='sessions of samples (default 5)')
     p.add_argument('--floor', type=argtypes.tolerance_floor,
                    help=f"tightest tolerance (fraction; default: the site file's "
                         f"{sites.BASELINE_FLOOR}, else {baseline.TOLERANCE_FLOOR:g})")
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
-    p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml)')
-    p.set_defaults(func=run, takes_reframe_args=True)
+    p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml; '
+                                          "ReFrame's -o is not passed through)")
+    pass_through(p, 'baseline', '--repeats K (K sessions)')
+    p.set_defaults(func=run)
+
+
+def add_parser(sub) -> None:
+    add_options(sub.add_parser('baseline', help='K repeats -> references with provenance'))

@@ -5,7 +5,9 @@ from pathlib import Path
 
 from hpcnet import argtypes, runner, stacks
 from hpcnet.acceptance import references
+from hpcnet.commands.parser import pass_through
 from hpcnet.constants import Feature
+from hpcnet.exitcodes import Exit
 
 
 def run(args) -> int:
@@ -18,7 +20,7 @@ def run(args) -> int:
         if not envs:
             runner.say('no environment ships IMB-MPI1 or the OSU benchmarks (feature +imb or '
                        '+osu): nothing to cross-check')
-            return 1
+            return Exit.UNDECIDED
         modes = '|'.join(sorted({p.ours_mode for p in crosscheck.PAIRINGS}))
         refs = '|'.join(f'{p.check}.*benchmark={p.benchmark}' for p in crosscheck.PAIRINGS)
         session = runner.run_suite(
@@ -37,7 +39,7 @@ def run(args) -> int:
         runner.say(f'{report}: no environment with both our kernel and IMB or OSU passing')
         return 1
     print(crosscheck.table(rows))
-    return 0 if all(r.ok for r in rows) else 2
+    return Exit.OK if all(r.ok for r in rows) else Exit.FAILED
 
 
 def add_parser(sub) -> None:
@@ -45,4 +47,5 @@ def add_parser(sub) -> None:
     p.add_argument('--report', help='use this ReFrame JSON report instead of running')
     p.add_argument('--repeats', type=argtypes.positive_int, default=5,
                    help='runs of each side in the session; figures are medians (default 5)')
-    p.set_defaults(func=run, takes_reframe_args=True)
+    pass_through(p, 'crosscheck', '--repeats K (K runs of each side)')
+    p.set_defaults(func=run)

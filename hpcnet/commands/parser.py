@@ -1,4 +1,8 @@
-"""The argument parser of the hpcnet command line."""
+"""The argument parser of the hpcnet command line, and ReFrame's options on
+it: the commands that pass them through to ReFrame list them in their
+--help, and an option of ReFrame's that one of ours replaces is refused
+with one line naming ours (else `--repeat 5` for `--repeats 5` would
+silently run something else)."""
 from __future__ import annotations
 
 import argparse
@@ -16,3 +20,66 @@ class CommandParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(Exit.USAGE, f'{self.prog}: error: {message} (see {self.prog} --help)\n')
+
+
+#: ReFrame's options the docs use, as a pass-through command's --help lists
+#: them; every other option of `reframe --help` passes through as well.
+PASSED_THROUGH = (
+    ('--system NAME[:PARTITION]', 'the system (site file) and partition to run on'),
+    ('-n/--name REGEX', 'only the checks whose name (with its parameters) this finds'),
+    ('-x/--exclude REGEX', 'leave out the checks whose name this finds'),
+    ('-p/--prgenv REGEX', 'only these compiler x MPI environments (`hpcnet stacks`)'),
+    ('-t/--tag REGEX', 'only the checks with this tag'),
+    ('-l, -L', 'list the selected checks (in detail), run nothing'),
+    ('-S VAR=VALUE', 'set a check variable (-S sample_rounds=3)'),
+    ('-J OPTION', 'a scheduler option for every job (-J reservation=R)'),
+    ('--flex-alloc-nodes all|idle|N', 'the nodes the all_nodes checks take'),
+    ('--report-junit FILE', "a JUnit file of the session, for a CI's test view"),
+    ('--dry-run', 'write the job scripts, submit nothing'),
+)
+
+#: ReFrame's options that an option of ours replaces: what a user types,
+#: and why ours is meant.
+REPLACED = {
+    '--repeat': "ReFrame's --repeat N copies every test in one session",
+    '--reruns': 'hpcnet passes ReFrame --reruns K-1 itself',
+}
+
+
+def reframe_help(command: str) -> str:
+    '''The epilog of a pass-through command's --help.'''
+    width = max(len(option) for option, _ in PASSED_THROUGH)
+    lines = [f'  {option:<{width}}  {what}' for option, what in PASSED_THROUGH]
+    return '\n'.join([f'ReFrame options (options hpcnet {command} does not know go to ReFrame; '
+                      '`reframe --help` has all):', *lines])
+
+
+class _Replaced(argparse.Action):
+    '''An option of ReFrame's that ours replaces: a usage error naming ours.'''
+
+    def __init__(self, option_strings, dest, ours: str, why: str, **kwargs):
+        self.ours, self.why = ours, why
+        super().__init__(option_strings, dest, nargs='?', help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f'{option_string} is not an hpcnet option ({self.why}): use {self.ours}')
+
+
+def pass_through(parser: argparse.ArgumentParser, command: str,
+                 repeats: str = '--repeats K (K samples of every metric)') -> None:
+    '''``parser`` passes what it does not know to ReFrame: its --help lists
+    ReFrame's options, and ReFrame's --repeat and --reruns are refused in
+    favour of ``repeats``.'''
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = reframe_help(command)
+    for option, why in REPLACED.items():
+        parser.add_argument(option, action=_Replaced, ours=repeats, why=why,
+                            dest=f'refused{option[1:]}')
+    parser.set_defaults(takes_reframe_args=True)
+
+
+def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    '''``old``, an earlier spelling of ``new``, is refused with one line
+    naming ``new`` (one spelling per meaning across the commands).'''
+    parser.add_argument(old, action=_Replaced, ours=new, dest=f'refused{old[1:]}',
+                        why=f'{new} is the name of ReFrame and of every hpcnet command')

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from hpcnet import stacks
 from hpcnet.argtypes import positive_int
+from hpcnet.commands.parser import renamed
 from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
@@ -146,9 +147,9 @@ def run_check(args) -> int:
     site = _site(args)
     system = site.system
     try:
-        wanted = re.compile(args.environ or '')
+        wanted = re.compile(args.prgenv or '')
     except re.error as err:
-        raise ConfigError(f'--environ {args.environ!r}: {err} (valid: a regular expression over '
+        raise ConfigError(f'--prgenv {args.prgenv!r}: {err} (valid: a regular expression over '
                           'environment names, as ReFrame -p)') from None
     validated = check.ok(f'{site.path}: the site file validates ({len(system["partitions"])} '
                          'partition(s))')
@@ -211,5 +212,6 @@ def add_parser(sub) -> None:
     c.add_argument('--stage-dir',
                    help="where jobs stage (default: hpcnet run's: the site file's prefix, "
                         'else output/ of the work directory)')
-    c.add_argument('--environ', help='only environments matching this regex (as ReFrame -p)')
+    c.add_argument('-p', '--prgenv', help='only environments matching this regex (as ReFrame -p)')
+    renamed(c, '--environ', '-p/--prgenv')
     c.set_defaults(func=run_check)

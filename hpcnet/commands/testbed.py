@@ -11,13 +11,15 @@ from collections.abc import Sequence
 
 from hpcnet import runner, testbed
 from hpcnet.commands import accept, baseline
+from hpcnet.commands import run as run_command
 from hpcnet.commands.parser import CommandParser
 from hpcnet.constants import WORK_DIR
 from hpcnet.testbed.config import HEAD
 from hpcnet.variables import TESTBED_STATE_DIR_ENV
 
-#: The hpcnet commands `hpcnet testbed` runs on a testbed it brings up and down.
-COMMANDS_ON_TESTBED = ('run', 'baseline', 'accept')
+#: The hpcnet commands `hpcnet testbed` runs on a testbed it brings up and
+#: down, and their modules (each has add_options()).
+COMMANDS_ON_TESTBED = {'run': run_command, 'baseline': baseline, 'accept': accept}
 
 
 def add_up_options(parser: argparse.ArgumentParser):
@@ -48,7 +50,10 @@ def _parser() -> argparse.ArgumentParser:
                              f'(default {testbed.DEFAULTS.name})')
     p = argparse.ArgumentParser(
         prog='hpcnet testbed',
-        description='Slurm virtual cluster in network namespaces.')
+        description='Slurm virtual cluster in network namespaces.',
+        epilog='hpcnet testbed run|baseline|accept [options]: testbed up, that hpcnet command '
+               'on it (its options, and ReFrame\'s), testbed down; '
+               'hpcnet testbed run --help lists them')
     sub = p.add_subparsers(dest='cmd', required=True)
     up = sub.add_parser('up', parents=[common], help='build the testbed')
     add_up_options(up)
@@ -154,27 +159,33 @@ def testbed_main(argv: Sequence[str] | None = None) -> int:
 
 
 
-def parse_on_testbed(command: str, argv: list) -> argparse.Namespace | None:
-    '''The arguments of `hpcnet COMMAND` (baseline or accept) run on the
-    testbed: what that command does not know goes to reframe; None for run.'''
+def _on_testbed_parser(command: str, up_options: bool) -> CommandParser:
+    """The parser of `hpcnet testbed COMMAND`: the testbed's options (with
+    ``up_options``), the command's, and ReFrame's in its --help."""
+    p = CommandParser(prog=f'hpcnet testbed {command}',
+                      description=f'testbed up, hpcnet {command} on it, testbed down')
+    if up_options:
+        add_up_options(p)
+    COMMANDS_ON_TESTBED[command].add_options(p)
     if command == 'run':
-        return None
-    parser = CommandParser(prog='hpcnet')
-    sub = parser.add_subparsers(dest='cmd', required=True)
-    baseline.add_parser(sub)
-    accept.add_parser(sub)
-    inner, extra = parser.parse_known_args([command, *argv])
+        # `hpcnet paper` reads the testbed's run as reports/testbed-latest.json.
+        p.set_defaults(report_name='testbed')
+    return p
+
+
+def parse_on_testbed(command: str, argv: list, up_options: bool = False) -> argparse.Namespace:
+    """The arguments of `hpcnet COMMAND` (run, baseline or accept) run on the
+    testbed: what that command does not know goes to reframe."""
+    inner, extra = _on_testbed_parser(command, up_options).parse_known_args(argv)
     inner.reframe_args = ['--system', 'testbed', *extra]
     return inner
 
 
-def run_on(tb, inner: argparse.Namespace | None, argv: list) -> int:
-    '''On the testbed ``tb``, which is up, ReFrame inside its head node: the
-    command parse_on_testbed() gave (``inner``), or `hpcnet run ARGV` (None).'''
+def run_on(tb, inner: argparse.Namespace) -> int:
+    """On the testbed ``tb``, which is up, ReFrame inside its head node: the
+    command parse_on_testbed() gave."""
     with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
-        if inner is not None:
-            return inner.func(inner)
-        return runner.run_suite('testbed', ['--system', 'testbed', *argv]).code
+        return inner.func(inner)
 
 
 def run(args) -> int:
@@ -182,13 +193,9 @@ def run(args) -> int:
     command = argv[0] if argv else None
     if command not in COMMANDS_ON_TESTBED:
         return testbed_main(argv)
-    p = argparse.ArgumentParser(prog=f'hpcnet testbed {command}',
-                                description=f'testbed up, hpcnet {command} on it, testbed down')
-    add_up_options(p)
-    # Everything else goes to the command, and what it does not know to
+    # The testbed's options, the command's, and what neither knows goes to
     # reframe (e.g. -n NAME, -p ENV).
-    opts, rest = p.parse_known_args(argv[1:])
-    inner = parse_on_testbed(command, rest)
+    opts = parse_on_testbed(command, argv[1:], up_options=True)
     tb = testbed.Testbed()
     tb.log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
@@ -201,7 +208,7 @@ def run(args) -> int:
     try:
         if no_roce:
             runner.say(no_roce)
-        return run_on(tb, inner, rest)
+        return run_on(tb, opts)
     finally:
         tb.down()
         runner.say('testbed down')

@@ -1,0 +1,89 @@
+"""One spelling per option across the hpcnet commands: the commands that
+pass options through to ReFrame list ReFrame's in their --help, and refuse
+ReFrame's --repeat and --reruns (ours is --repeats) with one line, before
+anything runs; `site check` spells ReFrame's -p as ReFrame does."""
+import contextlib
+import io
+
+import pytest
+
+from hpcnet import cli
+from hpcnet.commands.parser import PASSED_THROUGH
+from hpcnet.commands.testbed import parse_on_testbed
+from hpcnet.exitcodes import Exit
+
+#: The commands that pass what they do not know to ReFrame.
+PASS_THROUGH = (['run'], ['baseline'], ['accept'], ['crosscheck'],
+                ['testbed', 'run'], ['testbed', 'baseline'], ['testbed', 'accept'])
+
+
+def _hpcnet(*argv) -> tuple:
+    '''(exit code, stdout, stderr) of `hpcnet ARGV` in this process.'''
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(list(argv))
+        except SystemExit as stop:
+            code = stop.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize('command', PASS_THROUGH, ids=' '.join)
+def test_help_lists_reframe_options(command):
+    code, out, _ = _hpcnet(*command, '--help')
+    assert code == 0
+    assert '--repeats' in out
+    for option, _ in PASSED_THROUGH:
+        assert option in out, f'hpcnet {" ".join(command)} --help does not list {option}'
+    assert '--repeat ' not in out.replace('--repeats', '') and '--reruns' not in out.split(
+        'ReFrame options')[1]
+
+
+@pytest.mark.parametrize('command', PASS_THROUGH, ids=' '.join)
+@pytest.mark.parametrize('typed', [['--repeat', '5'], ['--repeat=5'], ['--reruns', '4']])
+def test_reframe_repeat_is_refused_naming_ours(command, typed):
+    code, out, err = _hpcnet(*command, *typed)
+    assert code == Exit.USAGE
+    assert out == ''
+    (line,) = err.splitlines()
+    assert line.startswith(f'hpcnet {" ".join(command)}: error: {typed[0].split("=")[0]} is not '
+                           'an hpcnet option')
+    assert 'use --repeats K' in line
+
+
+def test_site_check_spells_prgenv_as_reframe():
+    code, out, _ = _hpcnet('site', 'check', '--help')
+    assert code == 0 and '-p PRGENV, --prgenv PRGENV' in out and '--environ' not in out
+    code, _, err = _hpcnet('site', 'check', '--environ', 'gcc')
+    assert code == Exit.USAGE
+    (line,) = err.splitlines()
+    assert '--environ is not an hpcnet option' in line and 'use -p/--prgenv' in line
+
+
+def test_testbed_help_names_the_commands_it_runs():
+    code, out, _ = _hpcnet('testbed', '--help')
+    assert code == 0 and 'hpcnet testbed run|baseline|accept' in out
+
+
+def test_testbed_run_takes_the_options_of_run():
+    args = parse_on_testbed('run', ['--repeats', '3', '-n', 'hpcnet_p2p'])
+    assert (args.repeats, args.report_name) == (3, 'testbed')
+    assert args.reframe_args == ['--system', 'testbed', '-n', 'hpcnet_p2p']
+    args = parse_on_testbed('baseline', ['--nodes', '2', '--repeats', '2'], up_options=True)
+    assert (args.nodes, args.repeats) == (2, 2) and args.reframe_args == ['--system', 'testbed']
+
+
+def test_shared_options_mean_one_thing():
+    '''An option several commands define fills the same attribute in each.'''
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if a.choices)
+    seen = {}
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            for option in action.option_strings:
+                seen.setdefault(option, set()).add((name, action.dest))
+    # The same option string always fills the same attribute.
+    for option, uses in seen.items():
+        if option in ('-h', '--help'):
+            continue
+        assert len({dest for _, dest in uses}) == 1, f'{option}: {sorted(uses)}'
