@@ -9,7 +9,8 @@ from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import preflight
-from hpcnet.constants import Fabric, Scale, Unit
+from hpcnet import fabrics
+from hpcnet.constants import Scale, Unit
 from hpcnet.model import Partition
 from hpcnet.stacks import BUILTIN_ENV
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
@@ -34,7 +35,7 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithR
     @run_after('setup')
     def set_probe(self):
         self.partition = part = Partition.of(self.current_partition)
-        if part.fabric == Fabric.SHM:
+        if not fabrics.fabric(part.fabric).has_link:
             self.skip_because('shared memory has no link to check')
         self.num_nodes = (1 if self.scale == Scale.ONE_NODE
                           else self.available_nodes(part.num_nodes))

@@ -11,7 +11,7 @@ import os
 import socket
 import sys
 
-from hpcnet import stacks
+from hpcnet import fabrics, stacks
 from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
@@ -26,9 +26,9 @@ os.makedirs(REPORTS, exist_ok=True)
 
 def _discovery(systems):
     # Each MPI is probed on the fabrics of these systems one host can carry.
-    fabrics = {p['extras']['fabric'] for s in systems for p in s['partitions']}
+    declared = {p['extras']['fabric'] for s in systems for p in s['partitions']}
     try:
-        return stacks.discover(fabrics=fabrics & set(stacks.HOST_PROBED_FABRICS))
+        return stacks.discover(fabrics=declared & set(fabrics.host_probed()))
     except stacks.StackError as err:
         # The configuration must still load so that `reframe --list` etc.
         # show the problem instead of a traceback.

@@ -52,12 +52,12 @@ class Feature:
 
 
 class Fabric:
-    '''Fabrics a partition can test; each partition declares exactly one.'''
+    '''Names of the fabrics hpcnet ships, for system files and checks; what a
+    fabric is, and which are valid, is the fabric registry's (hpcnet.fabrics).'''
     SHM = 'shm'
     TCP = 'tcp'
     ROCE = 'roce'
     IB = 'ib'
-    ALL = (SHM, TCP, ROCE, IB)
 
 
 class P2PMode:

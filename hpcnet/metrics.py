@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hpcnet import fabrics
 from hpcnet.constants import (CALIBRATED_SUFFIX, COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES,
-                              P2P_LATENCY_SIZES, Fabric, Unit)
+                              P2P_LATENCY_SIZES, Unit)
 from hpcnet.sizes import size_label
 
 # Sizes (bytes) with their own performance variables; every check keeps the
@@ -58,7 +59,8 @@ class PartitionKind:
 
     @staticmethod
     def of(fabric: str) -> str:
-        return PartitionKind.SHARED_MEMORY if fabric == Fabric.SHM else PartitionKind.NETWORK
+        has_link = fabrics.fabric(fabric).has_link
+        return PartitionKind.NETWORK if has_link else PartitionKind.SHARED_MEMORY
 
 
 _ANY = frozenset(PartitionKind.ALL)

@@ -1,4 +1,4 @@
-"""The typed model of what the checks consume, and the fabric x MPI table.
+"""The typed model of what the checks consume: partitions and stacks.
 
 A site's ReFrame configuration describes each partition with a few extras (the
 fabric it tests, the interface, RDMA devices, link rate, node count) and hpcnet
@@ -10,30 +10,21 @@ extras keys are spelled only in this module (:class:`PartitionKey`,
 :class:`StackKey`); system files build their extras with
 :func:`partition_extras`.
 
-The fabric table (``config/fabrics.yaml``) says how each MPI profile is put on
-each fabric and how the MPI proves it: :meth:`Partition.fabric_settings` gives
-the variables and launcher options for a stack, and
-:meth:`FabricSettings.verify` reads the MPI's own report of what it used (with
-its family's parser, hpcnet.mpi), so a run that silently took another path
-fails instead of passing.
+What a fabric needs of a partition (an interface, RDMA devices) is its
+entry's, in the fabric registry (hpcnet.fabrics); how each MPI is put on it is
+the fabric table's (hpcnet.fabrics.table): :meth:`Partition.fabric_settings`
+fills the table's placeholders from the partition's extras.
 """
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-from hpcnet import mpi
-from hpcnet.constants import (FABRICS_FILE, Fabric,
-                              PartitionFeature)
-
-
-class ConfigError(ValueError):
-    """A site's configuration (system file, fabric table) is invalid."""
+from hpcnet import fabrics, mpi
+from hpcnet.constants import FABRICS_FILE, PartitionFeature
+from hpcnet.fabrics import ConfigError, FabricSettings, load_table
 
 
 class PartitionKey:
@@ -80,7 +71,6 @@ class StackKey:
 #: Linux interface names: at most 15 characters (IFNAMSIZ - 1), no '/', no blanks.
 IFACE_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.:@-]{0,14}')
 RDMA_DEVICE_PATTERN = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}')
-RDMA_FABRICS = (Fabric.ROCE, Fabric.IB)
 #: Extras ReFrame itself adds to every partition.
 REFRAME_IMPLICIT_EXTRAS = ('scheduler', 'launcher')
 #: The launcher whose PMI a partition may choose, and the PMIs Slurm's
@@ -106,133 +96,8 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
 
 
 # --------------------------------------------------------------------------
-# The table
+# The fabric table's placeholders, filled from a partition
 # --------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class FabricSettings:
-    fabric: str
-    profile: str
-    env: dict               #: forcing + reporting variables, placeholders filled
-    launcher_options: tuple
-    expect: frozenset       #: transport names that count as this fabric
-    parser: str             #: a transport parser's name (hpcnet.mpi.transport_parsers)
-    #: RDMA devices the partition names (roce/ib): where the MPI reports the
-    #: devices it used (UCX), they must be among these, not just any port.
-    devices: frozenset = frozenset()
-
-    def verify(self, text: str) -> tuple:
-        '''(ok, message) for the MPI output ``text``.'''
-        parser = mpi.transport_parser(self.parser)
-        used = parser.transports(text)
-        if not used:
-            return False, (f'{self.profile} printed no transport report for fabric '
-                           f'{self.fabric!r} (reporting variables: '
-                           f'{", ".join(sorted(self.report_vars))})')
-        wrong = used - self.expect
-        evidence = parser.evidence_of(text)
-        if wrong:
-            return False, (f'fabric {self.fabric!r} asked for, but {self.profile} used '
-                           f'{", ".join(sorted(wrong))} (expected one of: '
-                           f'{", ".join(sorted(self.expect))}; evidence: {evidence})')
-        if self.devices and parser.rdma_devices:
-            other = parser.rdma_devices(text) - self.devices
-            if other:
-                return False, (f'fabric {self.fabric!r} on {", ".join(sorted(self.devices))} '
-                               f'asked for, but {self.profile} also used RDMA device(s) '
-                               f'{", ".join(sorted(other))}')
-        return True, (f'{self.profile} used {", ".join(sorted(used))} on fabric {self.fabric!r}'
-                      + ('' if evidence == mpi.transports.OWN_REPORT else f' (evidence: {evidence})'))
-
-    @property
-    def report_vars(self) -> frozenset:
-        return frozenset(k for k in self.env if mpi.is_report_variable(k))
-
-
-def _fail(path, key, msg):
-    raise ConfigError(f'{path}: {key}: {msg}')
-
-
-def validate_table(data, path='<table>') -> dict:
-    '''Check the structure of a fabric table; return it unchanged.'''
-    if not isinstance(data, dict):
-        _fail(path, '(top level)', 'expected a mapping with keys schema, profiles, fabrics, launchers')
-    if data.get('schema') != 1:
-        _fail(path, 'schema', f'unsupported schema {data.get("schema")!r} (valid: 1)')
-    for top in ('profiles', 'fabrics', 'launchers'):
-        if not isinstance(data.get(top), dict):
-            _fail(path, top, 'missing or not a mapping')
-    profiles = data['profiles']
-    for name, prof in profiles.items():
-        parser = (prof or {}).get('report', {}).get('parser')
-        parsers = mpi.transport_parsers()
-        if parser not in parsers:
-            _fail(path, f'profiles.{name}.report.parser',
-                  f'{parser!r} is not a transport parser (valid: {", ".join(parsers)})')
-        if not isinstance(prof['report'].get('env', {}), dict):
-            _fail(path, f'profiles.{name}.report.env', 'must be a mapping of variable: value')
-        unknown = set(prof) - {'report', 'oversubscribed'}
-        if unknown:
-            _fail(path, f'profiles.{name}.{sorted(unknown)[0]}',
-                  'unknown key (valid: report, oversubscribed)')
-        over = prof.get('oversubscribed', {})
-        if not isinstance(over, dict) or set(over) - {'env', 'yields_from'} \
-                or not isinstance(over.get('env', {}), dict):
-            _fail(path, f'profiles.{name}.oversubscribed',
-                  'must be a mapping with keys env (a mapping of variable: value) '
-                  'and yields_from (a version)')
-        # A string: YAML reads 4.10 unquoted as the number 4.1.
-        first = over.get('yields_from')
-        if first is not None and not (isinstance(first, str)
-                                      and re.fullmatch(r'\d+(\.\d+)*', first)):
-            _fail(path, f'profiles.{name}.oversubscribed.yields_from',
-                  f'{first!r} is not a version (valid: numbers joined by dots, '
-                  "quoted: '4.2')")
-    for fabric, entries in data['fabrics'].items():
-        if not isinstance(entries, dict):
-            _fail(path, f'fabrics.{fabric}', 'must be a mapping of MPI profile: settings')
-        for prof, entry in entries.items():
-            if prof == 'description':
-                continue
-            key = f'fabrics.{fabric}.{prof}'
-            if prof not in profiles:
-                _fail(path, key, f'unknown MPI profile (valid: {", ".join(profiles)})')
-            if not isinstance(entry, dict):
-                _fail(path, key, 'must be a mapping with env, expect')
-            unknown = set(entry) - {'env', 'launcher_options', 'expect'}
-            if unknown:
-                _fail(path, f'{key}.{sorted(unknown)[0]}', 'unknown key (valid: env, launcher_options, expect)')
-            if not isinstance(entry.get('env', {}), dict):
-                _fail(path, f'{key}.env', 'must be a mapping of variable: value')
-            options = entry.get('launcher_options', [])
-            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-                _fail(path, f'{key}.launcher_options',
-                      f'{options!r} is not a list of strings (one launcher argument each)')
-            exp = entry.get('expect')
-            if not isinstance(exp, list) or not exp or not all(isinstance(x, str) for x in exp):
-                _fail(path, f'{key}.expect', 'must be a non-empty list of transport names')
-    for launcher, fams in data['launchers'].items():
-        if not isinstance(fams, dict) or not all(isinstance(v, list) for v in fams.values()):
-            _fail(path, f'launchers.{launcher}', 'must map MPI family to a list of options')
-    return data
-
-
-@functools.lru_cache(maxsize=None)
-def load_table(path: str | Path = FABRICS_FILE) -> dict:
-    path = Path(path)
-    try:
-        with open(path) as fp:
-            data = yaml.safe_load(fp)
-    except OSError as err:
-        raise ConfigError(f'{path}: cannot read the fabric table: {err.strerror}') from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f'{path}: not valid YAML: {err}') from None
-    return validate_table(data, path)
-
-
-def fabrics(path: str | Path = FABRICS_FILE) -> tuple:
-    return tuple(load_table(path)['fabrics'])
-
 
 #: Table placeholders and the partition value that fills each.
 PLACEHOLDERS = ('iface', 'rdma_dev', 'rdma_ports', 'rdma_port', 'gid_index')
@@ -267,10 +132,6 @@ PLACEHOLDER_KEY = {'iface': PartitionKey.IFACE, 'rdma_dev': PartitionKey.RDMA_DE
 # The model
 # --------------------------------------------------------------------------
 
-#: Defaults of the optional RDMA settings (port 1; GID 3 is RoCE v2 over IPv4
-#: on a default mlx5 configuration).
-DEFAULT_RDMA_PORT = 1
-DEFAULT_GID_INDEX = 3
 
 
 def _positive_int(value, where: str, key: str) -> int | None:
@@ -321,7 +182,7 @@ class Partition:
     fabric: str                   #: a key of the fabric table
     iface: str | None = None      #: the fabric's network interface on the nodes
     rdma_devices: tuple = ()      #: RDMA devices the MPI must use (roce/ib)
-    rdma_port: int = DEFAULT_RDMA_PORT
+    rdma_port: int = fabrics.DEFAULT_RDMA_PORT
     gid_index: int | None = None
     link_rate_bps: int | None = None   #: wire rate, for efficiencies
     mtu: int | None = None             #: what the preflight requires
@@ -337,7 +198,7 @@ class Partition:
 
     @property
     def is_rdma(self) -> bool:
-        return self.fabric in RDMA_FABRICS
+        return fabrics.fabric(self.fabric).is_rdma
 
     @classmethod
     def from_extras(cls, fullname: str, extras: dict, where: str = '') -> 'Partition':
@@ -349,24 +210,24 @@ class Partition:
             raise ConfigError(f'{where}: extras.{unknown[0]} is not a partition setting '
                               f'(valid: {", ".join(PartitionKey.ALL)})')
         fabric = extras.get(PartitionKey.FABRIC)
-        valid_fabrics = fabrics()
-        if fabric not in valid_fabrics:
-            raise ConfigError(f'{where}: extras.{PartitionKey.FABRIC} is {fabric!r} '
-                              f'(valid: {", ".join(valid_fabrics)}, from {FABRICS_FILE})')
+        if fabric not in fabrics.fabric_names():
+            raise ConfigError(f'{where}: extras.{PartitionKey.FABRIC} is {fabric!r} (valid: '
+                              f'{", ".join(fabrics.fabric_names())}: the fabrics of hpcnet.fabrics)')
+        entry = fabrics.fabric(fabric)
         iface = extras.get(PartitionKey.IFACE)
         if iface is not None and not (isinstance(iface, str) and IFACE_PATTERN.fullmatch(iface)):
             raise ConfigError(f'{where}: extras.{PartitionKey.IFACE} is {iface!r} (valid: an '
                               f'interface name matching {IFACE_PATTERN.pattern})')
-        if fabric != Fabric.SHM and iface is None and fabric not in RDMA_FABRICS:
+        if entry.needs_iface and iface is None:
             raise ConfigError(f'{where}: fabric {fabric!r} needs extras.{PartitionKey.IFACE}, '
                               'the interface whose counters prove the traffic')
         devices = _device_list(extras.get(PartitionKey.RDMA_DEVICE), where)
-        if fabric in RDMA_FABRICS and not devices:
+        if entry.is_rdma and not devices:
             raise ConfigError(f'{where}: fabric {fabric!r} needs extras.'
                               f'{PartitionKey.RDMA_DEVICE} (e.g. mlx5_0)')
         num_nodes = _positive_int(extras.get(PartitionKey.NUM_NODES, 1), where,
                                   PartitionKey.NUM_NODES)
-        rdma_port = _positive_int(extras.get(PartitionKey.RDMA_PORT, DEFAULT_RDMA_PORT),
+        rdma_port = _positive_int(extras.get(PartitionKey.RDMA_PORT, fabrics.DEFAULT_RDMA_PORT),
                                   where, PartitionKey.RDMA_PORT)
         gid_index = extras.get(PartitionKey.GID_INDEX)
         if gid_index is not None and (isinstance(gid_index, bool) or not isinstance(gid_index, int)
@@ -423,12 +284,9 @@ class Partition:
         """What puts ``stack``'s MPI on this partition's fabric under ``launcher``;
         ``oversubscribed``: also the profile's variables for more ranks than cores."""
         table = load_table(path)
-        entry = table['fabrics'][self.fabric].get(stack.mpi_profile)
-        if entry is None:
-            known = [p for p in table['fabrics'][self.fabric] if p != 'description']
-            raise ConfigError(f'{path}: fabrics.{self.fabric}: no entry for MPI profile '
-                              f'{stack.mpi_profile!r} (valid: {", ".join(known)})')
-        gid_index = DEFAULT_GID_INDEX if self.gid_index is None else self.gid_index
+        entry = fabrics.fabric_block(table, self.fabric, stack.mpi_profile, path)
+        gid_index = (fabrics.fabric(self.fabric).default_gid_index if self.gid_index is None
+                     else self.gid_index)
         values = {'iface': self.iface, 'rdma_port': self.rdma_port, 'gid_index': gid_index,
                   # {rdma_dev}: the first device (MPIs that take one); {rdma_ports}: every
                   # device with its port, as UCX_NET_DEVICES wants them (mlx5_0:1,mlx5_1:1).

@@ -6,7 +6,7 @@ import yaml
 
 from conftest import fabric_settings
 
-from hpcnet import model
+from hpcnet import fabrics, model
 from hpcnet.constants import FABRICS_FILE
 
 DATA = Path(__file__).parent / 'data' / 'transport'
@@ -106,7 +106,7 @@ def test_roce_needs_the_rdma_device_from_the_partition():
 @pytest.mark.parametrize('profile', ['openmpi', 'mpich-ucx', 'mpich-ofi', 'impi', 'mvapich2'])
 @pytest.mark.parametrize('fabric', ['tcp', 'roce'])
 def test_table_covers_every_mpi_on_ethernet_and_roce(profile, fabric):
-    assert profile in model.load_table()['fabrics'][fabric]
+    assert profile in fabrics.load_table()['fabrics'][fabric]
 
 
 def test_unknown_fabric_and_profile_name_what_is_valid():
@@ -136,11 +136,11 @@ def _broken(mutate):
 ])
 def test_malformed_table_names_file_key_and_valid(mutate, match):
     with pytest.raises(model.ConfigError, match=match):
-        model.validate_table(_broken(mutate), 'model.yaml')
+        fabrics.validate_table(_broken(mutate), 'model.yaml')
 
 
 def test_unreadable_table(tmp_path):
     bad = tmp_path / 'model.yaml'
     bad.write_text('fabrics: [unclosed\n')
     with pytest.raises(model.ConfigError, match=f'{bad}: not valid YAML'):
-        model.load_table(bad)
+        fabrics.load_table(bad)

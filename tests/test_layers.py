@@ -182,8 +182,17 @@ def test_mpi_registry_is_a_leaf():
 def test_the_metric_catalogue_is_a_floor_below_the_checks():
     # Checks, reference validation and judging all read it.
     assert GRAPH['hpcnet.metrics'] <= {'hpcnet.constants', 'hpcnet.sizes', 'hpcnet.paths',
-                                       'hpcnet.variables'}
+                                       'hpcnet.variables', 'hpcnet.fabrics'}
     assert 'hpcnet.metrics' in GRAPH['hpcnet.acceptance.references']
+
+
+def test_fabric_registry_sits_on_the_mpi_registry():
+    # The model, discovery, the checks and the metric catalogue read it.
+    wrong = {m: sorted(i for i in GRAPH[m] if not (_in(i, 'hpcnet.fabrics') or _in(i, 'hpcnet.mpi')
+                                                   or i == 'hpcnet.constants'))
+             for m in GRAPH if _in(m, 'hpcnet.fabrics')}
+    assert {m: i for m, i in wrong.items() if i} == {}
+    assert GRAPH['hpcnet.fabrics.registry'] == set()
 
 
 def test_constants_imports_no_layer():

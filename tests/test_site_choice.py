@@ -10,7 +10,7 @@ import sys
 import pytest
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import model, sites, stacks
+from hpcnet import fabrics, model, sites, stacks
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
 from hpcnet.sites import StackChoice
@@ -130,7 +130,7 @@ def _stack(family, profile):
 
 
 def test_the_partition_pmi_replaces_the_tables():
-    table = model.load_table()
+    table = fabrics.load_table()
     assert table['launchers']['srun']['openmpi'] == ['--mpi=pmix']
     default = Partition.from_extras('s:p', {'fabric': 'shm'})
     assert default.fabric_settings(_stack('openmpi', 'openmpi'), 'srun').launcher_options[:1] \

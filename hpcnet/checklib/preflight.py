@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hpcnet import fabrics
 from hpcnet.variables import SYSFS_ROOT_ENV
 
 #: How sysfs (and ibv_devinfo) name an active port (include/rdma/ib_verbs.h).
@@ -123,11 +124,12 @@ def rdma_problems(node: NodeReport, fabric: str, dev: str, gid_index) -> list:
     if node.values.get('port_state') != PORT_ACTIVE:
         problems.append(f'{node.host}: {dev} port state is {node.values.get("port_state")!r}, '
                         f'not {PORT_ACTIVE!r}')
-    want_layer = 'Ethernet' if fabric == 'roce' else 'InfiniBand'
+    entry = fabrics.fabric(fabric)
+    want_layer = entry.link_layer
     if node.values.get('link_layer') != want_layer:
         problems.append(f'{node.host}: {dev} link layer is {node.values.get("link_layer")}, '
                         f'fabric {fabric} needs {want_layer}')
-    if fabric == 'roce' and gid_index is not None:
+    if entry.default_gid_index is not None and gid_index is not None:
         gid = node.values.get('gid', 'missing')
         if gid in ('missing', '') or set(gid.replace(':', '')) == {'0'}:
             problems.append(f'{node.host}: {dev} has no GID at index {gid_index}')

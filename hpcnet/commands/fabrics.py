@@ -1,17 +1,21 @@
-"""`hpcnet fabrics validate`: the fabric table, and every system file against it."""
+"""`hpcnet fabrics validate`: the fabric registry, the fabric table, and every
+system file against them."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import model, sites
+from hpcnet import fabrics, model, sites
 
 
 def run(args) -> int:
     '''Validate the fabric table (and every system file against it).'''
     path = Path(args.file) if args.file else model.FABRICS_FILE
-    table = model.load_table(path)
+    table = fabrics.load_table(path)
     print(f'ok: {path}: fabrics {", ".join(table["fabrics"])}; MPI profiles '
           f'{", ".join(table["profiles"])}')
+    for entry in fabrics.entries():
+        block = '' if entry.name in table['fabrics'] else f' (no block in {path})'
+        print(f'fabric {entry.name}: {entry.description}; carried by {entry.carrier}{block}')
     if not args.file:
         for system in sites.load_system_files(*sites.system_directories()):
             parts = ', '.join(f'{p["name"]} ({p["extras"][model.PartitionKey.FABRIC]})'
@@ -21,7 +25,7 @@ def run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser('fabrics', help='the fabric x MPI table')
+    p = sub.add_parser('fabrics', help='the fabric registry and the fabric x MPI table')
     fs = p.add_subparsers(dest='fabrics_cmd', required=True)
     v = fs.add_parser('validate', help='check config/fabrics.yaml and every system file')
     v.add_argument('file', nargs='?', help='another fabric table to check')

@@ -2,7 +2,7 @@
 used for peers (never 'self').
 
 Each family's registry entry (:mod:`hpcnet.mpi.entries`) names the parsers
-its fabric-table profiles use; :meth:`hpcnet.model.FabricSettings.verify`
+its fabric-table profiles use; :meth:`hpcnet.fabrics.FabricSettings.verify`
 runs them.
 """
 from __future__ import annotations

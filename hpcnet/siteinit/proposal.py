@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from hpcnet import fabrics
 from hpcnet.constants import Fabric
 from hpcnet.model import ConfigError, PartitionKey
 from hpcnet.stacks.modules import ENVIRONMENT_NAME
@@ -103,9 +104,10 @@ def tcp_proposal(part: SlurmPartition, nodes: list) -> tuple:
 
 
 def rdma_proposals(part: SlurmPartition, nodes: list) -> tuple:
-    '''([Proposal], [why none]): one per RDMA fabric (roce, ib) whose ports
-    are ACTIVE on every probed node; RoCE needs a RoCE v2 GID with an IPv4
-    address, at one index on every node.'''
+    '''([Proposal], [why none]): one per RDMA fabric of the registry whose
+    ports are ACTIVE on every probed node with the fabric's link layer; one
+    that uses a GID (RoCE) needs a RoCE v2 GID with an IPv4 address, at one
+    index on every node.'''
     active = [{(p.device, p.port): p for p in n.rdma_ports if p.state == 'ACTIVE'}
               for n in nodes]
     common = sorted(set.intersection(*(set(a) for a in active))) if active else []
@@ -114,13 +116,17 @@ def rdma_proposals(part: SlurmPartition, nodes: list) -> tuple:
         return [], [f'{part.name}: no RDMA port is ACTIVE on every probed node'
                     + (f' ({"; ".join(notes)})' if notes else '')]
     proposals, reasons = [], []
-    for fabric in (Fabric.ROCE, Fabric.IB):
+    for entry in fabrics.rdma_fabrics():
+        fabric = entry.name
+        infiniband = entry.link_layer == fabrics.LinkLayer.INFINIBAND
         chosen = []
         for dev, port in common:
             ports = [a[(dev, port)] for a in active]
-            if fabric == Fabric.IB and all(p.infiniband for p in ports):
+            if any(p.infiniband != infiniband for p in ports):
+                continue
+            if entry.default_gid_index is None:
                 chosen.append((dev, port, None, ports[0].netdev))
-            if fabric == Fabric.ROCE and not any(p.infiniband for p in ports):
+            else:
                 index = {n.host: next((g.index for g in n.gids if (g.device, g.port) == (dev, port)
                                        and g.version == 'v2' and g.ipv4), None) for n in nodes}
                 if _same(index) is None:
@@ -137,7 +143,7 @@ def rdma_proposals(part: SlurmPartition, nodes: list) -> tuple:
         extras = {PartitionKey.FABRIC: (fabric, source),
                   PartitionKey.RDMA_DEVICE: (devices[0] if len(devices) == 1 else devices, source),
                   PartitionKey.RDMA_PORT: (chosen[0][1], source)}
-        if fabric == Fabric.ROCE:
+        if entry.default_gid_index is not None:
             extras[PartitionKey.GID_INDEX] = (chosen[0][2], 'show_gids (sysfs gid_attrs): the RoCE '
                                               'v2 GID with an IPv4 address, on every node')
         if netdev and all(netdev in n.interfaces for n in nodes):

@@ -41,11 +41,12 @@ from typing import Iterable
 
 from hpcnet import mpi
 from hpcnet.constants import CompilerFamily, Feature
+from hpcnet.fabrics import host_probed
 from hpcnet.model import Stack
 from hpcnet.sites import StackChoice
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
-from hpcnet.stacks.probe import HOST_PROBED_FABRICS, PROBE_PROGRAM, probe, probe_fabrics, probe_source
+from hpcnet.stacks.probe import PROBE_PROGRAM, probe, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (debian_candidates, extra_prefix_candidates, pypi_candidates,
                                    spack_candidates, spack_lock_candidates)
 
@@ -334,20 +335,23 @@ def _probe(candidates: list, compilers: list, fabrics: tuple) -> Discovery:
 
 def discover(state: Path | None = None, sources: list | None = None,
              compilers: list | None = None, use_cache: bool = True,
-             fabrics: Iterable[str] = HOST_PROBED_FABRICS) -> Discovery:
+             fabrics: Iterable[str] | None = None) -> Discovery:
     '''Find every working compiler x MPI environment, and the fabrics of
-    ``fabrics`` each MPI cannot use on this host.'''
+    ``fabrics`` (default: every fabric one host can carry, hpcnet.fabrics)
+    each MPI cannot use on this host.'''
     state = Path(state) if state else state_dir()
     state.mkdir(parents=True, exist_ok=True)
     if not use_cache:
         (state / MODULES_CACHE_FILE).unlink(missing_ok=True)
     candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
     compilers = detect_compilers() if compilers is None else compilers
-    unprobeable = sorted(set(fabrics) - set(HOST_PROBED_FABRICS))
+    probed = host_probed()
+    fabrics = probed if fabrics is None else fabrics
+    unprobeable = sorted(set(fabrics) - set(probed))
     if unprobeable:
         raise StackError(f'fabric {unprobeable[0]!r} cannot be probed on one host (valid: '
-                         f'{", ".join(HOST_PROBED_FABRICS)}; RDMA is proven in the job)')
-    fabrics = tuple(f for f in HOST_PROBED_FABRICS if f in set(fabrics))
+                         f'{", ".join(probed)}; RDMA is proven in the job)')
+    fabrics = tuple(f for f in probed if f in set(fabrics))
     fingerprint = _fingerprint(candidates, compilers) + ':' + ','.join(fabrics)
     cache = state / CACHE_FILE
     if use_cache and cache.exists():

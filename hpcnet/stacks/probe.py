@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from hpcnet import mpi
+from hpcnet import fabrics as fabric_registry, mpi
 from hpcnet.stacks.candidate import MpiCandidate, run_command
-from hpcnet.constants import Fabric
 from hpcnet.model import ConfigError, Partition, Stack
 
 #: The probe program; @HEADER_CHAIN@ is the registry's #if chain of header
@@ -120,11 +119,6 @@ def probe(candidate: MpiCandidate, compiler, workdir: Path) -> ProbeResult:
                        library_version=' '.join(library.group(1).split()))
 
 
-#: Fabrics a stack is probed on, on the host that runs ReFrame: those one host
-#: can carry (shared memory; TCP over loopback).  RDMA fabrics are judged where
-#: the ranks run, by the job's own preflight (hpcnet.checklib.preflight).
-HOST_PROBED_FABRICS = (Fabric.SHM, Fabric.TCP)
-
 #: What provides a shared library an MPI loads for a fabric (Debian names;
 #: a site with modules loads the module that provides it instead).
 LIBRARY_PROVIDERS = {
@@ -175,7 +169,7 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
     gaps, failures = [], []
     for fabric in fabrics:
         part = Partition(fullname=f'host-probe:{fabric}', fabric=fabric,
-                         iface=None if fabric == Fabric.SHM else 'lo')
+                         iface=fabric_registry.fabric(fabric).host_probe_iface)
         try:
             settings = part.fabric_settings(stack, 'mpirun')
         except ConfigError as err:
