@@ -242,7 +242,7 @@ def test_calibrated_upper_bounds_follow_from_the_wire_and_the_host_floor():
         for key, value in node.items():
             if isinstance(value, dict):
                 yield from ratios(value)
-            elif key.endswith('_over_iperf3'):
+            elif key.endswith('_over_iperf3') and isinstance(value, list):
                 yield key, value
 
     found = list(ratios(yaml.safe_load((REFERENCE_DIR / 'testbed.yaml').read_text())))

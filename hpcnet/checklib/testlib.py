@@ -25,6 +25,7 @@ from reframe.core.builtins import (fixture, parameter, run_after, run_before, sa
 from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.utility import ScopedDict
 
+from hpcnet import fabrics
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
@@ -338,7 +339,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
 
     def link_iface(self):
         '''The interface whose counters prove the traffic, or None.'''
-        if not self.check_link_counters or self.partition.fabric == Fabric.SHM:
+        if not self.check_link_counters or not fabrics.fabric(self.partition.fabric).has_link:
             return None
         return self.partition.iface
 
