@@ -208,3 +208,28 @@ def test_no_long_file():
     long = {name: n for name, path in MODULES.items()
             if (n := len(path.read_text().splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def _ends_in_return(body) -> bool:
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.With):
+        return _ends_in_return(last.body)
+    if isinstance(last, ast.Try):
+        return _ends_in_return(last.body) and all(_ends_in_return(h.body) for h in last.handlers)
+    if isinstance(last, ast.If):
+        return _ends_in_return(last.body) and bool(last.orelse) and _ends_in_return(last.orelse)
+    return False
+
+
+def test_every_command_returns_its_exit_code():
+    '''A command that falls off its end returns None: `hpcnet` still exits 0,
+    but a caller of the function (the testbed, a benchmark) gets no code.'''
+    falls_off = []
+    for path in sorted((PACKAGE / 'commands').glob('*.py')):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef) and node.returns is not None \
+                    and ast.unparse(node.returns) == 'int' and not _ends_in_return(node.body):
+                falls_off.append(f'{path.name}:{node.name}')
+    assert falls_off == []

@@ -81,6 +81,7 @@ def run(args) -> int:
     reference = Path(baseline.reference_path_for(system)) if system else None
     if reference is None or path.resolve() != reference.resolve():
         runner.say(accepted.candidate_note(baseline_id, reference))
+    return rc
 
 
 def add_options(p) -> None:
