@@ -25,7 +25,7 @@ import os
 import re
 import statistics
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hpcnet import metrics
@@ -33,7 +33,7 @@ from hpcnet.acceptance import accepted, statcompare
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
 from hpcnet.acceptance.casevalues import recorded_values
 from hpcnet.acceptance.references import withheld, withheld_reason
-from hpcnet.constants import CONFIG_DIR, MEASUREMENT_WITHHELD
+from hpcnet.constants import CALIBRATED_SUFFIX, CONFIG_DIR, MEASUREMENT_WITHHELD
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
@@ -361,6 +361,8 @@ class Outcome:
         parts = [f'{self.count(v.REGRESSED)} regressed', f'{len(self.missing_after)} missing after',
                  f'{self.count(v.INCONCLUSIVE)} not decided', f'{len(self.only_after)} only after',
                  f'{self.count(v.UNCHANGED)} unchanged', f'{self.count(v.IMPROVED)} improved']
+        if self.count(v.SHOWN):
+            parts.append(f'{self.count(v.SHOWN)} shown (judged over iperf3)')
         return ', '.join(parts)
 
 
@@ -453,6 +455,13 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
             unit = s_before.values[key][0]
             result = _judge(key[0], key[3], s_before.values[key], values_after[key], alpha,
                             statcompare.tolerance_of(moved_before.get(key, []), threshold))
+            decider = calibrated_counterpart(key, s_before.values, values_after)
+            if decider is not None:
+                result = replace(result, verdict=statcompare.Verdict.SHOWN, more_samples=None,
+                                 reason=f'shown, not judged: {decider} decides (the case is judged '
+                                        'over iperf3 on its own link, where the nodes share the '
+                                        "host's cores and an absolute figure moves with the host); "
+                                        + result.reason)
         else:
             unit, values_before = s_before.values.get(key) or s_before.withheld[key]
             values_now = (values_after.get(key) or withheld_after[key])[1]
@@ -465,6 +474,21 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
                         withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {}))))
     return Outcome(rows, sorted(measured_before - measured_after),
                    sorted(measured_after - measured_before), renamed)
+
+
+def calibrated_counterpart(key: tuple, before: dict, after: dict) -> str | None:
+    '''The ``<metric>_over_iperf3`` of the same case that both sides
+    measured (for an efficiency, its bandwidth's or throughput's), which
+    decides in the absolute metric's stead; None where there is none.'''
+    test, partition, environ, metric = key
+    if metric.endswith(CALIBRATED_SUFFIX):
+        return None
+    names = [metric + CALIBRATED_SUFFIX]
+    if metric.startswith('efficiency_'):
+        size = metric[len('efficiency_'):]
+        names += [f'{quantity}_{size}{CALIBRATED_SUFFIX}' for quantity in ('bandwidth', 'throughput')]
+    return next((name for name in names if (test, partition, environ, name) in before
+                 and (test, partition, environ, name) in after), None)
 
 
 def _reasons(*sides: dict) -> str:
@@ -526,7 +550,8 @@ def _judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha:
 def table(rows: list) -> str:
     """The verdict table, regressions first; what changed under each."""
     order = {statcompare.Verdict.REGRESSED: 0, statcompare.Verdict.INCONCLUSIVE: 1,
-             statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3}
+             statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3,
+             statcompare.Verdict.SHOWN: 4}
     lines = [f'{"verdict":12} {"ratio":>7} {"n":>5}  {"test @ partition + environment":60} metric']
     for row in sorted(rows, key=lambda r: (order[r.result.verdict], r.test, r.partition,
                                            r.environ, r.metric)):
