@@ -168,6 +168,7 @@ def test_judging_never_imports_discovery():
 
 
 @pytest.mark.parametrize('module', ['hpcnet.checklib.sanity', 'hpcnet.stacks.modules',
+                                    'hpcnet.stacks.lmod', 'hpcnet.stacks.modulenames',
                                     'hpcnet.stacks.spacklock'])
 def test_judged_and_sources_without_discovery(module):
     assert not GRAPH[module] & {'hpcnet.stacks', 'hpcnet.stacks.discover'}
