@@ -12,7 +12,7 @@ import socket
 import sys
 
 from hpcnet import stacks
-from hpcnet.stacks import lmod
+from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
 from hpcnet.reframeargs import is_option, named_system, option_values, unmatched_prgenv
@@ -89,8 +89,8 @@ if any(is_option(a, _SELECTING) for a in sys.argv):
     _unmatched_prgenv = unmatched_prgenv(sys.argv, [e['name'] for e in _environments])
     if _unmatched_prgenv:
         _stop(_unmatched_prgenv)
-# Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.lmod).
-lmod.configure_reframe(_systems, _environments)
+# Environments that load modules need ReFrame's Lmod backend (hpcnet.stacks.modules).
+modules.configure_reframe(_systems, _environments)
 
 _GENERAL = {
     'report_file': os.path.join(REPORTS, 'run-report-{sessionid}.json'),

@@ -153,11 +153,11 @@ def test_configure_reframe_only_where_environments_load_modules(tmp_path, monkey
     monkeypatch.setenv('LMOD_CMD', str(fake_lmod))
     systems = [{'name': 'a'}, {'name': 'b', 'modules_system': 'tmod4'}]
     plain = [{'name': 'gcc12-openmpi4', 'modules': []}]
-    lmod.configure_reframe(systems, plain)
+    modules.configure_reframe(systems, plain)
     assert 'modules_system' not in systems[0] and 'prepare_cmds' not in plain[0]
     envs = plain + [{'name': 'gcc12-gompi-2023b',
                      'modules': [{'name': 'gompi/2023b', 'path': '/opt/modules/all'}]}]
-    lmod.configure_reframe(systems, envs)
+    modules.configure_reframe(systems, envs)
     assert systems[0]['modules_system'] == 'lmod'
     assert systems[1]['modules_system'] == 'tmod4'      # a site's own choice stands
     assert envs[1]['prepare_cmds'] == [

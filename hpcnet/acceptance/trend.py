@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from hpcnet.acceptance import history as hist  # noqa: E402
 from hpcnet.acceptance import history_text as htext  # noqa: E402
 from hpcnet.acceptance.figures import img  # noqa: E402
-from hpcnet.acceptance.report import esc  # noqa: E402
+from hpcnet.acceptance.reportparts import esc  # noqa: E402
 
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.

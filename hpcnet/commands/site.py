@@ -19,7 +19,7 @@ from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
 from hpcnet.siteinit import check, nodes, plan, proposal, slurm
 from hpcnet.sites import SHIPPED_SYSTEMS, load_site_files, sessions_dir, system_directories
-from hpcnet.stacks import lmod
+from hpcnet.stacks import modules
 
 
 def _say(msg: str) -> None:
@@ -163,7 +163,7 @@ def run_check(args) -> int:
     found = stacks.discover()
     # The environments each partition gets, as config/settings.py gives them.
     environs = stacks.site_environments(found, [site])
-    lmod.configure_reframe([system], environs)
+    modules.configure_reframe([system], environs)
     by_name = {e['name']: e for e in environs if wanted.search(e['name'])}
     per_partition = {p['name']: [by_name[n] for n in p['environs'] if n in by_name]
                      for p in system['partitions']}

@@ -1,11 +1,10 @@
 """Lmod, the program: where it is, what it lists in a set of directories,
-what loading modules gives a shell, and how ReFrame's jobs find it.
+and what loading modules gives a shell.
 """
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 from pathlib import Path
 
@@ -185,25 +184,3 @@ def _relative_path(value: str, before: str, name: str) -> str:
     if front and entries[front:] in (old, list(dict.fromkeys(old))):
         return ':'.join(entries[:front] + [f'${name}'])
     return value
-
-def configure_reframe(systems: list, environments: list) -> None:
-    '''Where an environment loads modules: every system uses ReFrame's Lmod
-    backend (unless its file chose a modules system), ReFrame finds Lmod
-    (its backend reads LMOD_CMD, which a shell that never initialised Lmod
-    lacks; jobs inherit it), and the job of each such environment defines
-    ``module`` if its shell has none (a batch job's bash reads no profile).'''
-    with_modules = [env for env in environments if env.get('modules')]
-    if not with_modules:
-        return
-    lmod = lmod_command()
-    if lmod is None:
-        raise StackError(f'environments {", ".join(e["name"] for e in with_modules)} load '
-                         'modules, but there is no Lmod (set LMOD_CMD, or install Debian '
-                         'package lmod)')
-    os.environ.setdefault('LMOD_CMD', lmod)
-    for system in systems:
-        system.setdefault('modules_system', 'lmod')
-    init = shlex.quote(str(lmod_init_script(lmod)))
-    for env in with_modules:
-        env['prepare_cmds'] = [f'type module >/dev/null 2>&1 || source {init}',
-                               *env.get('prepare_cmds', [])]

@@ -35,12 +35,13 @@ Where modules are searched: ``MODULEPATH``, then the directories of
 ``HPCNET_MODULEPATH`` (colon separated).  Without Lmod the source finds
 nothing, and says so in :func:`survey`'s summary; it is never an error.
 
-Lmod itself (listing, loading, ReFrame's jobs) is :mod:`hpcnet.stacks.lmod`;
+Lmod itself (finding it, listing, loading) is :mod:`hpcnet.stacks.lmod`;
 what a module's name says, :mod:`hpcnet.stacks.modulenames`.
 """
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -49,8 +50,9 @@ from pathlib import Path
 from hpcnet import mpi
 from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
                                      wrapper_compiler)
-from hpcnet.stacks.lmod import (LMOD_COMMANDS, ModuleLoadError, avail, lmod_command, load,
-                                loaded_files, module_variables, opened_directories, search_path)
+from hpcnet.stacks.lmod import (LMOD_COMMANDS, ModuleLoadError, avail, lmod_command,
+                                lmod_init_script, load, loaded_files, module_variables,
+                                opened_directories, search_path)
 from hpcnet.stacks.modulenames import TOOL_MODULES, AvailableModule, Role, expected_family, role
 from hpcnet.variables import MODULEPATH_ENV
 
@@ -279,3 +281,30 @@ def _candidate(item: _Chosen, base: dict, skipped: list):
         tool_prefixes=tuple(prefix for _, prefix in item.tools),
         env_name=module.environment_name(), compiler_command=compiler,
         compiler_in_name=module.names_compiler())
+
+
+# --------------------------------------------------------------------------
+# ReFrame
+# --------------------------------------------------------------------------
+
+def configure_reframe(systems: list, environments: list) -> None:
+    '''Where an environment loads modules: every system uses ReFrame's Lmod
+    backend (unless its file chose a modules system), ReFrame finds Lmod
+    (its backend reads LMOD_CMD, which a shell that never initialised Lmod
+    lacks; jobs inherit it), and the job of each such environment defines
+    ``module`` if its shell has none (a batch job's bash reads no profile).'''
+    with_modules = [env for env in environments if env.get('modules')]
+    if not with_modules:
+        return
+    lmod = lmod_command()
+    if lmod is None:
+        raise StackError(f'environments {", ".join(e["name"] for e in with_modules)} load '
+                         'modules, but there is no Lmod (set LMOD_CMD, or install Debian '
+                         'package lmod)')
+    os.environ.setdefault('LMOD_CMD', lmod)
+    for system in systems:
+        system.setdefault('modules_system', 'lmod')
+    init = shlex.quote(str(lmod_init_script(lmod)))
+    for env in with_modules:
+        env['prepare_cmds'] = [f'type module >/dev/null 2>&1 || source {init}',
+                               *env.get('prepare_cmds', [])]
