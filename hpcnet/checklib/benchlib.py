@@ -27,7 +27,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet import stacks
 from hpcnet.model import Stack
-from hpcnet.parsers.imb import IMB_SUITES
+from hpcnet.parsers.imb_command import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
 from hpcnet.sizes import message_sizes
 from hpcnet.checklib.testlib import MpiBenchmark, build_mpiprobe
