@@ -38,7 +38,8 @@ from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.checklib.sockets import RR_TESTS, STREAM_TESTS, THROUGHPUT_COLUMN, UDP_STREAM
 from hpcnet.metrics import RR_PERF_SIZES, STREAM_PERF_SIZES, UDP_STREAM_PERF_SIZES
 from hpcnet.sizes import message_sizes, size_label
-from hpcnet.checklib.testlib import SocketRun, build_sockets
+from hpcnet.checklib.builds import build_sockets
+from hpcnet.checklib.testlib import SocketRun
 
 
 @rfm.simple_test

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hpcnet import stacks
 from hpcnet.stacks import modules, moduletree
+from hpcnet.variables import MODULEPATH_ENV
 
 
 def main() -> int:
@@ -37,12 +38,12 @@ def main() -> int:
         print(f'build_module_tree: {err}', file=sys.stderr)
         return 1
     print(f'EasyBuild made modules of {len(tree.easyconfigs)} easyconfigs in {tree.seconds:.1f} s')
-    os.environ[modules.MODULEPATH_ENV] = str(tree.modulepath)
+    os.environ[MODULEPATH_ENV] = str(tree.modulepath)
     found = modules.survey()
     print(found.summary())
     for module, why in found.skipped:
         print(f'  left out: {module}: {why}')
-    print(f'export {modules.MODULEPATH_ENV}={tree.modulepath}')
+    print(f'export {MODULEPATH_ENV}={tree.modulepath}')
     return 0
 
 

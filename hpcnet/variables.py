@@ -81,7 +81,7 @@ VARIABLES = (
              "the install tree of that lock's builds", 'hpcnet/stacks/sources.py'),
     Variable(MODULEPATH_ENV, 'only `MODULEPATH`',
              'module directories searched after `MODULEPATH` (colon separated); an entry that '
-             'is no directory is an error', 'hpcnet/stacks/modules.py'),
+             'is no directory is an error', 'hpcnet/stacks/lmod.py'),
     Variable(FINALIZE_TIMEOUT_ENV, '20 in the kernels; the checks set 5, and 20 for '
              'oversubscribed jobs',
              'seconds a kernel waits for `MPI_Finalize` after printing its results, then exits 3 '

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hpcnet import stacks
-from hpcnet.stacks import modules, moduletree
+from hpcnet.stacks import lmod, moduletree
+from hpcnet.variables import MODULEPATH_ENV
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR
 
@@ -187,7 +188,7 @@ def running_testbed(name: str):
 
 @pytest.fixture(scope='session')
 def easybuild_tree(tmp_path_factory):
-    if modules.lmod_command() is None:
+    if lmod.lmod_command() is None:
         pytest.skip('Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
     tree = moduletree.build_tree(tmp_path_factory.mktemp('easybuild'))
     print(f'EasyBuild made {len(tree.easyconfigs)} modules in {tree.seconds:.1f} s: '
@@ -197,7 +198,7 @@ def easybuild_tree(tmp_path_factory):
 
 @pytest.fixture(scope='session')
 def hierarchical_tree(tmp_path_factory):
-    if modules.lmod_command() is None:
+    if lmod.lmod_command() is None:
         pytest.skip('Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
     if not os.path.exists('/usr/bin/mpicc.openmpi'):
         pytest.fail('Debian Open MPI is not installed (openmpi-bin libopenmpi-dev: make deps)')
@@ -219,7 +220,7 @@ def discovery_of_tree(tree, state):
     '''(variables a ReFrame run needs, the discovery it makes) of a module
     tree (moduletree.ModuleTree): on HPCNET_MODULEPATH, not on MODULEPATH,
     with state directory ``state``, which the run shares (its cache).'''
-    variables = {modules.MODULEPATH_ENV: str(tree.modulepath), 'MODULEPATH': '',
+    variables = {MODULEPATH_ENV: str(tree.modulepath), 'MODULEPATH': '',
                  'HPCNET_STATE_DIR': str(state)}
     saved = {k: os.environ.get(k) for k in variables}
     os.environ.update(variables)

@@ -179,7 +179,7 @@ def test_a_login_host_that_matches_no_site_is_an_error(tmp_path):
 
 
 def test_baseline_scenarios(tmp_path):
-    from hpcnet.acceptance import baseline
+    from hpcnet.acceptance import baseline, refmerge
     sessions = ['s1', 's2', 's3', 's4', 's5']
     # A slow repeat is a mode the next run may visit: left out, named, and
     # the metric is recorded, not bounded (never a bound that accepts 20).
@@ -202,7 +202,7 @@ def test_baseline_scenarios(tmp_path):
             for tc in run['testcases']:
                 tc['reference_index'] = ['$partition', 'mpi_family', 'mode']
                 tc['mode'] = 'bw'
-    merged = baseline.merge(existing, baseline.document(reports))
+    merged = refmerge.merge(existing, baseline.document(reports))
     assert merged['hpcnet_iperf3'] == existing['hpcnet_iperf3'], merged
     assert 'hpcnet_p2p' in merged, merged
     conftest.FAULT_MATRIX.append(('acceptance: a baseline of one check', 'merged',

@@ -11,7 +11,7 @@ import pytest
 from scipy import special
 from reframe.utility.sanity import reference_bounds
 
-from hpcnet.acceptance import baseline, references, spread
+from hpcnet.acceptance import baseline, references, refmerge, spread
 
 REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 INDEX = ['$partition', 'mpi_family', 'mode']
@@ -120,7 +120,7 @@ def test_metrics_a_site_declares_not_asserted_decide_nothing_beside_them():
         f'bandwidth_{size}' for size in ('256KiB', '512KiB', '1MiB', '2MiB', '4MiB', '128KiB',
                                          '32KiB')}
     assert not b.not_asserted and not b.left_out
-    merged = baseline.merge(existing, baseline.document(reports, declared=declared))
+    merged = refmerge.merge(existing, baseline.document(reports, declared=declared))
     assert merged[references.NOT_ASSERTED]['hpcnet_p2p'] == {
         '$index': INDEX, 'local:tcp/.*/.*/bandwidth_(8B|16KiB|64KiB)': 'small messages'}
 
@@ -374,7 +374,7 @@ def test_merge_replaces_only_what_the_baseline_measured():
     new = _doc(_case('gcc12-openmpi4', 'openmpi', 'bw', {'bandwidth_4MiB': (1000.0, 'MB/s'),
                                                          'bandwidth_1MiB': (990.0, 'MB/s'),
                                                          'latency_8B': (5.0, 'us')}))
-    merged = baseline.merge(existing, new)
+    merged = refmerge.merge(existing, new)
     p2p = merged['hpcnet_p2p']
     assert p2p['local:tcp']['gcc12-openmpi4']['bw']['bandwidth_4MiB'] == [1000.0, -0.03, None, 'MB/s']
     assert p2p['local:tcp']['gcc12-mpich4'] == existing['hpcnet_p2p']['local:tcp']['gcc12-mpich4']
@@ -404,11 +404,11 @@ def test_merge_replaces_only_what_the_baseline_measured():
         ['local:tcp/gcc12-mpich4/bw']
     references.validate(json.loads(json.dumps(merged)), 'merged.yaml')
     # Merging again: the older block, now without entries, is dropped.
-    again = baseline.merge(merged, _doc(_case('gcc12-mpich4', 'mpich', 'bw', {
+    again = refmerge.merge(merged, _doc(_case('gcc12-mpich4', 'mpich', 'bw', {
         'bandwidth_4MiB': (850.0, 'MB/s')}), uuid='third'))
     assert [b['sessions'] for b in again[references.PROVENANCE]['earlier']] == [['new']]
     # Into an empty or missing file: the baseline itself.
-    assert baseline.merge({}, new) == new and baseline.merge(None, new) == new
+    assert refmerge.merge({}, new) == new and refmerge.merge(None, new) == new
 
 
 def test_merge_replaces_a_test_whose_index_differs_and_says_so():
@@ -416,7 +416,7 @@ def test_merge_replaces_a_test_whose_index_differs_and_says_so():
         '.*': {'bw': {'bandwidth_4MiB': [117.7, -0.1, 0.02, 'MB/s']}}}},
         references.NOT_ASSERTED: {'hpcnet_p2p': {'local:tcp/.*/.*/latency_.*': "host's"}}}
     new = _doc(_case('gcc12-openmpi4', 'openmpi', 'bw', {'bandwidth_4MiB': (1000.0, 'MB/s')}))
-    merged = baseline.merge(existing, new)
+    merged = refmerge.merge(existing, new)
     assert merged['hpcnet_p2p'] == new['hpcnet_p2p']
     assert merged[references.NOT_ASSERTED] == existing[references.NOT_ASSERTED]
     prov = merged[references.PROVENANCE]
@@ -432,7 +432,7 @@ def test_the_shipped_testbed_file_keeps_everything_outside_a_selection():
         'result': 'pass', 'reference_index': ['$partition'],
         'perfvalues': {'testbed:eth:throughput_over_iperf3': [1.01, 0, None, None, 'ratio',
                                                               'pass']}}]] * 3)])
-    merged = baseline.merge(testbed, new)
+    merged = refmerge.merge(testbed, new)
     assert merged['hpcnet_iperf3']['testbed:eth']['throughput_over_iperf3'][0] == 1.01
     for test in ('hpcnet_p2p', 'hpcnet_sockets', 'hpcnet_pairs', 'hpcnet_imb', 'hpcnet_preflight'):
         assert merged[test] == testbed[test]

@@ -31,19 +31,19 @@ def _noisy(n: int, level: float = 112.0, spread: float = 0.01, seed: int = 7) ->
     return list(level * np.exp(spread * rng.standard_normal(n)))
 
 
-def _positions(found: history.Finding) -> list:
+def _positions(found: levels.Finding) -> list:
     return [c.position for c in found.changes]
 
 
 def test_a_step_is_one_change_at_its_session_with_its_size_and_confidence():
     values = _noisy(12)
     values[7:] = [v * 0.9 for v in values[7:]]
-    found = history.find_changes(values)
+    found = levels.find_changes(values)
     assert not found.too_short
     (change,) = found.changes
     assert change.position == 7
     assert change.size == pytest.approx(-0.1, abs=0.02)
-    assert change.p_value < history.ALPHA
+    assert change.p_value < levels.ALPHA
     assert (change.n_before, change.n_after) == (7, 5)
     assert [level[:2] for level in found.levels] == [(0, 7), (7, 12)]
     assert found.outliers == ()
@@ -52,7 +52,7 @@ def test_a_step_is_one_change_at_its_session_with_its_size_and_confidence():
 def test_one_bad_session_is_an_outlier_not_a_change():
     values = _noisy(12)
     values[3] *= 0.6
-    found = history.find_changes(values)
+    found = levels.find_changes(values)
     assert found.changes == ()
     (outlier,) = found.outliers
     assert outlier.position == 3 and outlier.value == values[3]
@@ -60,30 +60,30 @@ def test_one_bad_session_is_an_outlier_not_a_change():
 
 def test_bad_sessions_shorter_than_a_level_are_outliers_even_in_a_row():
     values = _noisy(16)
-    for i in range(6, 6 + history.MIN_SEGMENT - 1):
+    for i in range(6, 6 + levels.MIN_SEGMENT - 1):
         values[i] *= 0.7
-    found = history.find_changes(values)
+    found = levels.find_changes(values)
     assert found.changes == ()
-    assert [o.position for o in found.outliers] == list(range(6, 6 + history.MIN_SEGMENT - 1))
+    assert [o.position for o in found.outliers] == list(range(6, 6 + levels.MIN_SEGMENT - 1))
 
 
 def test_a_step_with_an_outlier_before_it_is_still_found():
     values = _noisy(12)
     values[7:] = [v * 0.9 for v in values[7:]]
     values[3] *= 0.6
-    found = history.find_changes(values)
+    found = levels.find_changes(values)
     assert _positions(found) == [7]
     assert [o.position for o in found.outliers] == [3]
 
 
-@pytest.mark.parametrize('spread,most', [(0.01, 0), (0.02, history.ALPHA), (0.03, 1.5 * history.ALPHA)])
+@pytest.mark.parametrize('spread,most', [(0.01, 0), (0.02, levels.ALPHA), (0.03, 1.5 * levels.ALPHA)])
 def test_flat_series_rarely_show_a_change(spread, most):
     """A change found in a flat series is a false alarm: none where the
     sessions scatter by 1 %, fewer than ALPHA of the series at 2 %, about
     ALPHA at 3 %, as wide as the practical threshold (150 series of 12 and
     150 of 30 sessions; docs/acceptance.md quotes the counts printed)."""
     false = [(n, seed) for n in (12, 30) for seed in range(150)
-             if history.find_changes(_noisy(n, spread=spread, seed=seed)).changes]
+             if levels.find_changes(_noisy(n, spread=spread, seed=seed)).changes]
     print(f'\n{spread:.0%} spread: {len(false)} of 300 flat series show a change')
     assert len(false) <= most * 300, false
 
@@ -91,14 +91,14 @@ def test_flat_series_rarely_show_a_change(spread, most):
 def test_a_change_smaller_than_the_threshold_is_no_change():
     values = _noisy(20, spread=0.002)
     values[10:] = [v * 0.99 for v in values[10:]]
-    assert history.find_changes(values).changes == ()
+    assert levels.find_changes(values).changes == ()
 
 
 def test_two_changes_are_both_found():
     values = _noisy(18)
     values[6:] = [v * 0.85 for v in values[6:]]
     values[12:] = [v * 1.3 for v in values[12:]]
-    assert _positions(history.find_changes(values)) == [6, 12]
+    assert _positions(levels.find_changes(values)) == [6, 12]
 
 
 def test_a_level_that_is_all_outliers_still_has_a_median(monkeypatch):
@@ -106,40 +106,40 @@ def test_a_level_that_is_all_outliers_still_has_a_median(monkeypatch):
     beside stress-ng): the level is then no level, and its median is of all
     its sessions, not an error.'''
     values = [100.0] * 6 + [80.0, 120.0, 60.0, 140.0] + [100.0] * 6
-    first = levels._candidates(values, True, history.MIN_SEGMENT)[0]
+    first = levels._candidates(values, True, levels.MIN_SEGMENT)[0]
     monkeypatch.setattr(levels, '_outliers', lambda v, bounds, *a: list(range(bounds[1])))
-    found = history.find_changes(values)
+    found = levels.find_changes(values)
     assert found.changes == ()
     assert found.levels[0][:2] == (0, first if len(found.levels) > 1 else len(values))
     assert all(not math.isnan(median) for _, _, median in found.levels)
 
 
 def test_too_short_says_how_many_sessions_decide():
-    needed = history.sessions_needed()
+    needed = levels.sessions_needed()
     # Two levels of MIN_SEGMENT whose rank test, corrected for the places
     # searched, can reach ALPHA at complete separation.
-    assert needed >= 2 * history.MIN_SEGMENT
+    assert needed >= 2 * levels.MIN_SEGMENT
     n1 = needed // 2
-    assert 2 * (needed - 2 * history.MIN_SEGMENT + 1) / math.comb(needed, n1) < history.ALPHA
+    assert 2 * (needed - 2 * levels.MIN_SEGMENT + 1) / math.comb(needed, n1) < levels.ALPHA
     values = _noisy(needed - 1)
     values[needed // 2:] = [v * 0.5 for v in values[needed // 2:]]
-    found = history.find_changes(values)
+    found = levels.find_changes(values)
     assert found.too_short and found.changes == ()
-    assert not history.find_changes(_noisy(needed)).too_short
+    assert not levels.find_changes(_noisy(needed)).too_short
 
 
 def test_counts_that_are_zero_when_healthy_change_on_any_lasting_rise():
     values = [0.0] * 6 + [3.0] * 6
-    (change,) = history.find_changes(values).changes
+    (change,) = levels.find_changes(values).changes
     assert change.position == 6 and math.isinf(change.size)
-    found = history.find_changes([0.0] * 5 + [1.0] + [0.0] * 6)
+    found = levels.find_changes([0.0] * 5 + [1.0] + [0.0] * 6)
     assert found.changes == () and [o.position for o in found.outliers] == [5]
 
 
 def test_worse_comes_from_the_metric_catalogue():
-    change = history.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
+    change = levels.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
                             n_after=4)
-    rise = history.Change(position=4, before=1.05, after=3.1, p_value=0.01, n_before=4, n_after=4)
+    rise = levels.Change(position=4, before=1.05, after=3.1, p_value=0.01, n_before=4, n_after=4)
     p2p, pairs = 'hpcnet_p2p %mode=bw', 'hpcnet_pairs %scale=all_nodes'
     assert history.Series((p2p, 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(change)
     assert not history.Series((p2p, 's:p', 'e', 'latency_8B'), 'us', [], []).worse(change)
@@ -158,7 +158,7 @@ def test_a_change_reads_what_the_sessions_beside_its_border_recorded():
     sessions = [history.Session(i + 1, f'{i:08d}-uuid', 1.8e9 + 86400 * i, {}) for i in range(8)]
     series = history.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', sessions, [1.0] * 8,
                             changed={4: [], 5: ['link rate: 1000000000 -> 900000000']})
-    change = history.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
+    change = levels.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
                             n_after=4)
     assert history_text.changed_near(series, change) == (
         'no recorded change (beside it, session 6 (2027-01-20 08:00:00 UTC, 00000005): '
@@ -200,7 +200,7 @@ def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_
         assert run.returncode == Exit.OK, run.stdout[-3000:]
     res = _hpcnet('--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
     assert res.returncode == Exit.UNDECIDED, res.stdout + res.stderr
-    needed = history.sessions_needed()
+    needed = levels.sessions_needed()
     assert 'TOO SHORT ' in res.stdout and f'fewer than {needed} sessions' in res.stdout
     assert res.stdout.splitlines()[-1].startswith(
         'hpcnet: NOT DECIDED: history: 0 changed for the worse'), res.stdout
@@ -299,7 +299,7 @@ def test_as_many_bad_nights_as_a_level_are_a_regression_even_when_the_test_canno
                                          system='testbed')
     strict = history.judge(sessions, series, alpha=1e-6)
     tail = bandwidth(strict).finding.tail
-    assert bandwidth(strict).finding.too_short and tail.nights == history.MIN_SEGMENT
+    assert bandwidth(strict).finding.too_short and tail.nights == levels.MIN_SEGMENT
     assert strict.regressed_tails() and strict.exit_code == Exit.FAILED
 
 

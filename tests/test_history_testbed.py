@@ -20,7 +20,7 @@ import pytest
 from conftest import env_regex, run_reframe, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import history, history_text
+from hpcnet.acceptance import history, history_text, levels
 from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, WORK_DIR
 from hpcnet.exitcodes import Exit
 
@@ -85,7 +85,7 @@ def test_history_names_the_session_the_link_was_cut(tmp_path, one_env_per_stack)
     assert abs(session.index - CHANGE_AT) <= 1, history_text.change_line(raw, change)
     # 600 Mbit/s over what 1 Gbit/s gave on this host (0.77-1.0 of its wire).
     assert raw.worse(change) and -0.45 < change.size < -0.15, history_text.change_line(raw, change)
-    assert change.p_value < history.ALPHA
+    assert change.p_value < levels.ALPHA
     # What the runs recorded that session: the declared rate, and the shaper
     # the calibration read on the nodes.
     assert 'link rate: 1000000000 -> 600000000' in history_text.changed_near(raw, change), raw.changed

@@ -15,7 +15,7 @@ from pathlib import Path
 from test_history import _noisy, nights
 from test_verdict_history import results_db
 
-from hpcnet.acceptance import history, history_index, history_text, metricindex
+from hpcnet.acceptance import compare, history, history_index, history_text, metricindex
 from hpcnet.acceptance.references import PROVENANCE
 from hpcnet.exitcodes import Exit
 
@@ -41,7 +41,7 @@ def test_a_recorded_session_is_one_row_per_value_with_its_basis_and_provenance(t
     db = results_db(tmp_path / 'results.db', [report])
     assert metricindex.sync(db).indexed == 1
     values = [(k, v) for k, (_, vs) in
-              history.compare.samples(history.compare.Side('x', [report])).values.items()
+              compare.samples(compare.Side('x', [report])).values.items()
               for v in vs]
     rows = _rows(db, 'SELECT test, partition, environ, metric, value, basis FROM samples')
     assert sorted((r[:4], r[4]) for r in rows) == sorted(values)
@@ -51,8 +51,8 @@ def test_a_recorded_session_is_one_row_per_value_with_its_basis_and_provenance(t
     assert _rows(db, 'SELECT count(*) FROM samples s LEFT JOIN cases c ON c.id = s.case_id '
                      'WHERE c.id IS NULL') == [(0,)]
     assert _rows(db, 'SELECT count(DISTINCT case_id) FROM samples s JOIN cases c ON c.id = '
-                     's.case_id WHERE c.provenance IS NOT NULL') == [(len(history.compare.provenance(
-                         history.compare.Side('x', [report]))),)]
+                     's.case_id WHERE c.provenance IS NOT NULL') == [(len(compare.provenance(
+                         compare.Side('x', [report]))),)]
 
 
 def test_busy_nights_are_withheld_with_their_reason(tmp_path):

@@ -13,18 +13,19 @@ from conftest import env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
-from hpcnet.stacks import modulecache, modules, moduletree
+from hpcnet.stacks import lmod, modulecache, modulenames, modules, moduletree
+from hpcnet.variables import MODULEPATH_ENV
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
 
 DATA = Path(__file__).parent / 'data' / 'modules'
-LMOD = modules.lmod_command()
+LMOD = lmod.lmod_command()
 needs_lmod = pytest.mark.skipif(LMOD is None, reason='Lmod is not installed (Debian package '
                                                      'lmod; LMOD_CMD unset)')
 
 
 def _recorded(name):
-    return modules.parse_avail((DATA / name).read_text())
+    return lmod.parse_avail((DATA / name).read_text())
 
 
 # --------------------------------------------------------------------------
@@ -57,7 +58,7 @@ def test_parse_two_directories_and_nothing():
     assert [m.name for m in found if m.directory.endswith('/eb/modules/all')][:3] == [
         'FFTW/3.3.10-GCC-13.2.0', 'GCC/13.2.0', 'IMB/2021.3-gompi-2023b']
     assert len(found) == 8 + 4
-    assert modules.parse_avail((DATA / 'empty-modulepath.txt').read_text()) == []
+    assert lmod.parse_avail((DATA / 'empty-modulepath.txt').read_text()) == []
 
 
 def test_parse_strips_decorations_and_ignores_messages():
@@ -65,26 +66,26 @@ def test_parse_strips_decorations_and_ignores_messages():
     # newer Lmod versions may add, stripped as ReFrame's find_modules does.
     text = ('/opt/modules:\nopenmpi/\nopenmpi/4.1.6(default)\ngompi/2023b(L)\n'
             'Lmod Warning: something to say\n')
-    assert [m.name for m in modules.parse_avail(text)] == ['openmpi/4.1.6', 'gompi/2023b']
+    assert [m.name for m in lmod.parse_avail(text)] == ['openmpi/4.1.6', 'gompi/2023b']
 
 
 def test_roles_by_name():
     found = {m.name: m.role for m in _recorded('easybuild-toolchains-and-spack.txt')}
     assert found == {
-        'FFTW/3.3.10-GCC-13.2.0': None, 'GCC/13.2.0': modules.Role.COMPILER,
-        'IMB/2021.3-gompi-2023b': modules.Role.TOOL,
-        'OSU-Micro-Benchmarks/7.2-gompi-2023b': modules.Role.TOOL,
-        'OSU-Micro-Benchmarks/7.4-gompi-2023b': modules.Role.TOOL,
-        'OpenMPI/4.1.6-GCC-13.2.0': modules.Role.MPI,
-        'foss/2023b': modules.Role.TOOLCHAIN, 'gompi/2023b': modules.Role.TOOLCHAIN,
-        'intel-oneapi-mpi/2021.12.1-gcc-12.2.0-vwxyzab': modules.Role.MPI,
-        'openmpi/4.1.6-gcc-12.2.0-hijklmn': modules.Role.MPI,
-        'openmpi/5.0.5-gcc-12.2.0-abcdefg': modules.Role.MPI,
-        'osu-micro-benchmarks/7.4-gcc-12.2.0-opqrstu': modules.Role.TOOL,
+        'FFTW/3.3.10-GCC-13.2.0': None, 'GCC/13.2.0': modulenames.Role.COMPILER,
+        'IMB/2021.3-gompi-2023b': modulenames.Role.TOOL,
+        'OSU-Micro-Benchmarks/7.2-gompi-2023b': modulenames.Role.TOOL,
+        'OSU-Micro-Benchmarks/7.4-gompi-2023b': modulenames.Role.TOOL,
+        'OpenMPI/4.1.6-GCC-13.2.0': modulenames.Role.MPI,
+        'foss/2023b': modulenames.Role.TOOLCHAIN, 'gompi/2023b': modulenames.Role.TOOLCHAIN,
+        'intel-oneapi-mpi/2021.12.1-gcc-12.2.0-vwxyzab': modulenames.Role.MPI,
+        'openmpi/4.1.6-gcc-12.2.0-hijklmn': modulenames.Role.MPI,
+        'openmpi/5.0.5-gcc-12.2.0-abcdefg': modulenames.Role.MPI,
+        'osu-micro-benchmarks/7.4-gcc-12.2.0-opqrstu': modulenames.Role.TOOL,
     }
-    assert modules.expected_family('gompi/2023b') == MpiFamily.OPENMPI
-    assert modules.expected_family('intel-oneapi-mpi/2021.12.1') == MpiFamily.IMPI
-    assert modules.expected_family('gmpich/system') == MpiFamily.MPICH
+    assert modulenames.expected_family('gompi/2023b') == MpiFamily.OPENMPI
+    assert modulenames.expected_family('intel-oneapi-mpi/2021.12.1') == MpiFamily.IMPI
+    assert modulenames.expected_family('gmpich/system') == MpiFamily.MPICH
 
 
 @pytest.mark.parametrize('module,name', [
@@ -95,14 +96,14 @@ def test_roles_by_name():
     ('2fast/1.0', '_2fast-1_0'),
 ])
 def test_environment_names(module, name):
-    assert modules.environment_name(module) == name
+    assert modulenames.environment_name(module) == name
 
 
 def test_every_recorded_module_makes_a_valid_environment_name():
     for f in DATA.glob('*.txt'):
-        for m in modules.parse_avail(f.read_text()):
-            name = f'gcc12-{modules.environment_name(m.name)}'
-            assert modules.ENVIRONMENT_NAME.fullmatch(name), (f.name, m.name, name)
+        for m in lmod.parse_avail(f.read_text()):
+            name = f'gcc12-{modulenames.environment_name(m.name)}'
+            assert modulenames.ENVIRONMENT_NAME.fullmatch(name), (f.name, m.name, name)
 
 
 def test_module_variables_leave_out_lmod_state_and_stay_relative():
@@ -110,10 +111,10 @@ def test_module_variables_leave_out_lmod_state_and_stay_relative():
     loaded = {'PATH': '/mpi/bin:/a:/b', 'HOME': '/root', 'EBROOTOPENMPI': '/mpi',
               '_ModuleTable001_': 'xyz', 'LOADEDMODULES': 'OpenMPI/4', '__LMOD_REF_COUNT_PATH': 'x',
               'LD_LIBRARY_PATH': '/mpi/lib', 'BASH_FUNC_ml%%': '() { :; }'}
-    assert modules.module_variables(loaded, base) == (
+    assert lmod.module_variables(loaded, base) == (
         ('EBROOTOPENMPI', '/mpi'), ('LD_LIBRARY_PATH', '/mpi/lib'), ('PATH', '/mpi/bin:$PATH'))
     # A PATH reordered, not only grown in front, is kept as it is.
-    assert modules.module_variables({'PATH': '/b:/mpi/bin:/a'}, {'PATH': '/a:/b'}) == (
+    assert lmod.module_variables({'PATH': '/b:/mpi/bin:/a'}, {'PATH': '/a:/b'}) == (
         ('PATH', '/b:/mpi/bin:/a'),)
 
 
@@ -122,23 +123,23 @@ def test_hpcnet_modulepath_must_name_directories(tmp_path, monkeypatch):
     site.mkdir()
     # MODULEPATH is Lmod's: taken as it is; ours are checked, and come after.
     monkeypatch.setenv('MODULEPATH', f'/x/modules:{site}')
-    monkeypatch.setenv(modules.MODULEPATH_ENV, f'{tmp_path}:{site}')
-    assert modules.search_path() == ['/x/modules', str(site), str(tmp_path)]
-    monkeypatch.setenv(modules.MODULEPATH_ENV, str(tmp_path / 'nope'))
+    monkeypatch.setenv(MODULEPATH_ENV, f'{tmp_path}:{site}')
+    assert lmod.search_path() == ['/x/modules', str(site), str(tmp_path)]
+    monkeypatch.setenv(MODULEPATH_ENV, str(tmp_path / 'nope'))
     with pytest.raises(stacks.StackError, match=r"HPCNET_MODULEPATH: '.*/nope' is not a "
                                                 r"directory \(valid: directories of modulefiles"):
-        modules.search_path()
+        lmod.search_path()
 
 
 def test_without_lmod_nothing_and_it_says_so(monkeypatch):
     monkeypatch.delenv('LMOD_CMD', raising=False)
-    monkeypatch.setattr(modules, 'LMOD_COMMANDS', ('/nonexistent/lmod/libexec/lmod',))
-    monkeypatch.delenv(modules.MODULEPATH_ENV, raising=False)
+    monkeypatch.setattr(lmod, 'LMOD_COMMANDS', ('/nonexistent/lmod/libexec/lmod',))
+    monkeypatch.delenv(MODULEPATH_ENV, raising=False)
     found = modules.survey()
     assert found.candidates == [] and 'no Lmod' in found.summary()
     assert modulecache.module_candidates(Path('/nonexistent')) == []
     # Asked for modules explicitly: that is an error, naming what to install.
-    monkeypatch.setenv(modules.MODULEPATH_ENV, '/tmp')
+    monkeypatch.setenv(MODULEPATH_ENV, '/tmp')
     with pytest.raises(stacks.StackError, match='HPCNET_MODULEPATH is set but there is no Lmod.*'
                                                 'Debian package lmod'):
         modules.survey()
@@ -226,7 +227,7 @@ def fake_tree(tmp_path, monkeypatch):
                 f'depends_on("gompi/2099a")\nprepend_path("PATH", "{imb}/bin")\n')
     _modulefile(tree, 'OSU-Micro-Benchmarks/7.4-orphan', f'prepend_path("PATH", "{bindir}")\n')
     monkeypatch.delenv('MODULEPATH', raising=False)
-    monkeypatch.setenv(modules.MODULEPATH_ENV, str(tree))
+    monkeypatch.setenv(MODULEPATH_ENV, str(tree))
     return {'tree': tree, 'openmpi': openmpi, 'mpich': mpich, 'osu': tmp_path / 'osu-7.4',
             'imb': imb}
 
@@ -268,7 +269,7 @@ def test_survey_of_a_tree(fake_tree):
 
 def test_a_module_without_mpicc_is_left_out_naming_it(tmp_path):
     skipped = []
-    chosen = modules._Chosen(modules.AvailableModule('OpenMPI/0.1', '/m'),
+    chosen = modules._Chosen(modulenames.AvailableModule('OpenMPI/0.1', '/m'),
                              {'PATH': str(tmp_path)}, '/m/OpenMPI/0.1.lua', {'/m/OpenMPI/0.1.lua'})
     assert modules._candidate(chosen, {}, skipped) is None
     assert skipped == [('OpenMPI/0.1', 'no mpicc on PATH after `module load OpenMPI/0.1`')]
@@ -296,7 +297,7 @@ def test_discovered_environments_load_their_modules(fake_tree, tmp_path):
     assert dict(gompi.mpi.tools)['osu_latency'].startswith(str(fake_tree['osu']))
     rfm = gompi.to_reframe(['local'])
     assert rfm['modules'][0] == {'name': 'gompi/2099a', 'path': str(fake_tree['tree'])}
-    assert modules.ENVIRONMENT_NAME.fullmatch(rfm['name'])
+    assert modulenames.ENVIRONMENT_NAME.fullmatch(rfm['name'])
     assert rfm['extras']['mpi_source'] == 'module'
     # Read back from the cache: the same environments.
     again = stacks.discover(tmp_path / 'state', sources=[modulecache.module_candidates],
@@ -327,7 +328,7 @@ def test_easybuild_tree_yields_environments(easybuild_tree, module_discovery):
     if 'gmpich-system' in primary:      # Debian MPICH: ch4 over UCX
         assert primary['gmpich-system'].mpi.profile == 'mpich-ucx'
     for env in found.environments:
-        assert modules.ENVIRONMENT_NAME.fullmatch(env.name), env.name
+        assert modulenames.ENVIRONMENT_NAME.fullmatch(env.name), env.name
         cand = env.mpi.candidate
         if cand.source == 'module':
             # Each module goes with its own compiler only, and EasyBuild's

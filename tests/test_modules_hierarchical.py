@@ -14,9 +14,10 @@ from test_stacks import CC, make_fake_mpi
 from hpcnet import stacks
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
-from hpcnet.stacks import modulecache, modules
+from hpcnet.stacks import lmod, modulecache, modulenames, modules
+from hpcnet.variables import MODULEPATH_ENV
 
-needs_lmod = pytest.mark.skipif(modules.lmod_command() is None,
+needs_lmod = pytest.mark.skipif(lmod.lmod_command() is None,
                                 reason='Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
 needs_cc = pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
 
@@ -56,7 +57,7 @@ def spack_hierarchy(tmp_path, monkeypatch):
     _modulefile(flat / 'OpenMPI' / '4.1.6-GCC-13.2.0.lua',
                 f'prepend_path("PATH", "{eb_prefix}/bin")\n')
     monkeypatch.delenv('MODULEPATH', raising=False)
-    monkeypatch.setenv(modules.MODULEPATH_ENV, f'{root / "Core"}:{flat}')
+    monkeypatch.setenv(MODULEPATH_ENV, f'{root / "Core"}:{flat}')
     return {'root': root, 'flat': flat, 'prefixes': prefixes, 'eb': eb_prefix,
             'osu': {v: tmp_path / f'osu-{v}' for v in prefixes}}
 
@@ -104,7 +105,7 @@ def test_module_mpis_take_their_own_compiler_only(spack_hierarchy, tmp_path):
                      'gcc-99_1_0-openmpi-5_0_5'], found.rejected
     for env in found.environments:
         assert env.compiler.command == CC and env.compiler not in others
-        assert env.primary and modules.ENVIRONMENT_NAME.fullmatch(env.name)
+        assert env.primary and modulenames.ENVIRONMENT_NAME.fullmatch(env.name)
         # One compiler in each name: no 'gcc97-OpenMPI-4_1_6-GCC-13_2_0'.
         assert not re.match(r'(gcc|clang)\d+-', env.name), env.name
     gcc99 = next(e for e in found.environments if e.name.startswith('gcc-99'))
@@ -119,7 +120,7 @@ def test_a_module_mpi_whose_wrapper_names_no_compiler_is_left_out(tmp_path):
     wrapper.write_text('#!/bin/sh\nexit 1\n')
     wrapper.chmod(0o755)
     skipped = []
-    chosen = modules._Chosen(modules.AvailableModule('OpenMPI/0.1', '/m'), {'PATH': str(tmp_path)},
+    chosen = modules._Chosen(modulenames.AvailableModule('OpenMPI/0.1', '/m'), {'PATH': str(tmp_path)},
                              '/m/OpenMPI/0.1.lua', {'/m/OpenMPI/0.1.lua'})
     assert modules._candidate(chosen, {}, skipped) is None
     assert skipped == [('OpenMPI/0.1', f'{wrapper} names no compiler on the module\'s PATH '
@@ -133,12 +134,12 @@ def test_a_module_mpi_whose_wrapper_names_no_compiler_is_left_out(tmp_path):
     ('MPICH/9.1.2', False), ('openmpi/5.0.5', False), ('mpich/4.2-gccfoo', False),
 ])
 def test_names_compiler(module, names_it):
-    assert modules.AvailableModule(module, '/m').names_compiler() is names_it
+    assert modulenames.AvailableModule(module, '/m').names_compiler() is names_it
 
 
 def test_a_hierarchy_module_names_its_compiler_first():
-    compiler = modules.AvailableModule('GCC/13.2.0', '/t/Core')
-    mpi_module = modules.AvailableModule('OpenMPI/4.1.6', '/t/Compiler/GCC/13.2.0', (compiler,))
+    compiler = modulenames.AvailableModule('GCC/13.2.0', '/t/Core')
+    mpi_module = modulenames.AvailableModule('OpenMPI/4.1.6', '/t/Compiler/GCC/13.2.0', (compiler,))
     assert mpi_module.names_compiler() and mpi_module.title == 'GCC/13.2.0 OpenMPI/4.1.6'
     assert mpi_module.environment_name() == 'GCC-13_2_0-OpenMPI-4_1_6'
     assert mpi_module.specs() == ({'name': 'GCC/13.2.0', 'path': '/t/Core'},

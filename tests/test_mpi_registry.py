@@ -18,7 +18,7 @@ from test_stacks import CC, FAKE_MPI_API, FAKE_MPI_LIBRARY
 
 from hpcnet import mpi, stacks
 from hpcnet.checklib import sanity
-from hpcnet.stacks import modules, sources
+from hpcnet.stacks import modulenames, sources
 from hpcnet.constants import FABRICS_FILE, Fabric
 from hpcnet.model import Partition, Stack
 
@@ -121,9 +121,9 @@ def test_library_check_and_known_issue_read_the_entry(fakempi):
 
 
 def test_module_and_spack_names_read_the_entry(fakempi):
-    assert modules.role('FakeMPI/1.2.3') == modules.Role.MPI
-    assert modules.expected_family('FakeMPI/1.2.3') == FAKE
-    assert modules.expected_family('gfakempi/2024a') == FAKE
+    assert modulenames.role('FakeMPI/1.2.3') == modulenames.Role.MPI
+    assert modulenames.expected_family('FakeMPI/1.2.3') == FAKE
+    assert modulenames.expected_family('gfakempi/2024a') == FAKE
     assert mpi.spack_family('fakempi') == FAKE and 'fakempi' in mpi.spack_packages()
 
 
@@ -163,7 +163,8 @@ def test_an_entry_that_contradicts_the_registry_is_refused(fakempi):
 
 
 @pytest.mark.parametrize('module', ['mpi', 'stacks.candidate', 'stacks.sources', 'stacks.probe',
-                                    'stacks.modules', 'stacks.spacklock', 'model', 'stacks',
+                                    'stacks.modules', 'stacks.lmod', 'stacks.modulenames',
+                                    'stacks.spacklock', 'model', 'stacks',
                                     'stacks.moduletree', 'checklib.sanity'])
 def test_each_module_imports_alone(module):
     subprocess.run([sys.executable, '-c', f'import hpcnet.{module}'], check=True)

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from hpcnet.parsers.errors import BenchmarkOutputError
-from hpcnet.parsers.imb import (IMB_COLUMNS, IMB_MPI1_BENCHMARKS, IMB_NBC_BENCHMARKS,
-                                ImbOutput, parse_imb)
-from hpcnet.parsers.imb_command import imb_command
+from hpcnet.parsers.imb import IMB_COLUMNS, ImbOutput, parse_imb
+from hpcnet.parsers.imb_command import IMB_MPI1_BENCHMARKS, IMB_NBC_BENCHMARKS, imb_command
 
 SAMPLES = Path(__file__).resolve().parent / 'data' / 'samples'
 DATA = Path(__file__).resolve().parent / 'data' / 'imb'

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet.acceptance import baseline, references
+from hpcnet.acceptance import references, refmerge
 from hpcnet.constants import REFERENCE_DIR
 
 DATA = Path(__file__).parent / 'data' / 'references'
@@ -290,5 +290,5 @@ def test_baseline_diff_ignores_the_provenance():
     old = references.dump({references.PROVENANCE: {'date': 'a'}, 'x': {'p:q': {'v': [1.0, -0.1, 0.1, 'us']}}})
     same = references.dump({references.PROVENANCE: {'date': 'b'}, 'x': {'p:q': {'v': [1.0, -0.1, 0.1, 'us']}}})
     moved = references.dump({references.PROVENANCE: {'date': 'b'}, 'x': {'p:q': {'v': [2.0, -0.1, 0.1, 'us']}}})
-    assert baseline.diff(old, same, 'f.yaml') == ''
-    assert '-    v: [1.0, -0.1, 0.1, us]' in baseline.diff(old, moved, 'f.yaml')
+    assert refmerge.diff(old, same, 'f.yaml') == ''
+    assert '-    v: [1.0, -0.1, 0.1, us]' in refmerge.diff(old, moved, 'f.yaml')

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hpcnet import verdict
-from hpcnet.acceptance import compare, report
+from hpcnet.acceptance import compare, report, reportparts, reportplots
 from hpcnet.commands import report as report_command
 
 RECORDED = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
@@ -38,7 +38,7 @@ def page(tmp_path_factory) -> Path:
     text = report.render([data], report.retried_keys(data), verdict=_verdict(data),
                          title='hpcnet run: (recorded local run)')
     seconds = time.perf_counter() - start
-    print(f'\nrendered {RECORDED.name} ({len(report._cases([data]))} cases): '
+    print(f'\nrendered {RECORDED.name} ({len(reportparts.final_cases([data]))} cases): '
           f'{len(text.encode()) / 1000:.0f} KB in {seconds:.2f} s')
     out = tmp_path_factory.mktemp('report') / 'report.html'
     out.write_text(text)
@@ -142,7 +142,7 @@ def test_a_comparison_page_says_what_regressed_or_is_undecided_first():
 
 
 def test_an_empty_plot_is_left_out_not_drawn_empty():
-    assert report._curve_plot('nothing', {'env': [[{'size_bytes': 0, 'median_us': 0}]]},
+    assert reportplots._curve_plot('nothing', {'env': [[{'size_bytes': 0, 'median_us': 0}]]},
                               'size_bytes', 'median_us', 'us') == ''
 
 

@@ -3,7 +3,7 @@ culprits the check named and the case's verdict line names them; the first
 exchange's cost is drawn beside them."""
 import matplotlib.pyplot as plt
 
-from hpcnet.acceptance import report
+from hpcnet.acceptance import report, reportplots
 
 HOSTS = [f'cn{i}' for i in range(5)]
 CULPRITS = {'bandwidth': {'nodes': ['cn4'], 'links': [['cn1', 'cn2']], 'inconclusive': []},
@@ -20,7 +20,7 @@ def _case(hosts=HOSTS, **extra) -> dict:
 
 
 def test_the_verdict_line_names_the_culprits_under_three_panels():
-    html = report.pair_heatmaps([_case(culprits=CULPRITS, attribution=ATTRIBUTION)])
+    html = reportplots.pair_heatmaps([_case(culprits=CULPRITS, attribution=ATTRIBUTION)])
     assert html.count('<figure>') == 1
     assert '<figcaption><b>verdict</b>: rule mad, 6 pairs measured again; bad twice: ' \
            'bandwidth: node cn4; link cn1-cn2; latency: inconclusive cn0-cn3</figcaption>' in html
@@ -28,7 +28,7 @@ def test_the_verdict_line_names_the_culprits_under_three_panels():
 
 def test_two_nodes_say_that_attribution_needs_three():
     said = 'not computed: 2 nodes are one pair, reported as measured; ... needs at least 3 nodes'
-    html = report.pair_heatmaps([_case(hosts=HOSTS[:2], attribution=said)])
+    html = reportplots.pair_heatmaps([_case(hosts=HOSTS[:2], attribution=said)])
     assert f'<b>verdict</b>: {said}' in html
 
 
@@ -38,7 +38,7 @@ def test_culprits_are_marked_on_the_panel_of_their_quantity():
     ax.imshow([[1.0] * 5] * 5)
     ax.set_xticks(range(5), HOSTS)
     ax.set_yticks(range(5), HOSTS)
-    report._mark_culprits(ax, pos, CULPRITS['bandwidth'])
+    reportplots._mark_culprits(ax, pos, CULPRITS['bandwidth'])
     # The node: its row and column framed, its labels red; the link: both cells.
     assert len(ax.patches) == 2 + 2
     red = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()

@@ -14,7 +14,8 @@ from hpcnet import fabrics, model, sites, stacks
 from hpcnet.constants import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
 from hpcnet.sites import StackChoice
-from hpcnet.stacks import modulecache, modules
+from hpcnet.stacks import lmod, modulecache, modules
+from hpcnet.variables import MODULEPATH_ENV
 from hpcnet.stacks.discover import Environment
 
 SITE = '''\
@@ -203,7 +204,7 @@ def test_probing_says_so_in_one_line_on_stderr(tmp_path, capsys):
     assert 'an MPI, a compiler or the probe changed' in capsys.readouterr().err
 
 
-@pytest.mark.skipif(modules.lmod_command() is None, reason='Lmod is not installed')
+@pytest.mark.skipif(lmod.lmod_command() is None, reason='Lmod is not installed')
 @pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
 def test_the_module_source_runs_no_lmod_until_a_modulefile_changes(tmp_path, monkeypatch):
     prefix = make_fake_mpi(tmp_path / 'mpi', 'openmpi', 'openmpi')
@@ -215,7 +216,7 @@ def test_the_module_source_runs_no_lmod_until_a_modulefile_changes(tmp_path, mon
     mpi_file.parent.mkdir(parents=True)
     mpi_file.write_text(f'prepend_path("PATH", "{prefix}/bin")\n')
     monkeypatch.delenv('MODULEPATH', raising=False)
-    monkeypatch.setenv(modules.MODULEPATH_ENV, str(tree / 'Core'))
+    monkeypatch.setenv(MODULEPATH_ENV, str(tree / 'Core'))
     surveys = []
     real_survey = modules.survey
     monkeypatch.setattr(modules, 'survey', lambda: surveys.append(1) or real_survey())

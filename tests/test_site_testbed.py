@@ -24,7 +24,7 @@ from hpcnet import testbed as tbm
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV, TESTBED_NODES_ENV,
                               TESTBED_RATE_ENV, TESTBED_RDMA_ENV, WORK_DIR)
 from hpcnet.sites import load_site_files
-from hpcnet.stacks import modules
+from hpcnet.variables import MODULEPATH_ENV
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -47,7 +47,7 @@ def stranger(tb, hierarchical_tree, tmp_path_factory):
     '''(hpcnet on the head node, the site file `site init` wrote there).'''
     scratch = tmp_path_factory.mktemp('stranger')
     systems = scratch / 'systems'
-    variables = {SYSTEMS_DIRS_ENV: str(systems), modules.MODULEPATH_ENV: str(hierarchical_tree.modulepath),
+    variables = {SYSTEMS_DIRS_ENV: str(systems), MODULEPATH_ENV: str(hierarchical_tree.modulepath),
                  'MODULEPATH': '', STATE_DIR_ENV: str(scratch / 'state'),
                  REPORTS_DIR_ENV: str(scratch / 'reports')}
     env = tb.env({**os.environ, **variables})

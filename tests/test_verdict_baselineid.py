@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 import conftest
-from hpcnet.acceptance import accepted, baseline, compare, references
+from hpcnet.acceptance import accepted, baseline, compare, references, refmerge
 from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
@@ -176,7 +176,7 @@ def test_a_merged_file_takes_each_case_from_its_newest_block(tmp_path, monkeypat
     new = [on(_session(n, [n]), 'eth') for n in (8, 9)]
     monkeypatch.setenv('HPCNET_REFERENCE_DIR', str(tmp_path))
     path = _write_reference(tmp_path, old)
-    path.write_text(references.dump(baseline.merge(references.load(path), baseline.document(new))))
+    path.write_text(references.dump(refmerge.merge(references.load(path), baseline.document(new))))
     prov = yaml.safe_load(path.read_text())['$provenance']
     assert prov['sessions'] == [_uuid(8), _uuid(9)] and prov['earlier'][0]['sessions'] == \
         [_uuid(n) for n in (1, 2, 3)]

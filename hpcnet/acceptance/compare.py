@@ -6,9 +6,10 @@ Each side is one or more stored sessions, selected as ReFrame selects them
 sessions the reference file of the system the other side ran on names in
 its provenance: the baseline the site accepted by writing it,
 hpcnet.acceptance.accepted), or a JSON run report file. Per test x partition x environment x metric,
-the samples of each side (every passed repeat) are compared by
-hpcnet.acceptance.statcompare; beside every regression stands what changed between the
-sides (MPI library, transport proved, nodes, link rate, link errors).
+the samples of each side (every passed repeat) are judged by
+hpcnet.acceptance.metricjudge (statcompare's rule); beside every regression
+stands what changed between the sides (MPI library, transport proved, nodes,
+link rate, link errors).
 
 A comparison cannot be fooled: the sides may not share a session; a time
 period leaves out the sessions of `hpcnet baseline` unless asked; environments renamed by an
@@ -25,15 +26,14 @@ import os
 import re
 import statistics
 import subprocess
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet import metrics
-from hpcnet.acceptance import accepted, statcompare
+from hpcnet.acceptance import accepted, metricjudge, statcompare
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
 from hpcnet.acceptance.casevalues import recorded_values
 from hpcnet.acceptance.references import withheld, withheld_reason
-from hpcnet.constants import CALIBRATED_SUFFIX, CONFIG_DIR, MEASUREMENT_WITHHELD
+from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
 
@@ -366,52 +366,6 @@ class Outcome:
         return ', '.join(parts)
 
 
-def _not_compared(before: list, after: list, why: str,
-                  more_samples: int | None = None) -> statcompare.Comparison:
-    return statcompare.Comparison(
-        verdict=statcompare.Verdict.INCONCLUSIVE, ratio=float('nan'), ci_low=float('nan'),
-        ci_high=float('nan'), p_value=float('nan'), n_before=len(before), n_after=len(after),
-        reason=f'not compared: {why}', more_samples=more_samples)
-
-
-def _compare_exact(before: list, after: list) -> statcompare.Comparison:
-    '''A configuration value (an MTU): any change of it is a regression.'''
-    same = sorted(set(before)) == sorted(set(after))
-    median_before, median_after = statistics.median(before), statistics.median(after)
-    ratio = median_after / median_before if median_before else float('nan')
-    return statcompare.Comparison(
-        verdict=statcompare.Verdict.UNCHANGED if same else statcompare.Verdict.REGRESSED,
-        ratio=ratio, ci_low=ratio, ci_high=ratio, p_value=float('nan'),
-        n_before=len(before), n_after=len(after),
-        reason=f'configured value {", ".join(f"{v:g}" for v in sorted(set(before)))} -> '
-               f'{", ".join(f"{v:g}" for v in sorted(set(after)))}', more_samples=None)
-
-
-def _compare_counts(before: list, after: list, higher_better: bool) -> statcompare.Comparison:
-    '''Counts that are 0 when healthy (link errors, outlier nodes), and any
-    side with a zero: a ratio and a rank test mean nothing there; any change
-    of the median is the verdict, and one error where there were none is a
-    regression.  Never below statcompare.MIN_SAMPLES on a side: a median of
-    fewer is not a level.'''
-    short = statcompare.MIN_SAMPLES - min(len(before), len(after))
-    if short > 0:
-        return _not_compared(before, after, f'{len(before)}+{len(after)} samples: fewer than '
-                             f'{statcompare.MIN_SAMPLES} on a side cannot be judged', short)
-    median_before, median_after = statistics.median(before), statistics.median(after)
-    if median_after == median_before:
-        verdict = statcompare.Verdict.UNCHANGED
-    elif (median_after > median_before) == higher_better:
-        verdict = statcompare.Verdict.IMPROVED
-    else:
-        verdict = statcompare.Verdict.REGRESSED
-    ratio = median_after / median_before if median_before else (1.0 if not median_after
-                                                                 else float('inf'))
-    return statcompare.Comparison(
-        verdict=verdict, ratio=ratio, ci_low=ratio, ci_high=ratio, p_value=float('nan'),
-        n_before=len(before), n_after=len(after),
-        reason=f'median count {median_before:g} -> {median_after:g}', more_samples=None)
-
-
 def session_medians(side: Side) -> dict:
     """{metric key: [the median of each session of the side that measured
     it fairly]}: how far the metric moved from session to session."""
@@ -453,42 +407,23 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
         changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
         if key in s_before.values and key in values_after:
             unit = s_before.values[key][0]
-            result = _judge(key[0], key[3], s_before.values[key], values_after[key], alpha,
-                            statcompare.tolerance_of(moved_before.get(key, []), threshold))
-            decider = calibrated_counterpart(key, s_before.values, values_after)
+            result = metricjudge.judge(key[0], key[3], s_before.values[key], values_after[key],
+                                       alpha, statcompare.tolerance_of(moved_before.get(key, []),
+                                                                       threshold))
+            decider = metricjudge.calibrated_counterpart(key, s_before.values, values_after)
             if decider is not None:
-                result = replace(result, verdict=statcompare.Verdict.SHOWN, more_samples=None,
-                                 reason=f'shown, not judged: {decider} decides (the case is judged '
-                                        'over iperf3 on its own link, where the nodes share the '
-                                        "host's cores and an absolute figure moves with the host); "
-                                        + result.reason)
+                result = metricjudge.shown_for(result, decider)
         else:
             unit, values_before = s_before.values.get(key) or s_before.withheld[key]
             values_now = (values_after.get(key) or withheld_after[key])[1]
-            result = _not_fairly_measured(values_before, values_now,
-                                          fair_before=key in s_before.values,
-                                          fair_after=key in values_after,
-                                          why=_reasons(s_before.why_withheld.get(key, {}),
-                                                       why_after.get(key, {})))
+            result = metricjudge.not_fairly_measured(
+                values_before, values_now, fair_before=key in s_before.values,
+                fair_after=key in values_after,
+                why=_reasons(s_before.why_withheld.get(key, {}), why_after.get(key, {})))
         rows.append(Row(*label, unit, result, changed,
                         withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {}))))
     return Outcome(rows, sorted(measured_before - measured_after),
                    sorted(measured_after - measured_before), renamed)
-
-
-def calibrated_counterpart(key: tuple, before: dict, after: dict) -> str | None:
-    '''The ``<metric>_over_iperf3`` of the same case that both sides
-    measured (for an efficiency, its bandwidth's or throughput's), which
-    decides in the absolute metric's stead; None where there is none.'''
-    test, partition, environ, metric = key
-    if metric.endswith(CALIBRATED_SUFFIX):
-        return None
-    names = [metric + CALIBRATED_SUFFIX]
-    if metric.startswith('efficiency_'):
-        size = metric[len('efficiency_'):]
-        names += [f'{quantity}_{size}{CALIBRATED_SUFFIX}' for quantity in ('bandwidth', 'throughput')]
-    return next((name for name in names if (test, partition, environ, name) in before
-                 and (test, partition, environ, name) in after), None)
 
 
 def _reasons(*sides: dict) -> str:
@@ -501,50 +436,6 @@ def withheld_note(before: dict, after: dict) -> str:
     parts = [f'{sum(why.values())} sample{"s" if sum(why.values()) != 1 else ""} withheld {side} '
              f'({_reasons(why)})' for side, why in (('before', before), ('after', after)) if why]
     return '; '.join(parts) + (': shown, not judged' if parts else '')
-
-
-def _not_fairly_measured(before: list, after: list, fair_before: bool,
-                         fair_after: bool, why: str) -> statcompare.Comparison:
-    '''A metric a side measured only in measurements that were withheld:
-    not decided; where only the after side lacks fair samples, samples of a
-    quieter moment decide it.'''
-    side = 'before' if fair_after else 'after' if fair_before else 'before and after'
-    return _not_compared(before, after, f'{MEASUREMENT_WITHHELD} ({why}) whenever it was measured '
-                         f'{side}: those samples are shown, not judged',
-                         statcompare.MIN_SAMPLES if fair_before else None)
-
-
-def _in_unit(side: str, unit: str, values: list, entry: metrics.Metric) -> list:
-    """``values`` (in ``unit``) in the catalogue's unit of ``entry``;
-    metrics.UnitError naming the side where they cannot be."""
-    try:
-        factor = metrics.conversion(unit, entry.unit)
-    except metrics.UnitError as err:
-        raise metrics.UnitError(f"the {side} side's unit {err}") from None
-    return [v * factor for v in values]
-
-
-def _judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: float,
-           tolerance: statcompare.Tolerance) -> statcompare.Comparison:
-    """One metric judged: its direction and unit from the metric catalogue
-    (never from a unit's spelling), each side's (unit, values) converted
-    to the catalogue's unit first."""
-    (unit_before, before), (unit_after, after) = before_side, after_side
-    entry = metrics.lookup(test, metric)
-    if entry is None:
-        return _not_compared(before, after, metrics.not_in_catalogue(test, metric))
-    try:
-        before = _in_unit('before', unit_before, before, entry)
-        after = _in_unit('after', unit_after, after, entry)
-    except metrics.UnitError as err:
-        return _not_compared(before, after, str(err))
-    if entry.better == metrics.Better.NONE:
-        return _compare_exact(before, after)
-    higher_better = entry.better == metrics.Better.HIGHER
-    if min(before + after) <= 0:
-        return _compare_counts(before, after, higher_better)
-    return statcompare.compare_samples(before, after, higher_better=higher_better,
-                                       alpha=alpha, tolerance=tolerance)
 
 
 def table(rows: list) -> str:

@@ -46,8 +46,8 @@ from pathlib import Path
 from hpcnet import metrics
 from hpcnet.acceptance import accepted_changes as accepted_mod, compare, metricindex
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
-from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change,  # noqa: F401
-                                      Finding, Outlier, find_changes, sessions_needed)
+from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change, Finding,
+                                      find_changes, sessions_needed)
 from hpcnet.exitcodes import Exit
 
 #: Sessions before a ``START:END`` period read to judge the level at START:

@@ -15,7 +15,7 @@ import re
 from contextlib import closing
 from pathlib import Path
 
-from hpcnet.acceptance import accepted, history, metricindex
+from hpcnet.acceptance import accepted, history, levels, metricindex
 
 
 def _period(period: str) -> tuple | None:
@@ -108,8 +108,8 @@ def _read(conn, sessions: list, condition: str, params: list) -> tuple:
 
 
 def load(period: str, *, db: Path | None = None, system: str | None = None,
-         name: str | None = None, min_segment: int = history.MIN_SEGMENT,
-         alpha: float = history.ALPHA, threshold: float = history.THRESHOLD,
+         name: str | None = None, min_segment: int = levels.MIN_SEGMENT,
+         alpha: float = levels.ALPHA, threshold: float = levels.THRESHOLD,
          acknowledged: Path | None = None) -> history.History:
     """history.load, from the metrics index of ReFrame's results database
     (``db``, else the configured one), synced with it first."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from hpcnet.acceptance.history import Change, History, Outlier, Series
+from hpcnet.acceptance.history import History, Series
+from hpcnet.acceptance.levels import Change, Outlier
 from hpcnet.acceptance.spread import OUTLIER_Z
 from hpcnet.constants import MEASUREMENT_WITHHELD
 

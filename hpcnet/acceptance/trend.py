@@ -13,8 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from hpcnet.acceptance import history as hist  # noqa: E402
 from hpcnet.acceptance import history_text as htext  # noqa: E402
+from hpcnet.acceptance.levels import Outlier  # noqa: E402
 from hpcnet.acceptance.figures import img  # noqa: E402
-from hpcnet.acceptance.report import esc  # noqa: E402
+from hpcnet.acceptance.reportparts import esc  # noqa: E402
 
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.
@@ -70,7 +71,7 @@ def _rows(found: hist.History) -> list:
         word = 'worse' if series.worse(tail) else 'better'
         rows.append((word, f'{word} the newest {tail.nights} sessions', series,
                      series.sessions[tail.start], htext.outlier_text(
-                         hist.Outlier(tail.start, tail.median, tail.level)),
+                         Outlier(tail.start, tail.median, tail.level)),
                      htext.what_changed(series, tail.start)))
     for series, head in found.heads():
         rows.append(('outlier', 'cut short by the period start', series,

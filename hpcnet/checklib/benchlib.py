@@ -27,13 +27,14 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet import stacks
 from hpcnet.model import Stack
-from hpcnet.parsers.imb import IMB_SUITES
+from hpcnet.parsers.imb_command import IMB_SUITES
 from hpcnet.parsers.osu import OSU_BENCHMARKS
 from hpcnet.sizes import message_sizes
-from hpcnet.checklib.testlib import MpiBenchmark, build_mpiprobe
+from hpcnet.checklib.builds import build_mpiprobe
+from hpcnet.checklib.testlib import MpiBenchmark
 from hpcnet.variables import MPI_PREFIXES_ENV
 
-#: The probe src/mpiprobe.c builds (hpcnet.checklib.testlib.build_mpiprobe).
+#: The probe src/mpiprobe.c builds (hpcnet.checklib.builds.build_mpiprobe).
 PROBE_LIBRARY = 'libhpcnet_mpiprobe.so'
 
 # --------------------------------------------------------------------------

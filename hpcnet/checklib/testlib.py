@@ -1,8 +1,7 @@
 """ReFrame building blocks of the hpcnet checks (the checks in checks/ stay
 declarative: parameters, fixtures, performance variables).
 
-- :class:`MakeBuild`, :class:`build_kernels`: compile targets of ``src/`` once
-  per environment (fixture scope ``environment``), warnings are errors.
+- the builds they take as fixtures: :mod:`hpcnet.checklib.builds`.
 - :class:`NetworkRun`: any run whose bytes should cross the partition's link:
   its ``scale`` places the ranks, the interface counters are read on every
   node before and after, the references come from ``reference/<system>.yaml``.
@@ -18,19 +17,20 @@ import re
 import shlex
 
 import reframe as rfm
-import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import (fixture, parameter, run_after, run_before, sanity_function,
-                                   variable)
+from reframe.core.builtins import fixture, parameter, run_after, run_before, variable
 from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.utility import ScopedDict
 
 from hpcnet import fabrics
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
+from hpcnet.checklib.builds import build_kernels
+from hpcnet.checklib.calibrated import JudgedOverIperf3
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
-from hpcnet.constants import (CALIBRATED_SUFFIX, FABRIC_UNUSABLE, FINALIZE_TIMEOUT_ENV, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, SRC_DIR,
-                              Fabric, Feature, PartitionFeature, Scale, Unit)
+from hpcnet.constants import (FABRIC_UNUSABLE, FINALIZE_TIMEOUT_ENV,
+                              FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, Fabric,
+                              Feature, PartitionFeature, Scale)
 from hpcnet.model import Partition, Stack
 from hpcnet.mpi import start_env
 from hpcnet.stacks import BUILTIN_ENV
@@ -40,68 +40,6 @@ from hpcnet.parsers.kernel import parse_kernel_output
 
 #: Where the in-job RDMA probe writes what the nodes lack (stage directory).
 RDMA_PROBE_FILE = 'hpcnet-rdma-probe.txt'
-
-
-class MakeBuild(rfm.CompileOnlyRegressionTest):
-    '''Build targets of src/Makefile once per environment (use as a fixture
-    with scope 'environment'); warnings are errors.'''
-
-    valid_systems = ['*']
-    build_system = 'Make'
-    sourcesdir = str(SRC_DIR)
-    build_locally = True
-    #: Compiler flags; warnings are errors so a new compiler's complaint is seen.
-    cflags = variable(typ.List[str], value=['-O2', '-Wall', '-Wextra', '-Werror'])
-    #: Make targets, and the variables naming the compiler.
-    make_targets = variable(typ.List[str], value=[])
-    #: Programs the build must leave in bin/.
-    programs = variable(typ.List[str], value=[])
-
-    def compiler_vars(self) -> dict:
-        raise NotImplementedError
-
-    @run_before('compile')
-    def set_make_options(self):
-        # ReFrame writes the options into rfm_build.sh as they are: each one
-        # is quoted, or make would read '-Wall' of 'CFLAGS=-O2 -Wall' as its own.
-        variables = {**self.compiler_vars(), 'BINDIR': 'bin', 'CFLAGS': ' '.join(self.cflags)}
-        self.build_system.options = [*self.make_targets,
-                                     *(shlex.quote(f'{k}={v}') for k, v in variables.items())]
-        self.build_system.max_concurrency = 1
-        # A by-hand build in src/ (src/Makefile's own usage) leaves src/bin,
-        # which the copy to the stage brings along and make takes as up to
-        # date: binaries of another MPI (seen: Open MPI's in gcc12-impi2021).
-        self.prebuild_cmds = ['rm -rf bin']
-
-    @sanity_function
-    def binaries_built(self):
-        return sn.all([sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'bin', p)),
-                                      msg=f'bin/{p} was not built') for p in self.programs])
-
-
-class build_kernels(MakeBuild):
-    '''Build src/ (all MPI kernels) with the environment's MPI wrapper.'''
-
-    descr = 'Build the hpcnet MPI kernels'
-    valid_prog_environs = [f'+{Feature.MPI}']
-    make_targets = ['all']
-    programs = ['p2p', 'collectives', 'pairs']
-
-    def compiler_vars(self) -> dict:
-        return {'MPICC': self.current_environ.cc}
-
-
-class build_sockets(MakeBuild):
-    '''Build the socket kernel (src/sockets*.c, no MPI) with the environment's
-    C compiler (-pthread is added by the Makefile).'''
-
-    descr = 'Build the hpcnet socket kernel'
-    valid_prog_environs = [BUILTIN_ENV]
-    make_targets = ['sockets']
-    programs = ['sockets']
-
-    def compiler_vars(self) -> dict:
-        return {'CC': self.current_environ.cc}
 
 
 class SkipsWithReason(rfm.RegressionTestPlugin):
@@ -228,21 +166,8 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
         return None
 
 
-class build_mpiprobe(MakeBuild):
-    '''Build src/mpiprobe.c, the library preloaded into prebuilt benchmarks
-    to measure the MPI they load (plain C compiler: it links no MPI).'''
-
-    descr = 'Build the hpcnet MPI library probe'
-    valid_prog_environs = [f'+{Feature.MPI}']
-    make_targets = ['mpiprobe']
-    programs = ['libhpcnet_mpiprobe.so']
-
-    def compiler_vars(self) -> dict:
-        return {'CC': 'cc'}
-
-
-class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
-                 TakesAvailableNodes):
+class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences,
+                 SkipsWithReason, TakesAvailableNodes):
     '''Base of every run whose bytes should cross the partition's link.'''
 
     exclusive_access = True
@@ -259,12 +184,6 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
     link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: The partition's wire rate (bit/s; None where unknown), for provenance.
     link_rate_bps = variable(int, type(None), value=None, loggable=True)
-    #: Performance variables (MB/s) judged against iperf3 on the same link
-    #: where the partition's nodes share the host's cores
-    #: (hpcnet.checklib.calibration): each gets a ``<name>_over_iperf3``.
-    calibrated_metrics = variable(typ.List[str], value=[])
-    #: iperf3 before and after the run, the shapers and the host's load before each.
-    link_calibration = variable(typ.Dict[str, object], value={}, loggable=True)
 
     @run_after('init')
     def select_partitions_by_scale(self):
@@ -288,54 +207,6 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
             self.num_nodes = self.num_tasks = self.available_nodes(self.partition.num_nodes)
         self.num_tasks_per_node = self.num_tasks // self.num_nodes
 
-
-    def calibrates_link(self) -> bool:
-        '''Whether this case is judged against iperf3 on its own link: nodes
-        of an emulated cluster (iperf3 between the job's first two), and
-        metrics to calibrate.'''
-        return bool(self.calibrated_metrics and self.partition.nodes_share_cores
-                     and self.num_nodes >= 2 and self.partition.iface
-                     and self.partition.link_rate_bps)
-
-    @run_after('setup', always_last=True)
-    def add_calibrated_metrics(self):
-        if not self.calibrates_link():
-            return
-        for name in self.calibrated_metrics:
-            if name in self.perf_variables:
-                self.perf_variables[name + CALIBRATED_SUFFIX] = sn.make_performance_function(
-                    self._over_iperf3(self.perf_variables[name]), Unit.RATIO)
-
-    @sn.deferrable
-    def _over_iperf3(self, value):
-        return self.calibration().ratio(value)
-
-    @parsed_once
-    def calibration(self) -> calibration.Calibration:
-        try:
-            found = calibration.read(self.stagedir)
-        except calibration.CalibrationError as err:
-            raise PerformanceError(f'link calibration: {err}') from None
-        self.link_calibration = {'iperf3_before_MBps': found.before_MBps,
-                                 'iperf3_after_MBps': found.after_MBps,
-                                 'shaped_bps': found.shaped_bps,
-                                 'shaped_by': found.shaped_by,
-                                 'host_load': {phase: load and load.describe() for phase, load
-                                               in found.host_load.items()}}
-        limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu)
-        if limited:
-            self.link_calibration['judged_against'] = limited
-        return found
-
-    def withheld_judgement(self) -> str | None:
-        if not self.calibrates_link():
-            return None
-        found = self.calibration()
-        throttled = found.throttled(self.partition.iface, self.partition.link_rate_bps)
-        if throttled:
-            raise PerformanceError(f'the link is slower than declared: {"; ".join(throttled)} '
-                                   f'(iperf3 on it: {found.link_MBps:.1f} MB/s)')
-        return found.withheld(self.partition.link_rate_bps, self.partition.mtu)
 
     def link_iface(self):
         '''The interface whose counters prove the traffic, or None.'''

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
-from hpcnet.acceptance import accepted, baseline, references
+from hpcnet.acceptance import accepted, baseline, references, refmerge
 from hpcnet.commands.parser import pass_through
 from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV
 from hpcnet.exitcodes import Exit
@@ -56,17 +56,17 @@ def run(args) -> int:
     if not data:
         runner.say('no passed case with performance values: no references written')
         return rc if rc != Exit.OK else Exit.UNDECIDED
-    prov = data[baseline.PROVENANCE]
+    prov = data[references.PROVENANCE]
     for left in prov.get('left_out') or []:
         runner.say(f'left out as an outlier: {left}')
     if prov.get('not_asserted'):
         runner.say(f'{prov["not_asserted"]} metrics vary more than a reference can bound: recorded '
              'and compared, not asserted ($not_asserted in the file says why each)')
     if existing:
-        data = baseline.merge(existing, data)
+        data = refmerge.merge(existing, data)
     text = references.dump(data)
     if path.exists():
-        changes = baseline.diff(path.read_text(), text, str(path))
+        changes = refmerge.diff(path.read_text(), text, str(path))
         print(changes or f'{path}: the references are unchanged (only the provenance is new)')
         if not args.write:
             proposed = path.with_name(path.name + '.baseline')

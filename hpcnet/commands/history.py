@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner
 from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
-from hpcnet.acceptance import history_text, metricindex, trend
+from hpcnet.acceptance import history_text, levels, metricindex, trend
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.report import write_page
 
@@ -83,13 +83,13 @@ def add_parser(sub) -> None:
     p.add_argument('--system', help='only the cases of this system')
     p.add_argument('-n', '--name', metavar='REGEX',
                    help='only the tests whose name (with its parameters) this finds')
-    p.add_argument('--min-segment', type=argtypes.positive_int, default=history.MIN_SEGMENT,
+    p.add_argument('--min-segment', type=argtypes.positive_int, default=levels.MIN_SEGMENT,
                    help='the fewest sessions of one level: fewer bad sessions in a row are '
                         'outliers, not a change (default %(default)s)')
-    p.add_argument('--alpha', type=argtypes.fraction, default=history.ALPHA,
+    p.add_argument('--alpha', type=argtypes.fraction, default=levels.ALPHA,
                    help='significance level of a change, corrected for the search '
                         '(default %(default)s)')
-    p.add_argument('--threshold', type=argtypes.fraction, default=history.THRESHOLD,
+    p.add_argument('--threshold', type=argtypes.fraction, default=levels.THRESHOLD,
                    help='smallest relative change of level that counts (default %(default)s)')
     p.add_argument('--html', metavar='FILE', help='also write the trend page (HTML) here')
     p.add_argument('--acknowledge', metavar='SESSION_UUID[:REGEX]',

@@ -65,11 +65,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 from .errors import BenchmarkOutputError
 from .table import INTEGER, LINE_FROM_LIBRARY, NUMBER, SIZE_COLUMN, ParsedTable
 
-__all__ = [
-    'BenchmarkOutputError', 'ImbTable', 'ImbOutput', 'parse_imb',
-    'IMB_COLUMNS', 'IMB_SUITES', 'IMB_MPI1_BENCHMARKS', 'IMB_NBC_BENCHMARKS',
-    'IMB_RMA_BENCHMARKS', 'IMB_P2P_BENCHMARKS', 'IMB_ITER_POLICIES',
-]
+__all__ = ['BenchmarkOutputError', 'ImbTable', 'ImbOutput', 'parse_imb', 'IMB_COLUMNS']
 
 #: IMB column header -> normalized name (the keys of every row dict).
 IMB_COLUMNS: Mapping[str, str] = {
@@ -89,42 +85,6 @@ IMB_COLUMNS: Mapping[str, str] = {
     'defects': 'defects',                # IMB built with -DCHECK
 }
 _INT_COLUMNS = frozenset({SIZE_COLUMN, 'repetitions', 'group'})
-
-# Benchmark names as printed by `IMB-<suite> -list` (IMB 2021.11, Intel MPI 2021.19);
-# "(non-default)" ones only run when named.
-IMB_MPI1_BENCHMARKS: Tuple[str, ...] = (
-    'PingPong', 'PingPing', 'Sendrecv', 'Exchange', 'Allreduce', 'Reduce', 'Reduce_local',
-    'Reduce_scatter', 'Reduce_scatter_block', 'Allgather', 'Allgatherv', 'Gather', 'Gatherv',
-    'Scatter', 'Scatterv', 'Alltoall', 'Alltoallv', 'Bcast', 'Barrier',
-    # non-default
-    'Uniband', 'Biband', 'PingPongAnySource', 'PingPongSpecificSource',
-    'PingPingAnySource', 'PingPingSpecificSource',
-)
-_NBC_OPS = ('Iallgather', 'Iallgatherv', 'Iallreduce', 'Ialltoall', 'Ialltoallv', 'Ibarrier',
-            'Ibcast', 'Igather', 'Igatherv', 'Ireduce', 'Ireduce_scatter', 'Iscatter',
-            'Iscatterv')
-IMB_NBC_BENCHMARKS: Tuple[str, ...] = _NBC_OPS + tuple(f'{b}_pure' for b in _NBC_OPS)
-IMB_RMA_BENCHMARKS: Tuple[str, ...] = (
-    'Accumulate', 'All_get_all', 'All_put_all', 'Bidir_get', 'Bidir_put', 'Compare_and_swap',
-    'Exchange_get', 'Exchange_put', 'Fetch_and_op', 'Get_accumulate', 'Get_all_local',
-    'Get_local', 'One_get_all', 'One_put_all', 'Put_all_local', 'Put_local',
-    'Truly_passive_put', 'Unidir_get', 'Unidir_put',
-)
-IMB_P2P_BENCHMARKS: Tuple[str, ...] = (
-    'PingPong', 'PingPing', 'Unirandom', 'Birandom', 'Corandom', 'Stencil2D', 'Stencil3D',
-    'SendRecv_Replace',
-)
-#: suite (executable name) -> its benchmark names; the order is the inference order of
-#: :func:`imb_command` when no suite is given.
-IMB_SUITES: Mapping[str, Tuple[str, ...]] = {
-    'IMB-MPI1': IMB_MPI1_BENCHMARKS,
-    'IMB-NBC': IMB_NBC_BENCHMARKS,
-    'IMB-RMA': IMB_RMA_BENCHMARKS,
-    'IMB-P2P': IMB_P2P_BENCHMARKS,
-}
-#: values of ``-iter_policy`` (``IMB-MPI1 -help iter_policy``)
-IMB_ITER_POLICIES: Tuple[str, ...] = ('dynamic', 'multiple_np', 'auto', 'off')
-
 
 @dataclass(frozen=True)
 class ImbTable(ParsedTable):

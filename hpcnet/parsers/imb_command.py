@@ -3,11 +3,45 @@
 given a name it does not know)."""
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Sequence, Union
+from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from .imb import IMB_ITER_POLICIES, IMB_SUITES
+__all__ = ['imb_command', 'IMB_SUITES', 'IMB_MPI1_BENCHMARKS', 'IMB_NBC_BENCHMARKS',
+           'IMB_RMA_BENCHMARKS', 'IMB_P2P_BENCHMARKS', 'IMB_ITER_POLICIES']
 
-__all__ = ['imb_command']
+# Benchmark names as printed by `IMB-<suite> -list` (IMB 2021.11, Intel MPI 2021.19);
+# "(non-default)" ones only run when named.
+IMB_MPI1_BENCHMARKS: Tuple[str, ...] = (
+    'PingPong', 'PingPing', 'Sendrecv', 'Exchange', 'Allreduce', 'Reduce', 'Reduce_local',
+    'Reduce_scatter', 'Reduce_scatter_block', 'Allgather', 'Allgatherv', 'Gather', 'Gatherv',
+    'Scatter', 'Scatterv', 'Alltoall', 'Alltoallv', 'Bcast', 'Barrier',
+    # non-default
+    'Uniband', 'Biband', 'PingPongAnySource', 'PingPongSpecificSource',
+    'PingPingAnySource', 'PingPingSpecificSource',
+)
+_NBC_OPS = ('Iallgather', 'Iallgatherv', 'Iallreduce', 'Ialltoall', 'Ialltoallv', 'Ibarrier',
+            'Ibcast', 'Igather', 'Igatherv', 'Ireduce', 'Ireduce_scatter', 'Iscatter',
+            'Iscatterv')
+IMB_NBC_BENCHMARKS: Tuple[str, ...] = _NBC_OPS + tuple(f'{b}_pure' for b in _NBC_OPS)
+IMB_RMA_BENCHMARKS: Tuple[str, ...] = (
+    'Accumulate', 'All_get_all', 'All_put_all', 'Bidir_get', 'Bidir_put', 'Compare_and_swap',
+    'Exchange_get', 'Exchange_put', 'Fetch_and_op', 'Get_accumulate', 'Get_all_local',
+    'Get_local', 'One_get_all', 'One_put_all', 'Put_all_local', 'Put_local',
+    'Truly_passive_put', 'Unidir_get', 'Unidir_put',
+)
+IMB_P2P_BENCHMARKS: Tuple[str, ...] = (
+    'PingPong', 'PingPing', 'Unirandom', 'Birandom', 'Corandom', 'Stencil2D', 'Stencil3D',
+    'SendRecv_Replace',
+)
+#: suite (executable name) -> its benchmark names; the order is the inference order of
+#: :func:`imb_command` when no suite is given.
+IMB_SUITES: Mapping[str, Tuple[str, ...]] = {
+    'IMB-MPI1': IMB_MPI1_BENCHMARKS,
+    'IMB-NBC': IMB_NBC_BENCHMARKS,
+    'IMB-RMA': IMB_RMA_BENCHMARKS,
+    'IMB-P2P': IMB_P2P_BENCHMARKS,
+}
+#: values of ``-iter_policy`` (``IMB-MPI1 -help iter_policy``)
+IMB_ITER_POLICIES: Tuple[str, ...] = ('dynamic', 'multiple_np', 'auto', 'off')
 
 
 def _canonical(names: Sequence[str], suite: str) -> Optional[List[str]]:
@@ -42,6 +76,28 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
     (appended verbatim). IMB-P2P only takes ``msglog`` and ``iterations``.
     """
     names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
+    suite, canonical = _suite_and_names(names, suite)
+    args: List[str] = [executable or suite, *canonical]
+    p2p = suite == 'IMB-P2P'
+    if msglog is not None:
+        args += ['-msglog', _msglog(msglog)]
+    if iterations is not None:
+        args += ['-iter', _iterations(iterations, p2p)]
+    others = {'iter_policy': iter_policy, 'npmin': npmin, 'time_limit': time_limit,
+              'mem_gb': mem_gb, 'multi': multi, 'sync': sync, 'window_size': window_size}
+    if p2p:
+        given = [k for k, v in others.items() if v is not None]
+        if given:
+            raise ValueError(f'imb_command: IMB-P2P does not take {", ".join(given)} (only '
+                             'msglog and iterations)')
+    args += _options(iter_policy, npmin, window_size, time_limit, mem_gb, multi, sync)
+    args += [str(e) for e in extra]
+    return args
+
+
+def _suite_and_names(names: List[str], suite: Optional[str]) -> tuple:
+    """(suite, the names in IMB's spelling): ``suite`` or the first suite
+    knowing every name; ValueError naming the valid names otherwise."""
     if not names:
         raise ValueError('imb_command: no benchmark given (IMB would run its whole default '
                          'list); name them, e.g. ["PingPong"]')
@@ -60,44 +116,37 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
             raise ValueError(f'imb_command: unknown {suite} benchmark name(s) '
                              f'{", ".join(repr(b) for b in bad)}{hint}; valid {suite} names: '
                              f'{", ".join(IMB_SUITES[suite])}')
-    else:
-        for candidate in IMB_SUITES:
-            canonical = _canonical(names, candidate)
-            if canonical is not None:
-                suite = candidate
-                break
-        else:
-            bad = [n for n in names if not any(_canonical([n], s) for s in IMB_SUITES)]
-            if not bad:
-                raise ValueError(f'imb_command: {", ".join(names)} are not all in one IMB '
-                                 f'suite; run them separately or pass suite=')
-            valid = '; '.join(f'{s}: {", ".join(b)}' for s, b in IMB_SUITES.items()
-                              if s in ('IMB-MPI1', 'IMB-NBC'))
-            raise ValueError(f'imb_command: unknown IMB benchmark name(s) '
-                             f'{", ".join(repr(b) for b in bad)}; valid names: {valid} '
-                             f'(also IMB-RMA and IMB-P2P: see IMB_SUITES)')
-    assert suite is not None and canonical is not None
+        return suite, canonical
+    for candidate in IMB_SUITES:
+        canonical = _canonical(names, candidate)
+        if canonical is not None:
+            return candidate, canonical
+    bad = [n for n in names if not any(_canonical([n], s) for s in IMB_SUITES)]
+    if not bad:
+        raise ValueError(f'imb_command: {", ".join(names)} are not all in one IMB '
+                         f'suite; run them separately or pass suite=')
+    valid = '; '.join(f'{s}: {", ".join(b)}' for s, b in IMB_SUITES.items()
+                      if s in ('IMB-MPI1', 'IMB-NBC'))
+    raise ValueError(f'imb_command: unknown IMB benchmark name(s) '
+                     f'{", ".join(repr(b) for b in bad)}; valid names: {valid} '
+                     f'(also IMB-RMA and IMB-P2P: see IMB_SUITES)')
 
-    args: List[str] = [executable or suite, *canonical]
-    p2p = suite == 'IMB-P2P'
-    if msglog is not None:
-        args += ['-msglog', _msglog(msglog)]
-    if iterations is not None:
-        values = [iterations] if isinstance(iterations, int) else list(iterations)
-        if not 1 <= len(values) <= 3 or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
-            raise ValueError(f'imb_command: iterations must be a positive int or 1 to 3 '
-                             f'positive ints, not {iterations!r}')
-        if p2p and len(values) > 2:
-            raise ValueError('imb_command: IMB-P2P takes "-iter max[,numerator]" (2 values)')
-        args += ['-iter', ','.join(str(v) for v in values)]
-    others = {'iter_policy': iter_policy, 'npmin': npmin, 'time_limit': time_limit,
-              'mem_gb': mem_gb, 'multi': multi, 'sync': sync, 'window_size': window_size}
-    if p2p:
-        given = [k for k, v in others.items() if v is not None]
-        if given:
-            raise ValueError(f'imb_command: IMB-P2P does not take {", ".join(given)} (only '
-                             'msglog and iterations)')
+
+def _iterations(iterations, p2p: bool) -> str:
+    """The value of ``-iter``: 1 to 3 positive ints (2 for IMB-P2P)."""
+    values = [iterations] if isinstance(iterations, int) else list(iterations)
+    if not 1 <= len(values) <= 3 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+        raise ValueError(f'imb_command: iterations must be a positive int or 1 to 3 '
+                         f'positive ints, not {iterations!r}')
+    if p2p and len(values) > 2:
+        raise ValueError('imb_command: IMB-P2P takes "-iter max[,numerator]" (2 values)')
+    return ','.join(str(v) for v in values)
+
+
+def _options(iter_policy, npmin, window_size, time_limit, mem_gb, multi, sync) -> List[str]:
+    """The options of IMB-MPI1, IMB-NBC and IMB-RMA that were given, each checked."""
+    args: List[str] = []
     if iter_policy is not None:
         if iter_policy not in IMB_ITER_POLICIES:
             raise ValueError(f'imb_command: unknown iter_policy {iter_policy!r}; valid: '
@@ -119,7 +168,6 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
         args += ['-multi', str(multi)]
     if sync is not None:
         args += ['-sync', 'on' if sync else 'off']
-    args += [str(e) for e in extra]
     return args
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from hpcnet import fabrics
 from hpcnet.constants import Fabric
 from hpcnet.model import ConfigError, PartitionKey
-from hpcnet.stacks.modules import ENVIRONMENT_NAME
+from hpcnet.stacks.modulenames import ENVIRONMENT_NAME
 from hpcnet.siteinit.slurm import SlurmPartition
 
 @dataclass

@@ -1,8 +1,9 @@
 """Discovery: where the compiler x MPI environments come from.
 
 Sources (:mod:`.sources`: Debian, PyPI, prefixes, Spack; :mod:`.modules`:
-Lmod) yield candidates (:mod:`.candidate`), :mod:`.probe` proves each one,
-and :mod:`.discover` turns every working pair into a ReFrame environment.
+Lmod's modules, over :mod:`.lmod` and :mod:`.modulenames`) yield candidates
+(:mod:`.candidate`), :mod:`.probe` proves each one, and :mod:`.discover`
+turns every working pair into a ReFrame environment.
 :mod:`.spacklock` reads a Spack lock without Spack; :mod:`.modulecache`
 keeps what the module source found until a modulefile changes;
 :mod:`.moduletree` builds the EasyBuild module trees CI loads.

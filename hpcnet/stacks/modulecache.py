@@ -11,20 +11,25 @@ import json
 import os
 from pathlib import Path
 
-from hpcnet.stacks import modules
+from hpcnet.stacks import lmod, modulenames, modules
 from hpcnet.stacks.candidate import MpiCandidate
+from hpcnet.stacks.lmod import lmod_command, search_path
 
 
 #: The module source's cache in the state directory: its candidates, valid
 #: while every modulefile it read (and Lmod, PATH, this code) is unchanged.
 CACHE_FILE = 'modules.json'
+#: The code of the module source: a survey's result is only as current as it.
+SOURCE_CODE = (modules.__file__, lmod.__file__, modulenames.__file__)
 
 
 def tree_fingerprint(lmod: str, dirs: list) -> str:
     '''A digest of every file and directory under ``dirs`` (name, size,
     modification time), of Lmod, PATH and this source's code: what a survey
     of ``dirs`` depends on, read without loading a module.'''
-    digest = hashlib.sha256(Path(modules.__file__).read_bytes())
+    digest = hashlib.sha256()
+    for code in SOURCE_CODE:
+        digest.update(Path(code).read_bytes())
     digest.update(f'{lmod}\n{os.environ.get("PATH", "")}\n'.encode())
     for top in dirs:
         for root, subdirs, files in os.walk(top):
@@ -46,8 +51,8 @@ def module_candidates(state: Path) -> list:
     its candidates are kept in ``state``/CACHE_FILE against tree_fingerprint
     of the search path and the levels it opened: a configuration load then
     runs no Lmod command until a modulefile changes.'''
-    lmod = modules.lmod_command()
-    dirs = modules.search_path() if lmod else []
+    lmod = lmod_command()
+    dirs = search_path() if lmod else []
     if not dirs:
         return modules.survey().candidates      # no Lmod or nothing to search: it says so
     cache = Path(state) / CACHE_FILE

@@ -34,11 +34,13 @@ already; any other gets the compiler's label in front).
 Where modules are searched: ``MODULEPATH``, then the directories of
 ``HPCNET_MODULEPATH`` (colon separated).  Without Lmod the source finds
 nothing, and says so in :func:`survey`'s summary; it is never an error.
+
+Lmod itself (finding it, listing, loading) is :mod:`hpcnet.stacks.lmod`;
+what a module's name says, :mod:`hpcnet.stacks.modulenames`.
 """
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -48,297 +50,11 @@ from pathlib import Path
 from hpcnet import mpi
 from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
                                      wrapper_compiler)
+from hpcnet.stacks.lmod import (LMOD_COMMANDS, ModuleLoadError, avail, lmod_command,
+                                lmod_init_script, load, loaded_files, module_variables,
+                                opened_directories, search_path)
+from hpcnet.stacks.modulenames import TOOL_MODULES, AvailableModule, Role, expected_family, role
 from hpcnet.variables import MODULEPATH_ENV
-
-#: Where distributions install Lmod (Debian/Ubuntu ``lmod``, EPEL ``Lmod``):
-#: used when the shell has not initialised Lmod (no LMOD_CMD), as in CI.
-LMOD_COMMANDS = ('/usr/share/lmod/lmod/libexec/lmod',)
-#: Seconds one Lmod command may take (a cold spider cache on a big tree).
-LMOD_TIMEOUT = 120
-
-#: Benchmark modules whose programs become tools of an environment
-#: (EasyBuild: OSU-Micro-Benchmarks, IMB; Spack: osu-micro-benchmarks,
-#: intel-mpi-benchmarks), by package name -> benchmark suite.
-TOOL_MODULES = {
-    'osu-micro-benchmarks': 'OSU',
-    'imb': 'IMB',
-    'intel-mpi-benchmarks': 'IMB',
-}
-
-
-#: Compiler modules, by package name (EasyBuild: GCC, GCCcore, iccifort,
-#: intel-compilers, NVHPC, AOCC, LLVM, Clang; Spack: gcc, llvm, aocc,
-#: intel-oneapi-compilers, nvhpc): in a hierarchy, loading one opens the
-#: level of what was built with it.
-COMPILER_MODULES = ('gcc', 'gcccore', 'llvm', 'clang', 'aocc', 'iccifort', 'intel-compilers',
-                    'intel-oneapi-compilers', 'nvhpc')
-#: A module name that names its compiler: a COMPILER_MODULES package as a
-#: part between '/' or '-' (OpenMPI/4.1.6-GCC-13.2.0, openmpi/5.0.5-gcc-12.2.0-abc).
-_NAMES_COMPILER = re.compile(r'(?:^|[/-])(?:%s)(?:[/-]|$)'
-                             % '|'.join(map(re.escape, COMPILER_MODULES)), re.IGNORECASE)
-
-
-class Role:
-    '''What a module is to hpcnet.'''
-    MPI = 'mpi'
-    TOOLCHAIN = 'toolchain'
-    TOOL = 'tool'
-    COMPILER = 'compiler'
-
-
-#: Variables that are Lmod's own bookkeeping, never part of what a module
-#: gives a program (and wrong to copy into a job that loads the module).
-_LMOD_STATE = re.compile(r'(_ModuleTable\w*|__LMOD\w*|_LMFILES_|LOADEDMODULES|MODULEPATH\w*|'
-                         r'LMOD_\w+|__Init_Default_Modules|MODULESHOME)')
-#: What ReFrame accepts as a variable name (its config schema).
-_VARIABLE_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
-#: Decorations some Lmod versions put after a name in terse output
-#: ('(D)', '(L)', '(default)'); ReFrame's find_modules strips the same.
-_DECORATION = re.compile(r'\(\S+\)')
-#: A name ReFrame >= 4.10.1 accepts for an environment.
-ENVIRONMENT_NAME = re.compile(r'[a-zA-Z_][a-zA-Z0-9_-]*')
-
-
-class ModuleLoadError(RuntimeError):
-    '''Lmod could not load a module (its message).'''
-
-
-@dataclass(frozen=True)
-class AvailableModule:
-    '''One line of ``module -t avail``: a module and the MODULEPATH directory
-    it was listed under.'''
-    name: str            #: full name, e.g. 'gompi/2023b'
-    directory: str
-    #: The modules whose load opens ``directory`` (a hierarchy's compiler,
-    #: then MPI), loaded before this one; () for a module of the search path.
-    requires: tuple = ()
-
-    @property
-    def package(self) -> str:
-        return self.name.split('/')[0]
-
-    @property
-    def role(self) -> str | None:
-        return role(self.name)
-
-    @property
-    def chain(self) -> tuple:
-        '''The modules to load, in order: those it requires, then itself.'''
-        return (*self.requires, self)
-
-    @property
-    def title(self) -> str:
-        '''What a user types to load it: 'GCC/13.2.0 OpenMPI/4.1.6'.'''
-        return ' '.join(m.name for m in self.chain)
-
-    def spec(self) -> dict:
-        '''The module as a ReFrame environment lists it: a module of the
-        search path is loaded from its own directory, so jobs need not
-        inherit any MODULEPATH; one of a hierarchy's level has no path, since
-        loading the module it requires opens that level.'''
-        if self.requires:
-            return {'name': self.name}
-        return {'name': self.name, 'path': self.directory}
-
-    def specs(self) -> tuple:
-        return tuple(m.spec() for m in self.chain)
-
-    def environment_name(self) -> str:
-        '''The environment name of the chain (GCC-13_2_0-OpenMPI-4_1_6).'''
-        return '-'.join(environment_name(m.name) for m in self.chain)
-
-    def names_compiler(self) -> bool:
-        '''Whether its environment name says its compiler: a hierarchy's
-        MPI (its compiler module comes first), a toolchain (gompi: GCC and
-        Open MPI), or a name with a compiler part (OpenMPI/4.1.6-GCC-13.2.0).'''
-        return bool(self.requires) or self.role == Role.TOOLCHAIN \
-            or bool(_NAMES_COMPILER.search(self.name))
-
-
-def role(module_name: str) -> str | None:
-    '''Role of a module by its package name, or None (not ours).'''
-    package = module_name.split('/')[0].lower()
-    if mpi.module_family(package):
-        return Role.MPI
-    if package in dict(mpi.toolchains()):
-        return Role.TOOLCHAIN
-    if package in TOOL_MODULES:
-        return Role.TOOL
-    if package in COMPILER_MODULES:
-        return Role.COMPILER
-    return None
-
-
-def expected_family(module_name: str) -> str | None:
-    package = module_name.split('/')[0].lower()
-    return mpi.module_family(package) or dict(mpi.toolchains()).get(package)
-
-
-def environment_name(module_name: str) -> str:
-    '''The module's part of an environment name, valid for ReFrame >= 4.10.1
-    (``^[a-zA-Z_][a-zA-Z0-9_-]*$``): '/' becomes '-', '.' and any other
-    character '_' (gompi/2023b -> gompi-2023b, OpenMPI/4.1.6-GCC-13.2.0 ->
-    OpenMPI-4_1_6-GCC-13_2_0).'''
-    name = re.sub(r'[^A-Za-z0-9_-]', '_', module_name.replace('/', '-'))
-    return name if re.match(r'[A-Za-z_]', name) else f'_{name}'
-
-
-def parse_avail(text: str, requires: tuple = ()) -> list:
-    '''The modules of ``module -t avail`` output (Lmod writes it to stderr):
-    ``DIR:`` lines open a MODULEPATH directory, ``Name/`` lines are
-    directories of versions, decorations are dropped, and hidden modules (a
-    component starting with '.', listed only with --show_hidden) are left
-    out.  ``requires``: the modules whose load opened these directories.'''
-    modules, directory = [], None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.endswith('/'):
-            continue
-        if line.endswith(':'):
-            directory = line[:-1]
-            continue
-        name = _DECORATION.sub('', line).strip()
-        # Anything else Lmod may print (a warning) has blanks; a name has none.
-        if directory is None or re.search(r'\s', name):
-            continue
-        if any(part.startswith('.') for part in name.split('/')):
-            continue
-        modules.append(AvailableModule(name, directory, requires))
-    return modules
-
-
-# --------------------------------------------------------------------------
-# Lmod
-# --------------------------------------------------------------------------
-
-def lmod_command() -> str | None:
-    '''Lmod's command: $LMOD_CMD (set by Lmod's shell initialisation), else
-    where distributions install it; None without Lmod.'''
-    given = os.environ.get('LMOD_CMD')
-    candidates = (given,) if given else LMOD_COMMANDS
-    for cmd in candidates:
-        if os.path.isfile(cmd) and os.access(cmd, os.X_OK):
-            return cmd
-    return None
-
-
-def lmod_init_script(lmod: str) -> Path:
-    '''Lmod's bash initialisation (defines ``module``), next to its command:
-    <lmod>/libexec/lmod -> <lmod>/init/bash (not resolved: Debian's
-    /usr/share/lmod/lmod links to the versioned directory, which an upgrade
-    replaces).'''
-    return Path(lmod).parent.parent / 'init' / 'bash'
-
-
-def search_path() -> list:
-    '''Directories searched for modules: MODULEPATH, then HPCNET_MODULEPATH.
-    Raises StackError for an HPCNET_MODULEPATH entry that is no directory.'''
-    dirs = [d for d in os.environ.get('MODULEPATH', '').split(':') if d]
-    for d in (d for d in os.environ.get(MODULEPATH_ENV, '').split(':') if d):
-        if not os.path.isdir(d):
-            raise StackError(f'{MODULEPATH_ENV}: {d!r} is not a directory (valid: directories '
-                             'of modulefiles, as for MODULEPATH, colon separated)')
-        if d not in dirs:
-            dirs.append(d)
-    return dirs
-
-
-def avail(lmod: str, dirs: list, requires: tuple = ()) -> list:
-    '''Every module Lmod lists in ``dirs`` (hidden ones left out), each
-    requiring ``requires`` (what opened ``dirs``).  Raises StackError when
-    Lmod itself fails.'''
-    env = {**os.environ, 'MODULEPATH': ':'.join(dirs)}
-    try:
-        res = subprocess.run([lmod, 'bash', '-t', 'avail'], env=env, text=True,
-                             capture_output=True, timeout=LMOD_TIMEOUT)
-    except (OSError, subprocess.SubprocessError) as err:
-        raise StackError(f'Lmod ({lmod}): `module -t avail` did not run: {err}') from None
-    if res.returncode != 0:
-        raise StackError(f'Lmod ({lmod}): `module -t avail` over {":".join(dirs)} failed: '
-                         f'{" ".join(res.stderr.split())[-500:]}')
-    return parse_avail(res.stderr, requires)
-
-
-def load(lmod: str, modules: list, dirs: list) -> dict:
-    '''The environment after ``module load`` of ``modules`` (AvailableModule),
-    in order, the directory of each one of the search path first on
-    MODULEPATH (as ``module use`` puts it in a job; a hierarchy's level is
-    opened by the module it requires, as in the job); raises ModuleLoadError
-    with Lmod's message.  No modules: the same shell's environment without a
-    load, what module_variables compares with (bash sets a few variables of
-    its own).'''
-    first = [m.directory for m in reversed(modules) if not m.requires]
-    path = list(dict.fromkeys(first + dirs))
-    env = {**os.environ, 'MODULEPATH': ':'.join(path), 'LMOD_CMD': lmod}
-    # Lmod prints shell code on stdout (and `false` when a load fails): the
-    # module names are arguments, never part of the script.
-    script = 'eval "$("$LMOD_CMD" bash load "$@")" && env -0' if modules else 'env -0'
-    try:
-        res = subprocess.run(['bash', '--noprofile', '--norc', '-c', script,
-                              'hpcnet-module-load', *(m.name for m in modules)],
-                             env=env, capture_output=True, timeout=LMOD_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise ModuleLoadError(f'`module load {" ".join(m.name for m in modules)}` did not end '
-                              f'within {LMOD_TIMEOUT} s') from None
-    if res.returncode != 0 or not res.stdout:
-        message = ' '.join(res.stderr.decode(errors='replace').split())
-        raise ModuleLoadError(f'`module load {" ".join(m.name for m in modules)}` failed: '
-                              f'{message[:400] or f"exit status {res.returncode}"}')
-    loaded = {}
-    for entry in res.stdout.decode(errors='replace').split('\0'):
-        name, sep, value = entry.partition('=')
-        if sep:
-            loaded[name] = value
-    return loaded
-
-
-def loaded_modules(env: dict) -> list:
-    '''Full names of the modules loaded in ``env`` (Lmod's LOADEDMODULES).'''
-    return [m for m in env.get('LOADEDMODULES', '').split(':') if m]
-
-
-def loaded_files(env: dict) -> dict:
-    '''{modulefile: module name} of the modules loaded in ``env`` (Lmod's
-    _LMFILES_ beside LOADEDMODULES): a file is one module, where a name is
-    not (each compiler of a hierarchy may have its own openmpi/5.0.5).'''
-    files = [f for f in env.get('_LMFILES_', '').split(':') if f]
-    return dict(zip(files, loaded_modules(env)))
-
-
-def opened_directories(env: dict, known: set) -> list:
-    '''The directories of ``env``'s MODULEPATH not in ``known``: the
-    hierarchy levels the loaded modules opened.'''
-    return [d for d in dict.fromkeys(env.get('MODULEPATH', '').split(':'))
-            if d and d not in known]
-
-
-def module_variables(env: dict, base: dict) -> tuple:
-    '''What loading gave: ((name, value), ...) of the variables that differ
-    from ``base``, Lmod's own bookkeeping left out.  PATH and
-    LD_LIBRARY_PATH that only grew in front are written relative
-    ('/x/bin:$PATH'), as MpiCandidate.env expands them.'''
-    changed = []
-    for name, value in sorted(env.items()):
-        if base.get(name) == value or _LMOD_STATE.fullmatch(name) \
-                or not _VARIABLE_NAME.fullmatch(name):
-            continue
-        if name in ('PATH', 'LD_LIBRARY_PATH') and base.get(name):
-            value = _relative_path(value, base[name], name)
-        changed.append((name, value))
-    return tuple(changed)
-
-
-def _relative_path(value: str, before: str, name: str) -> str:
-    ''''/new/dir:$NAME' where ``value`` is new directories in front of
-    ``before`` (which Lmod also rids of duplicates), else ``value``.'''
-    old = before.split(':')
-    entries = value.split(':')
-    front = 0
-    while front < len(entries) and entries[front] not in old:
-        front += 1
-    if front and entries[front:] in (old, list(dict.fromkeys(old))):
-        return ':'.join(entries[:front] + [f'${name}'])
-    return value
 
 
 def _library_layer(wrapper: str, env: dict) -> str | None:
@@ -364,11 +80,6 @@ def _library_layer(wrapper: str, env: dict) -> str | None:
                     return 'ofi'
                 return 'ucx' if 'libucp' in deps else None
     return None
-
-
-# --------------------------------------------------------------------------
-# The source
-# --------------------------------------------------------------------------
 
 @dataclass
 class _Chosen:

@@ -50,29 +50,36 @@ class Teardown:
     def _teardown(self) -> List[str]:
         st = self._state
         res = st.get('resources', [])
-        problems: List[str] = []
+        problems = self._stop_daemons(res)
+        problems += self._stop_strays(res)
+        self.log('[down] removing links, namespaces, mounts')
+        problems += _remove_in_reverse(res)
+        if st.get('netns_dir_created'):
+            problems += _remove_netns_dir()
+        problems += self._remove_files(st)
+        procs = [r for r in res if r['kind'] == 'proc']
+        for pid in list(CHILDREN):
+            if not any(r.get('pid') == pid for r in procs):
+                continue
+            CHILDREN.pop(pid).poll()
+        if not problems:
+            self._state = None
+        return problems
 
-        def quiet(argv):
-            try:
-                r = subprocess.run(argv, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True,
-                                   timeout=CMD_TIMEOUT,
-                                   stdin=subprocess.DEVNULL)
-                return r.returncode, r.stderr.strip()
-            except (OSError, subprocess.TimeoutExpired) as e:
-                return -1, str(e)
-
-        # 1. The daemons we started: slurmds, then slurmctld, then munged.
+    def _stop_daemons(self, res: list) -> List[str]:
+        """The daemons we started: slurmds, then slurmctld, then munged."""
         procs = [r for r in res if r['kind'] == 'proc']
         slurmds = {r['pid']: r['start'] for r in procs
                    if r['label'].startswith('slurmd')}
         others = {r['pid']: r['start'] for r in procs
                   if not r['label'].startswith('slurmd')}
         self.log('[down] stopping daemons')
-        problems += stop(slurmds, STOP_WAIT)
-        problems += stop(others, STOP_WAIT)
+        return stop(slurmds, STOP_WAIT) + stop(others, STOP_WAIT)
 
-        # 2. Anything else still inside our namespaces (job steps, exec).
+    def _stop_strays(self, res: list) -> List[str]:
+        """Anything else still inside our namespaces (job steps, exec), and
+        the softirq and backlog settings the testbed changed."""
+        problems: List[str] = []
         inodes = {'net': set(), 'uts': set(), 'mnt': set()}
         for r in res:
             if r['kind'] == 'netns':
@@ -95,51 +102,11 @@ class Teardown:
             problems += softirq.release(str(self.state_dir))
         if any(r['kind'] == 'backlog' for r in res):
             problems += softirq.release_backlog(str(self.state_dir))
+        return problems
 
-        # 3. Links, namespace files, namespaces, mounts: reverse order.
-        self.log('[down] removing links, namespaces, mounts')
-        for r in reversed(res):
-            kind = r['kind']
-            if kind == 'veth':
-                if (NETNS_DIR / r['netns']).exists():
-                    quiet(['ip', '-n', r['netns'], 'link', 'del', r['dev']])
-            elif kind == 'nsfile':
-                p = r['path']
-                if p in mounts():
-                    rc, err = quiet(['umount', p])
-                    if rc and p in mounts():
-                        quiet(['umount', '-l', p])
-            elif kind == 'netns':
-                p = NETNS_DIR / r['name']
-                if p.exists():
-                    rc, err = quiet(['ip', 'netns', 'del', r['name']])
-                    if rc and p.exists():
-                        problems.append(f'ip netns del {r["name"]}: {err}')
-            elif kind == 'mount':
-                p = r['path']
-                for _ in range(3):
-                    if p not in mounts():
-                        break
-                    rc, err = quiet(['umount', p])
-                    if rc:
-                        quiet(['umount', '-l', p])
-
-        if st.get('netns_dir_created') and NETNS_DIR.is_dir():
-            try:
-                empty = not any(NETNS_DIR.iterdir())
-            except OSError:
-                empty = False
-            if empty:
-                for _ in range(3):
-                    if str(NETNS_DIR) not in mounts():
-                        break
-                    quiet(['umount', str(NETNS_DIR)])
-                try:
-                    NETNS_DIR.rmdir()
-                except OSError as e:
-                    problems.append(f'rmdir {NETNS_DIR}: {e}')
-
-        # 4. Files, only if no mount is left under the state dir.
+    def _remove_files(self, st: dict) -> List[str]:
+        """The state directory's files, only if no mount is left under it."""
+        problems: List[str] = []
         sd = str(self.state_dir)
         left = [m for m in mounts() if m == sd or m.startswith(sd + '/')]
         if left:
@@ -156,10 +123,67 @@ class Teardown:
                     self.state_dir.rmdir()
                 except OSError as e:
                     problems.append(f'rmdir {self.state_dir}: {e}')
-        for pid in list(CHILDREN):
-            if not any(r.get('pid') == pid for r in procs):
-                continue
-            CHILDREN.pop(pid).poll()
-        if not problems:
-            self._state = None
         return problems
+
+
+def _quiet(argv):
+    try:
+        r = subprocess.run(argv, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True,
+                           timeout=CMD_TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+        return r.returncode, r.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return -1, str(e)
+
+
+def _remove_in_reverse(res: list) -> List[str]:
+    """Links, namespace files, namespaces, mounts: reverse order of creation."""
+    problems: List[str] = []
+    for r in reversed(res):
+        kind = r['kind']
+        if kind == 'veth':
+            if (NETNS_DIR / r['netns']).exists():
+                _quiet(['ip', '-n', r['netns'], 'link', 'del', r['dev']])
+        elif kind == 'nsfile':
+            p = r['path']
+            if p in mounts():
+                rc, err = _quiet(['umount', p])
+                if rc and p in mounts():
+                    _quiet(['umount', '-l', p])
+        elif kind == 'netns':
+            p = NETNS_DIR / r['name']
+            if p.exists():
+                rc, err = _quiet(['ip', 'netns', 'del', r['name']])
+                if rc and p.exists():
+                    problems.append(f'ip netns del {r["name"]}: {err}')
+        elif kind == 'mount':
+            p = r['path']
+            for _ in range(3):
+                if p not in mounts():
+                    break
+                rc, err = _quiet(['umount', p])
+                if rc:
+                    _quiet(['umount', '-l', p])
+    return problems
+
+
+def _remove_netns_dir() -> List[str]:
+    """The namespace directory the testbed created, once it is empty."""
+    if not NETNS_DIR.is_dir():
+        return []
+    try:
+        empty = not any(NETNS_DIR.iterdir())
+    except OSError:
+        empty = False
+    if not empty:
+        return []
+    for _ in range(3):
+        if str(NETNS_DIR) not in mounts():
+            break
+        _quiet(['umount', str(NETNS_DIR)])
+    try:
+        NETNS_DIR.rmdir()
+    except OSError as e:
+        return [f'rmdir {NETNS_DIR}: {e}']
+    return []

@@ -8,7 +8,8 @@ import reframe.utility.sanity as sn
 
 from hpcnet.checklib import sanity
 from hpcnet.constants import P2PMode
-from hpcnet.checklib.testlib import MpiBenchmark, build_kernels
+from hpcnet.checklib.builds import build_kernels
+from hpcnet.checklib.testlib import MpiBenchmark
 
 
 @rfm.simple_test

@@ -1,0 +1,75 @@
+"""A run judged over iperf3 on its own link (hpcnet.checklib.calibration):
+where a partition's nodes share the host's cores, each of its
+``calibrated_metrics`` gets a ``<name>_over_iperf3``, a path shaped below the
+declared rate fails the case, and a busy host withholds its measurement."""
+from __future__ import annotations
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import run_after, variable
+from reframe.core.exceptions import PerformanceError
+
+from hpcnet.checklib import calibration
+from hpcnet.constants import CALIBRATED_SUFFIX, Unit
+from hpcnet.parsers import parsed_once
+
+
+class JudgedOverIperf3(rfm.RegressionTestPlugin):
+    '''The calibration of a NetworkRun (which sets ``partition`` and
+    ``num_nodes`` at setup).'''
+
+    #: Performance variables (MB/s) judged against iperf3 on the same link
+    #: where the partition's nodes share the host's cores
+    #: (hpcnet.checklib.calibration): each gets a ``<name>_over_iperf3``.
+    calibrated_metrics = variable(typ.List[str], value=[])
+    #: iperf3 before and after the run, the shapers and the host's load before each.
+    link_calibration = variable(typ.Dict[str, object], value={}, loggable=True)
+
+    def calibrates_link(self) -> bool:
+        '''Whether this case is judged against iperf3 on its own link: nodes
+        of an emulated cluster (iperf3 between the job's first two), and
+        metrics to calibrate.'''
+        return bool(self.calibrated_metrics and self.partition.nodes_share_cores
+                     and self.num_nodes >= 2 and self.partition.iface
+                     and self.partition.link_rate_bps)
+
+    @run_after('setup', always_last=True)
+    def add_calibrated_metrics(self):
+        if not self.calibrates_link():
+            return
+        for name in self.calibrated_metrics:
+            if name in self.perf_variables:
+                self.perf_variables[name + CALIBRATED_SUFFIX] = sn.make_performance_function(
+                    self._over_iperf3(self.perf_variables[name]), Unit.RATIO)
+
+    @sn.deferrable
+    def _over_iperf3(self, value):
+        return self.calibration().ratio(value)
+
+    @parsed_once
+    def calibration(self) -> calibration.Calibration:
+        try:
+            found = calibration.read(self.stagedir)
+        except calibration.CalibrationError as err:
+            raise PerformanceError(f'link calibration: {err}') from None
+        self.link_calibration = {'iperf3_before_MBps': found.before_MBps,
+                                 'iperf3_after_MBps': found.after_MBps,
+                                 'shaped_bps': found.shaped_bps,
+                                 'shaped_by': found.shaped_by,
+                                 'host_load': {phase: load and load.describe() for phase, load
+                                               in found.host_load.items()}}
+        limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu)
+        if limited:
+            self.link_calibration['judged_against'] = limited
+        return found
+
+    def withheld_judgement(self) -> str | None:
+        if not self.calibrates_link():
+            return None
+        found = self.calibration()
+        throttled = found.throttled(self.partition.iface, self.partition.link_rate_bps)
+        if throttled:
+            raise PerformanceError(f'the link is slower than declared: {"; ".join(throttled)} '
+                                   f'(iperf3 on it: {found.link_MBps:.1f} MB/s)')
+        return found.withheld(self.partition.link_rate_bps, self.partition.mtu)
