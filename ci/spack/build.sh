@@ -137,6 +137,12 @@ record() {
     cp "$ENV_DIR/spack.yaml" "$dest/spack.yaml"
     sed "s#$RUN#\$SPACK_RUN#g" "$ENV_DIR/spack.lock" > "$dest/spack.lock"
     spack -e "$ENV_DIR" find --json | sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find.json"
+    # What HPCNET_SPACK_ENV discovery reads (hpcnet/stacks/sources.py, SPACK_FORMAT).
+    spack -e "$ENV_DIR" find --format '{name}|{version}|{hash:7}|{prefix}|{^mpi.prefix}' |
+        sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find-format.txt"
+    { echo "spack $(spack --version)"
+      echo "spack-packages $(git -C "$RUN/spack-packages" rev-parse HEAD) ($PACKAGES_TAG)"
+    } > "$dest/VERSIONS"
     (cd "$ENV_DIR/modules" && find . -name '*.lua' | while read -r f; do
         mkdir -p "$dest/modules/$(dirname "$f")"
         sed "s#$RUN#\$SPACK_RUN#g" "$f" > "$dest/modules/$f"
