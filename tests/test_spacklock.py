@@ -19,8 +19,11 @@ V5 = DATA / 'spack-0.23-matrix-12specs.spack.lock'
 def test_every_mpi_x_compiler_with_its_own_osu_and_imb(lock):
     locked = spacklock.matrix(lock)
     names = spacklock.environment_names(locked)
-    assert sorted(set(names.values())) == ['gcc11-impi2021', 'gcc11-mpich4', 'gcc11-openmpi4',
-                                           'gcc12-impi2021', 'gcc12-mpich4', 'gcc12-openmpi4']
+    assert sorted({name.rsplit('-', 1)[0] for name in names.values()}) == [
+        'gcc11-impi2021', 'gcc11-mpich4', 'gcc11-openmpi4',
+        'gcc12-impi2021', 'gcc12-mpich4', 'gcc12-openmpi4']
+    # Every environment is named by the Spack hash of its MPI build.
+    assert all(name.endswith(f'-{mpi_hash[:7]}') for (mpi_hash, _), name in names.items())
     for m in locked:
         for c in m.compilers:
             tools = sorted(t[0] for t in m.tools if t[4] == c)
@@ -51,6 +54,16 @@ def test_two_builds_of_one_mpi_get_distinct_names(tmp_path):
     lock.write_text(json.dumps(data))
     names = set(spacklock.environment_names(spacklock.matrix(lock)).values())
     assert {'gcc12-openmpi4-g5o6l6i', 'gcc12-openmpi4-zzzzzzz'} <= names
+
+
+def test_install_tree_gives_prefixes_under_a_short_hash_projection(tmp_path):
+    '''spack-env/spack.yaml's projection ends with {hash:7}, not the whole hash.'''
+    node = json.loads(V6.read_text())['concrete_specs']['iz7tlenfuwbr6xwc7jye33rekzeqjcnj']
+    built = tmp_path / f'osu-micro-benchmarks-7.4-gcc12.2.0-{node["hash"][:7]}'
+    built.mkdir()
+    (tmp_path / 'osu-micro-benchmarks-7.4-gcc12.2.0-aaaaaaa').mkdir()
+    (openmpi,) = [m for m in spacklock.matrix(V6, tmp_path) if m.name == 'openmpi']
+    assert str(built) in {t[3] for t in openmpi.tools}
 
 
 def test_install_tree_gives_prefixes_of_built_packages(tmp_path):

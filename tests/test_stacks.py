@@ -227,16 +227,16 @@ def test_spack_environment_source(tmp_path, monkeypatch, compiler):
                      f'[ "$1 $2 $3 $4" = "-e {tmp_path}/env find --format" ] || exit 3\n'
                      f'[ "$5" = "{stacks.SPACK_FORMAT}" ] || exit 4\n'
                      "echo '==> In environment env'\n"
-                     f"echo 'openmpi|9.8.7|{mpi}|'\n"
-                     f"echo 'osu-micro-benchmarks|7.4|{osu}|{mpi}'\n"
-                     "echo 'zlib|1.3|/nowhere|'\n")
+                     f"echo 'openmpi|9.8.7|abcdefg|{mpi}|'\n"
+                     f"echo 'osu-micro-benchmarks|7.4|hijklmn|{osu}|{mpi}'\n"
+                     "echo 'zlib|1.3|opqrstu|/nowhere|'\n")
     spack.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))
     found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
                             compilers=[compiler])
     (env,) = found.environments
-    assert env.name == 'gcc99-openmpi9' and env.mpi.candidate.source == 'spack'
+    assert env.name == 'gcc99-openmpi9-abcdefg' and env.mpi.candidate.source == 'spack'
     assert 'osu' in env.features
     assert dict(env.mpi.tools)['osu_bw'] == str(pt2pt / 'osu_bw')
 

@@ -131,8 +131,15 @@ def extra_prefix_candidates(state: Path) -> list:
 #: Spack's benchmark packages whose programs become tools of the MPI they
 #: were built against (the MPI packages are the families' spack_packages).
 SPACK_BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
-#: One line per installed spec: name, version, prefix, prefix of its MPI.
-SPACK_FORMAT = '{name}|{version}|{prefix}|{^mpi.prefix}'
+#: One line per installed spec: name, version, short hash, prefix, prefix of its MPI.
+SPACK_FORMAT = '{name}|{version}|{hash:7}|{prefix}|{^mpi.prefix}'
+
+
+def spack_env_name(package: str, version: str, short_hash: str) -> str:
+    '''The MPI's part of a Spack build's environment name: family, major and
+    Spack hash (openmpi4-abc1234), so that every build of one MPI is told apart
+    and each environment can be traced to its spec (``spack find /abc1234``).'''
+    return f'{mpi.environment_label(mpi.spack_family(package) or package, version)}-{short_hash}'
 
 
 def spack_candidates(state: Path) -> list:
@@ -152,22 +159,22 @@ def spack_candidates(state: Path) -> list:
     mpis, tools_of = [], {}
     for line in res.stdout.splitlines():
         parts = line.strip().split('|')
-        if len(parts) != 4:
+        if len(parts) != 5:
             continue      # spack's own headers and notes
-        name, version, prefix, mpi_prefix = parts
+        name, version, short_hash, prefix, mpi_prefix = parts
         if mpi.spack_family(name):
-            mpis.append((name, version, prefix))
+            mpis.append((name, version, short_hash, prefix))
         elif name in SPACK_BENCHMARK_PACKAGES and mpi_prefix:
             tools_of.setdefault(mpi_prefix, []).append(prefix)
     out = []
-    for name, version, prefix in mpis:
-        family = mpi.spack_family(name)
-        cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{Path(prefix).name[-7:]}',
-                                'spack', family)
+    for name, version, short_hash, prefix in mpis:
+        cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{short_hash}', 'spack',
+                                mpi.spack_family(name))
         if cand is None:
             raise StackError(f'{SPACK_ENV_VAR}={env_dir}: {name}@{version} at {prefix} has no '
                              'bin/mpicc')
-        out.append(dataclasses.replace(cand, tool_prefixes=tuple(tools_of.get(prefix, ()))))
+        out.append(dataclasses.replace(cand, tool_prefixes=tuple(tools_of.get(prefix, ())),
+                                       env_name=spack_env_name(name, version, short_hash)))
     return out
 
 
@@ -195,7 +202,7 @@ def spack_lock_candidates(state: Path) -> list:
             raise StackError(f'{SPACK_LOCK_ENV_VAR}={lock}: {m.name}@{m.version}/{m.short_hash} has '
                              f'no bin/mpicc under {m.prefix or "any prefix"} (valid: an installed '
                              f'environment; set {SPACK_INSTALL_TREE_ENV_VAR} to its install tree)')
-        out.append(dataclasses.replace(cand, tool_prefixes=tuple(
-            t[3] for t in m.tools if t[3])))
+        out.append(dataclasses.replace(cand, tool_prefixes=tuple(t[3] for t in m.tools if t[3]),
+                                       env_name=spack_env_name(m.name, m.version, m.short_hash)))
     return out
 

@@ -94,12 +94,15 @@ def _mpi_dependency(node: dict) -> str | None:
 
 
 def _find_in_tree(install_tree: Path | None, node: dict) -> str | None:
+    """The node's directory under any projection that starts with name-version
+    and ends with its hash, whole (Spack's default) or cut ({hash:7})."""
     if install_tree is None:
         return None
-    wanted = f'{node["name"]}-{node["version"]}-{node["hash"]}'
-    for depth in ('*', '*/*', '*/*/*'):
-        for hit in install_tree.glob(f'{depth}/{wanted}'):
-            return str(hit)
+    hash_, short = node['hash'], node['hash'][:7]
+    for depth in ('', '*/', '*/*/'):
+        for hit in sorted(install_tree.glob(f'{depth}{node["name"]}-{node["version"]}-*')):
+            if hit.name.endswith((f'-{hash_}', f'-{short}')) and hit.is_dir():
+                return str(hit)
     return None
 
 
@@ -155,19 +158,16 @@ def matrix(path: Path, install_tree: Path | None = None) -> list:
 
 
 def environment_names(locked: list) -> dict:
-    """(MPI hash, compiler) -> environment name.  Builds that share compiler
-    and MPI major get the MPI's short hash: gcc12-openmpi4-g5o6l6i."""
+    """(MPI hash, compiler) -> environment name: compiler, MPI family and major,
+    and the MPI's short Spack hash (gcc12-openmpi4-g5o6l6i), the name discovery
+    gives the same build (hpcnet.stacks.sources.spack_env_name)."""
     names = {}
     for m in locked:
         family = spack_family(m.name) or m.name
         for c in m.compilers:
-            base = f'{environment_label(c.name, c.version)}-{environment_label(family, m.version)}'
-            names[(m.hash, c)] = base
-    counts: dict = {}
-    for name in names.values():
-        counts[name] = counts.get(name, 0) + 1
-    return {key: (f'{name}-{key[0][:7]}' if counts[name] > 1 else name)
-            for key, name in names.items()}
+            names[(m.hash, c)] = (f'{environment_label(c.name, c.version)}-'
+                                  f'{environment_label(family, m.version)}-{m.short_hash}')
+    return names
 
 
 def table(path: Path, install_tree: Path | None = None) -> str:
@@ -181,7 +181,7 @@ def table(path: Path, install_tree: Path | None = None) -> str:
         for c in sorted(m.compilers, key=lambda c: (c.name, c.version)):
             tools = ', '.join(f'{t[0]}@{t[1]}/{t[2][:7]}' for t in sorted(m.tools, key=str)
                               if t[4] == c) or 'no OSU/IMB'
-            lines.append(f'{names[(m.hash, c)]:24} {m.name}@{m.version}/{m.short_hash} '
+            lines.append(f'{names[(m.hash, c)]:32} {m.name}@{m.version}/{m.short_hash} '
                          f'%{c.name}@{c.version}  prefix {m.prefix or "(not installed here)"}')
-            lines.append(f'{"":24} tools: {tools}')
+            lines.append(f'{"":32} tools: {tools}')
     return '\n'.join(lines)
