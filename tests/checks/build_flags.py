@@ -5,7 +5,7 @@ import os
 import reframe as rfm
 
 from hpcnet.stacks import BUILTIN_ENV
-from hpcnet.checklib.testlib import MakeBuild
+from hpcnet.checklib.builds import MakeBuild
 
 
 @rfm.simple_test
