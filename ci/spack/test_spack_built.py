@@ -1,0 +1,126 @@
+"""Discovery of MPIs a real Spack built (ci/spack/build.sh): the environment's
+spack.lock, its `spack find --format` answer and the Lmod files
+`spack module lmod refresh` wrote, recorded in tests/data/spack-built (see its
+README).  Each source must name every environment by the Spack hash of its MPI.
+The recorded prefixes ($SPACK_RUN/...) are re-rooted under tmp_path, with a
+fake MPI at each MPI prefix.
+
+Pending: written for tests/ (it imports tests/test_stacks.py), it moves there
+with the data once `ci/spack/build.sh record tests/data/spack-built` has run
+after a finished install (docs/site-guide.md, "Building the MPI stacks with
+Spack").  Not collected from here (pytest's testpaths is tests/)."""
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from test_stacks import CC, make_fake_mpi
+
+from hpcnet import stacks
+from hpcnet.stacks import modules, spacklock
+from hpcnet.stacks.modulecache import module_candidates
+
+DATA = Path(__file__).parent / 'data' / 'spack-built'
+LOCK = DATA / 'spack.lock'
+MPI_PACKAGES = ('openmpi', 'mpich')
+
+needs_cc = pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
+needs_lmod = pytest.mark.skipif(modules.lmod_command() is None,
+                                reason='Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
+
+
+def _locked_mpis() -> dict:
+    '''package -> (full hash, version) of the MPIs the recorded lock built.'''
+    specs = json.loads(LOCK.read_text())['concrete_specs']
+    return {node['name']: (hash_, str(node['version']))
+            for hash_, node in specs.items() if node['name'] in MPI_PACKAGES}
+
+
+def _reroot(text: str, root: Path) -> str:
+    return text.replace('$SPACK_RUN', str(root))
+
+
+def _fake_mpi_at(prefix: Path, family: str) -> Path:
+    '''A fake MPI (tests/test_stacks.py) at exactly ``prefix``.'''
+    made = make_fake_mpi(prefix.parent / f'.make-{prefix.name}', family, family)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(made), str(prefix))
+    return prefix
+
+
+def test_the_recorded_build_has_both_mpis_built_not_external():
+    locked = spacklock.matrix(LOCK)
+    assert sorted(m.name for m in locked) == ['mpich', 'openmpi']
+    assert not any(m.external for m in locked)
+
+
+def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
+    '''The install tree of the recorded projection, re-rooted: every MPI, OSU
+    and IMB build is found by name, version and short hash.'''
+    tree = tmp_path / 'opt'
+    for line in (DATA / 'find-format.txt').read_text().splitlines():
+        parts = line.split('|')
+        if len(parts) == 5 and parts[3].startswith('$SPACK_RUN/env/opt/'):
+            Path(_reroot(parts[3], tmp_path).replace(f'{tmp_path}/env/opt', str(tree))).mkdir(
+                parents=True, exist_ok=True)
+    locked = spacklock.matrix(LOCK, tree)
+    names = spacklock.environment_names(locked)
+    hashes = _locked_mpis()
+    expected = {f'gcc12-{name}4-{hashes[name][0][:7]}' for name in MPI_PACKAGES}
+    assert set(names.values()) == expected
+    for m in locked:
+        assert m.prefix and m.prefix.endswith(m.short_hash), m
+        assert sorted(t[0] for t in m.tools) == ['intel-mpi-benchmarks', 'osu-micro-benchmarks']
+        assert all(t[3] for t in m.tools), m.tools
+
+
+@needs_cc
+def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatch):
+    '''HPCNET_SPACK_ENV: `spack find --format` answered with the recorded
+    lines (a script in place of spack), fake MPIs at the recorded prefixes.'''
+    answer = _reroot((DATA / 'find-format.txt').read_text(), tmp_path)
+    for line in answer.splitlines():
+        name, _, _, prefix, _ = (line.split('|') + [''] * 5)[:5]
+        if name in MPI_PACKAGES:
+            _fake_mpi_at(Path(prefix), name)
+    (tmp_path / 'answer.txt').write_text(answer)
+    bindir = tmp_path / 'spackbin'
+    bindir.mkdir()
+    (bindir / 'spack').write_text(f'#!/bin/sh\ncat {tmp_path / "answer.txt"}\n')
+    (bindir / 'spack').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))
+    found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
+                            compilers=[stacks.Compiler('gcc', '99.1.0', CC)])
+    hashes = _locked_mpis()
+    assert sorted(env.name for env in found.environments) == sorted(
+        f'gcc99-{name}4-{hashes[name][0][:7]}' for name in MPI_PACKAGES)
+    for env in found.environments:
+        assert len(env.mpi.candidate.tool_prefixes) == 2, env.mpi.candidate
+
+
+@needs_cc
+@needs_lmod
+def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, monkeypatch):
+    '''The Lmod tree Spack wrote (hierarchy [mpi], gcc 12 the core compiler),
+    re-rooted; each MPI module's PATH leads to a fake MPI.'''
+    root = tmp_path / 'modules'
+    for lua in (DATA / 'modules').rglob('*.lua'):
+        target = root / lua.relative_to(DATA / 'modules')
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(_reroot(lua.read_text(), tmp_path))
+    hashes = _locked_mpis()
+    for name, (hash_, _) in hashes.items():
+        (lua,) = [p for p in root.rglob('*.lua') if p.parent.name == name and hash_[:7] in p.name]
+        bindir = re.search(r'prepend_path\("PATH", "([^"]+)/bin"', lua.read_text()).group(1)
+        _fake_mpi_at(Path(bindir), name)
+    (core,) = {p.parent.parent for p in root.rglob('*.lua') if p.parent.parent.name == 'Core'}
+    monkeypatch.delenv('MODULEPATH', raising=False)
+    monkeypatch.setenv(modules.MODULEPATH_ENV, str(core))
+    found = stacks.discover(tmp_path / 'state', sources=[module_candidates])
+    names = sorted(env.name for env in found.environments)
+    assert names, found.rejected
+    for name, (hash_, version) in hashes.items():
+        assert any(n.endswith(f'{name}-{version.replace(".", "_")}-{hash_[:7]}') for n in names), names
