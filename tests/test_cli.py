@@ -188,7 +188,7 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
     assert (refdir / 'local.yaml.baseline').exists() and 'not the baseline' in res.stdout
     # The next run is judged against the baseline.
-    res = hpcnet('run', '--report-name', 'after-baseline', *select, '--reruns', '2', env=env)
+    res = hpcnet('run', '--report-name', 'after-baseline', *select, '--repeats', '3', env=env)
     # Judged against the baseline, or not judged because the baseline found
     # every metric too variable to bound: never for want of a file.
     assert 'does not exist' not in res.stdout, res.stdout[-3000:]
