@@ -200,7 +200,7 @@ def test_the_nightly_templates_name_the_system_of_the_written_baseline():
     texts = [(PROJECT_ROOT / 'ci' / 'pipelines' / name).read_text()
              for name in ('gitlab-ci.yml', 'github-nightly.yml')]
     for text in texts:
-        compares = [line for line in text.splitlines() if 'hpcnet compare baseline' in line]
+        compares = [line for line in text.splitlines() if '$HPCNET compare baseline' in line]
         assert compares and all('--system' in line for line in compares), compares
-        makes = [line for line in text.splitlines() if 'hpcnet baseline' in line]
+        makes = [line for line in text.splitlines() if '$HPCNET baseline' in line]
         assert makes and all('--write' in line for line in makes), makes
