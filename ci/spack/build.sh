@@ -10,14 +10,15 @@
 #   ci/spack/build.sh modules      # spack module lmod refresh
 #   ci/spack/build.sh record DIR   # copy the lock, `spack find --json` and module files to DIR
 #
-# Inputs (environment): HPCNET_SPACK_RUN (default /work/spack-run), SPACK_GIT_DIR and
+# Inputs (environment): HPCNET_SPACK_RUN (required: a scratch directory outside the
+# checkout, where everything Spack writes goes), SPACK_GIT_DIR and
 # SPACK_PACKAGES_GIT_DIR (bare git directories holding the Spack and spack-packages tags),
 # IMB_GIT_DIR, OSU_GIT_DIR, OMPI_GIT_DIR, MPICH_GIT_DIR (bare git directories of
 # intel/mpi-benchmarks, an OSU 7.4 import, open-mpi/ompi and pmodels/mpich: the source of
 # the recipes' URL patches and of IMB and OSU archives).
 set -euo pipefail
 
-RUN=${HPCNET_SPACK_RUN:-/work/spack-run}
+RUN=${HPCNET_SPACK_RUN:?set HPCNET_SPACK_RUN to a scratch directory outside the checkout (e.g. \$HOME/hpcnet-spack-run)}
 SPACK_TAG=v1.1.0
 PACKAGES_TAG=v2025.11.0
 HERE=$(cd "$(dirname "$0")" && pwd)
