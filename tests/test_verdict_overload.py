@@ -129,3 +129,50 @@ def test_samples_of_a_busy_host_are_shown_and_the_others_judged(tmp_path):
     assert outcome.rows[0].result.reason.startswith(
         'not compared: measurement withheld (host busy) whenever it was measured after')
 
+
+def _two_metrics_report(path: Path, uuid: str, runs: list, link_rate_bps: int = GBIT) -> str:
+    '''A report of one calibrated case per run: (absolute MB/s, ratio to iperf3).'''
+    def case(absolute, ratio):
+        return _case(link_rate_bps=link_rate_bps, perfvalues={'testbed:eth:bandwidth_4MiB': [absolute, 0, None, None, 'MB/s',
+                                                                'pass'],
+                                 f'testbed:eth:{METRIC}': [ratio, 1.0, -0.1, 0.13, 'ratio', 'pass']},
+                     judgement_basis=Basis.REFERENCES)
+    path.write_text(json.dumps({'session_info': {'uuid': uuid},
+                                'runs': [{'testcases': [case(*run)]} for run in runs]}))
+    return str(path)
+
+
+def test_a_host_slower_than_at_the_baseline_is_judged_over_iperf3(tmp_path):
+    '''The accept benchmark's clean trial on a host 5 % slower than when the
+    baseline was made: the absolute MB/s moved with the host (5+15 samples
+    "not decided" before), its ratio to iperf3 on the same link did not.
+    The ratio decides; the absolute figure is shown, not judged.'''
+    before = _two_metrics_report(tmp_path / 'b.json', 'b',
+                                 [(104.0 + i / 10, 1.0 - i / 1000) for i in range(5)])
+    after = _two_metrics_report(tmp_path / 'a.json', 'a',
+                                [(98.5 + i / 10, 1.0 + i / 1000) for i in range(15)])
+    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    verdicts = {row.metric: row.result.verdict for row in outcome.rows}
+    assert verdicts == {'bandwidth_4MiB': statcompare.Verdict.SHOWN,
+                        METRIC: statcompare.Verdict.UNCHANGED}
+    assert outcome.exit_code == Exit.OK and not outcome.undecided()
+    assert f'shown, not judged: {METRIC} decides' in compare.table(outcome.rows)
+    healthy = outcome.summary()
+    # The link itself slower: the ratio regresses, whatever the host did.
+    slow = _two_metrics_report(tmp_path / 's.json', 's',
+                               [(90.0 + i / 10, 0.86 + i / 1000) for i in range(15)])
+    outcome = compare.compare(compare.load_side(before), compare.load_side(slow))
+    assert {row.metric: row.result.verdict for row in outcome.rows}[METRIC] == \
+        statcompare.Verdict.REGRESSED and outcome.exit_code == Exit.FAILED
+    # The wire itself slower (a link negotiated at 900 Mbit/s): iperf3 slows
+    # alike, so the absolute figure is judged too, naming the link's rate.
+    renegotiated = _two_metrics_report(tmp_path / 'r.json', 'r',
+                                       [(98.5 + i / 10, 1.0 + i / 1000) for i in range(15)],
+                                       link_rate_bps=9 * GBIT // 10)
+    outcome = compare.compare(compare.load_side(before), compare.load_side(renegotiated))
+    rows = {row.metric: row for row in outcome.rows}
+    assert rows['bandwidth_4MiB'].result.verdict == statcompare.Verdict.REGRESSED
+    assert 'link rate: 1000000000 -> 900000000' in rows['bandwidth_4MiB'].changed
+    assert outcome.exit_code == Exit.FAILED
+    conftest.FAULT_MATRIX.append(('verdict #11: host 5 % slower than at the baseline, link the same',
+                                  f'exit {int(Exit.OK)}', healthy))

@@ -294,6 +294,16 @@ def provenance(side: Side) -> dict:
     return {k: {w: sorted(v) for w, v in facts.items()} for k, facts in out.items()}
 
 
+#: The facts of a case's own link: where one changed, a figure judged over
+#: iperf3 is judged on its own too, since a slower wire slows iperf3 alike.
+LINK_FACTS = ('link rate', 'link shaped (tc)')
+
+
+def link_changed(changed: tuple) -> bool:
+    """Whether the what_changed lines of a case name its link's rate or shaping."""
+    return any(line.startswith(f'{fact}: ') for line in changed for fact in LINK_FACTS)
+
+
 def what_changed(before: dict, after: dict) -> list:
     """'transport: X -> Y' for every fact that differs between two sides."""
     return [f'{what}: {"; ".join(before.get(what, [])) or "-"} -> '
@@ -361,6 +371,8 @@ class Outcome:
         parts = [f'{self.count(v.REGRESSED)} regressed', f'{len(self.missing_after)} missing after',
                  f'{self.count(v.INCONCLUSIVE)} not decided', f'{len(self.only_after)} only after',
                  f'{self.count(v.UNCHANGED)} unchanged', f'{self.count(v.IMPROVED)} improved']
+        if self.count(v.SHOWN):
+            parts.append(f'{self.count(v.SHOWN)} shown (judged over iperf3)')
         return ', '.join(parts)
 
 
@@ -408,6 +420,9 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
             result = metricjudge.judge(key[0], key[3], s_before.values[key], values_after[key],
                                        alpha, statcompare.tolerance_of(moved_before.get(key, []),
                                                                        threshold))
+            decider = metricjudge.calibrated_counterpart(key, s_before.values, values_after)
+            if decider is not None and not link_changed(changed):
+                result = metricjudge.shown_for(result, decider)
         else:
             unit, values_before = s_before.values.get(key) or s_before.withheld[key]
             values_now = (values_after.get(key) or withheld_after[key])[1]
@@ -436,7 +451,8 @@ def withheld_note(before: dict, after: dict) -> str:
 def table(rows: list) -> str:
     """The verdict table, regressions first; what changed under each."""
     order = {statcompare.Verdict.REGRESSED: 0, statcompare.Verdict.INCONCLUSIVE: 1,
-             statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3}
+             statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3,
+             statcompare.Verdict.SHOWN: 4}
     lines = [f'{"verdict":12} {"ratio":>7} {"n":>5}  {"test @ partition + environment":60} metric']
     for row in sorted(rows, key=lambda r: (order[r.result.verdict], r.test, r.partition,
                                            r.environ, r.metric)):

@@ -7,10 +7,11 @@ side measured only in withheld measurements is not decided.
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from hpcnet import metrics
 from hpcnet.acceptance import statcompare
-from hpcnet.constants import MEASUREMENT_WITHHELD
+from hpcnet.constants import CALIBRATED_SUFFIX, MEASUREMENT_WITHHELD
 
 
 def _not_compared(before: list, after: list, why: str,
@@ -102,3 +103,25 @@ def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: 
     return statcompare.compare_samples(before, after, higher_better=higher_better,
                                        alpha=alpha, tolerance=tolerance)
 
+
+def calibrated_counterpart(key: tuple, before: dict, after: dict) -> str | None:
+    '''The ``<metric>_over_iperf3`` of the same case that both sides
+    measured (for an efficiency, its bandwidth's or throughput's), which
+    decides in the absolute metric's stead; None where there is none.'''
+    test, partition, environ, metric = key
+    if metric.endswith(CALIBRATED_SUFFIX):
+        return None
+    names = [metric + CALIBRATED_SUFFIX]
+    if metric.startswith('efficiency_'):
+        size = metric[len('efficiency_'):]
+        names += [f'{quantity}_{size}{CALIBRATED_SUFFIX}' for quantity in ('bandwidth', 'throughput')]
+    return next((name for name in names if (test, partition, environ, name) in before
+                 and (test, partition, environ, name) in after), None)
+
+
+def shown_for(result: statcompare.Comparison, decider: str) -> statcompare.Comparison:
+    '''``result`` as shown, not judged: ``decider`` decides in its stead.'''
+    return replace(result, verdict=statcompare.Verdict.SHOWN, more_samples=None,
+                   reason=f'shown, not judged: {decider} decides (the case is judged over iperf3 '
+                          "on its own link, where the nodes share the host's cores and an "
+                          'absolute figure moves with the host); ' + result.reason)

@@ -60,12 +60,15 @@ from hpcnet.constants import TOLERANCE_CAP
 
 
 class Verdict:
-    """The four outcomes of a comparison, as plain strings (they go into
-    tables and JSON as they are)."""
+    """The outcomes of a comparison, as plain strings (they go into tables
+    and JSON as they are).  SHOWN: compared and shown, but another metric of
+    the same case decides (the absolute figure of a case judged over iperf3
+    on its own link)."""
     REGRESSED = 'regressed'
     IMPROVED = 'improved'
     UNCHANGED = 'unchanged'
     INCONCLUSIVE = 'inconclusive'
+    SHOWN = 'shown'
 
 
 MIN_SAMPLES = 3          # below this per side, neither a median nor a rank test means anything
