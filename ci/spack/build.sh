@@ -69,6 +69,10 @@ MPICH_PATCHES=(fa50d3a94270f720205ca41b7a6addb576b8ff13
                0cc7d58b1cb18b2573c74e16ba159487de0899d2
                de0de41ec42ac5f259ea02f195eea56fba84d72b0b649a44c947eab6632995ab)
 OSU_IMPORT_COMMIT=a6bb9d2f81af86451f342da216af90106da028b7
+# The recipes' sha256 of the releases whose bytes the mirror cannot have (mirror()).
+OMPI_SHA=92912e175fd1234368c8730c03f4996fe5942e7479bb1d10059405e7f2b3930d
+MPICH_SHA=5a42f1a889d4a2d996c26e48cbf9c595cbf4316c6814f7c181e3320d21dedd42
+OSU_SHA=1edd0c2efa61999409bfb28740a7f39689a5b42b1a1b4c66d1656e5637f7cefc
 
 put_checked() {   # put_checked FILE SHA256 EXT: store FILE under its content address
     local got
@@ -77,6 +81,11 @@ put_checked() {   # put_checked FILE SHA256 EXT: store FILE under its content ad
         echo "build.sh: $1 has sha256 $got, the recipe wants $2" >&2
         exit 1
     fi
+    mkdir -p "$RUN/mirror/_source-cache/archive/${2:0:2}"
+    cp "$1" "$RUN/mirror/_source-cache/archive/${2:0:2}/$2$3"
+}
+
+put_unchecked() { # put_unchecked FILE SHA256 EXT: FILE where the recipe's digest points
     mkdir -p "$RUN/mirror/_source-cache/archive/${2:0:2}"
     cp "$1" "$RUN/mirror/_source-cache/archive/${2:0:2}/$2$3"
 }
@@ -93,8 +102,9 @@ mirror() {
     mkdir -p "$RUN/sources" "$RUN/mirror"
     cd "$RUN/sources"
     # Debian's source packages carry the upstream release archives (needs a deb-src entry).
-    [ -f openmpi_4.1.4.orig.tar.xz ] && [ -f mpich_4.0.2.orig.tar.xz ] ||
+    if [ ! -f openmpi_4.1.4.orig.tar.xz ] || [ ! -f mpich_4.0.2.orig.tar.xz ]; then
         apt-get source --download-only openmpi=4.1.4-3 mpich=4.0.2-3
+    fi
     git --git-dir="$IMB_GIT_DIR" archive --prefix=mpi-benchmarks-IMB-v2021.7/ IMB-v2021.7 |
         gzip -n > mpi-benchmarks-IMB-v2021.7.tar.gz
     put_checked mpi-benchmarks-IMB-v2021.7.tar.gz "$IMB_SHA" .tar.gz
@@ -102,12 +112,16 @@ mirror() {
     github_patch "$MPICH_GIT_DIR" "${MPICH_PATCHES[@]:0:2}"
     github_patch "$MPICH_GIT_DIR" "${MPICH_PATCHES[@]:2:2}"
     # Not the recipes' bytes (Debian repacked the releases as .tar.xz; OSU has no official
-    # repository): stored under the per-package name, installed with --no-checksum.
-    mkdir -p "$RUN/mirror/openmpi" "$RUN/mirror/mpich" "$RUN/mirror/osu-micro-benchmarks"
-    xz -dc openmpi_4.1.4.orig.tar.xz | bzip2 -9 > "$RUN/mirror/openmpi/openmpi-4.1.4.tar.bz2"
-    xz -dc mpich_4.0.2.orig.tar.xz | gzip -n > "$RUN/mirror/mpich/mpich-4.0.2.tar.gz"
+    # repository). Spack looks a versioned archive up in a mirror only by the recipe's digest
+    # (stage.py: mirror_layout.path), so they go there and are installed with --no-checksum;
+    # SHA256SUMS below records what the files really are.
+    xz -dc openmpi_4.1.4.orig.tar.xz | bzip2 -9 > openmpi-4.1.4.tar.bz2
+    put_unchecked openmpi-4.1.4.tar.bz2 "$OMPI_SHA" .tar.bz2
+    xz -dc mpich_4.0.2.orig.tar.xz | gzip -n > mpich-4.0.2.tar.gz
+    put_unchecked mpich-4.0.2.tar.gz "$MPICH_SHA" .tar.gz
     git --git-dir="$OSU_GIT_DIR" archive --prefix=osu-micro-benchmarks-7.4/ "$OSU_IMPORT_COMMIT" \
-        -- . ':(exclude)autom4te.cache' | gzip -n > "$RUN/mirror/osu-micro-benchmarks/osu-micro-benchmarks-7.4.tar.gz"
+        -- . ':(exclude)autom4te.cache' | gzip -n > osu-micro-benchmarks-7.4.tar.gz
+    put_unchecked osu-micro-benchmarks-7.4.tar.gz "$OSU_SHA" .tar.gz
     # The only mirror (`mirrors::` replaces Spack's public one, unreachable here), sources only.
     printf 'mirrors::\n  hpcnet-offline:\n    url: file://%s/mirror\n    binary: false\n' "$RUN" \
         > "$RUN/spack/etc/spack/site/mirrors.yaml"
