@@ -157,13 +157,14 @@ def _sessions(reports: list, before: int) -> list:
             for i, r in enumerate(ordered)]
 
 
-def _stop(series: Series, read: list) -> Stop | None:
+def _stop(series: Series, read: list, partitions: list) -> Stop | None:
     """The sessions after the series' last value or busy night that ran its
-    partition, with why each has no value of it."""
+    partition, with why each has no value of it; ``partitions``: the
+    partitions each session of ``read`` ran."""
     last = max([s.index for s in series.sessions] + [s.index for s, _ in series.busy])
     nights = []
-    for session, values, busy, ran in read:
-        if session.index <= last or series.key[1] not in {k[1] for k in ran}:
+    for (session, values, busy, ran), ran_partitions in zip(read, partitions):
+        if session.index <= last or series.key[1] not in ran_partitions:
             continue
         why = ran.get(series.case, 'not run')
         nights.append((session, why or 'ran without this metric'))
@@ -218,8 +219,9 @@ def series_from(read: list) -> tuple:
         for key, (unit, samples) in busy.items():
             by_key.setdefault(key, Series(key, unit, [], [])).busy.append(
                 (session, statistics.median(samples)))
+    partitions = [{k[1] for k in ran} for *_, ran in read]
     for series in by_key.values():
-        series.stop = _stop(series, read)
+        series.stop = _stop(series, read, partitions)
     return [s for s, *_ in read], [by_key[k] for k in sorted(by_key)]
 
 

@@ -32,15 +32,16 @@ the series; docs/acceptance.md, "Nightly history", states it for users).
 """
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from dataclasses import dataclass
 
 import numpy as np
-import ruptures
 from scipy import stats
 
 from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.binseg import binseg_l1
 from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
 
 #: The fewest sessions of one level: a change needs this many nights on each
@@ -152,29 +153,46 @@ def _levels_differ(before: list, after: list, *, segments: tuple, relative: bool
     return p < alpha and moved, p, low, high
 
 
-def _residuals(values: list, bounds: list, relative: bool) -> list:
+class _LevelMedians:
+    """statistics.median of each level values[start:end], computed once: the
+    search merges two levels at a time, and every other level stays."""
+
+    def __init__(self, values: list):
+        self.values = values
+        self.array = np.asarray(values, dtype=float)
+        self.known: dict = {}
+
+    def __call__(self, start: int, end: int) -> float:
+        if (start, end) not in self.known:
+            self.known[start, end] = statistics.median(self.values[start:end])
+        return self.known[start, end]
+
+
+def _residuals(values: list, bounds: list, relative: bool,
+               median_of: _LevelMedians | None = None) -> np.ndarray:
     """Each value over (minus, for counts) its level's median."""
-    out = []
-    for start, end in zip(bounds, bounds[1:]):
-        level = statistics.median(values[start:end])
-        out += [v / level if relative else v - level for v in values[start:end]]
-    return out
+    median_of = median_of or _LevelMedians(values)
+    level = np.repeat([median_of(start, end) for start, end in zip(bounds, bounds[1:])],
+                      np.diff(bounds))
+    return median_of.array / level if relative else median_of.array - level
 
 
-def _outliers(values: list, bounds: list, relative: bool, threshold: float) -> list:
+def _outliers(values: list, bounds: list, relative: bool, threshold: float,
+              median_of: _LevelMedians | None = None) -> list:
     """Positions of the values far from their level: residuals pooled over
     the series, by the rule baselines leave repeats out by (spread.outliers:
     OUTLIER_Z robust sd and ``threshold``); pooled, because a level of a few
     sessions says little about its own spread."""
-    return spread_outliers(_residuals(values, bounds, relative), threshold if relative else 0.0)
+    return spread_outliers(_residuals(values, bounds, relative, median_of),
+                           threshold if relative else 0.0)
 
 
 def _candidates(values: list, relative: bool, min_segment: int) -> list:
     """Positions where ruptures' Binseg (L1 cost) splits the series into
-    levels of at least ``min_segment`` values, as many as fit."""
+    levels of at least ``min_segment`` values, as many as fit
+    (hpcnet.acceptance.binseg finds the same breakpoints faster)."""
     signal = np.log(values) if relative else np.asarray(values, dtype=float)
-    algo = ruptures.Binseg(model='l1', min_size=min_segment, jump=1).fit(signal.reshape(-1, 1))
-    return [b for b in algo.predict(n_bkps=max(1, len(values) // min_segment - 1))
+    return [b for b in binseg_l1(signal, min_segment, max(1, len(values) // min_segment - 1))
             if b < len(values)]
 
 
@@ -216,6 +234,50 @@ def _ends(values: list, bounds: list, relative: bool, threshold: float,
     return tail, head
 
 
+def _retest(tests: list, level: int) -> None:
+    """Forget the tests of level ``level`` (against the one before and after)."""
+    for i in (level - 1, level):
+        if 0 <= i < len(tests):
+            tests[i] = None
+
+
+def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, alpha: float,
+               threshold: float) -> tuple:
+    """(the change points left, the outliers, _levels_differ of each) once
+    every candidate left passes (module docstring, 3. and 4.): the weakest
+    that fails goes, one at a time.  A test depends only on its two levels'
+    values and outliers, so only those whose levels changed run again: the
+    two beside the candidate that went (its levels merged), and those whose
+    levels gained or lost an outlier."""
+    n = len(values)
+    median_of = _LevelMedians(values)
+    kept = list(kept)
+    out: set = set()
+    tests: list = [None] * len(kept)
+    while True:
+        bounds = [0, *kept, n]
+        # One bad night says nothing about the level it stands in.
+        now = set(_outliers(values, bounds, relative, threshold, median_of))
+        for position in now ^ out:
+            _retest(tests, bisect.bisect_right(kept, position))
+        out = now
+        for i, test in enumerate(tests):
+            if test is None:
+                before, after = (values[bounds[j]:bounds[j + 1]] for j in (i, i + 1))
+                tests[i] = _levels_differ(
+                    [v for j, v in enumerate(before, bounds[i]) if j not in out],
+                    [v for j, v in enumerate(after, bounds[i + 1]) if j not in out],
+                    segments=(before, after), relative=relative, min_segment=min_segment,
+                    alpha=alpha, threshold=threshold)
+        weak = [i for i, t in enumerate(tests) if not t[0]]
+        if not weak:
+            return kept, out, tests
+        # The weakest goes first: its neighbours' levels grow and are tested again.
+        gone = max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))
+        del kept[gone], tests[gone]
+        _retest(tests, gone)
+
+
 def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
                  threshold: float = THRESHOLD) -> Finding:
     """The change points, outliers and ends of one series by the module's rule."""
@@ -228,23 +290,13 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
         return Finding((), (), ((0, n, statistics.median(values) if values else math.nan),),
                        True, tail, head)
     relative = _relative(values)
-    kept = _candidates(values, relative, min_segment)
-    while True:
-        bounds = [0, *kept, n]
-        # One bad night says nothing about the level it stands in.
-        out = set(_outliers(values, bounds, relative, threshold))
-        segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
-        levels = [[values[j] for j in range(start, end) if j not in out]
-                  for start, end in zip(bounds, bounds[1:])]
-        tests = [_levels_differ(levels[i], levels[i + 1], segments=segments[i:i + 2],
-                                relative=relative, min_segment=min_segment, alpha=alpha,
-                                threshold=threshold)
-                 for i in range(len(kept))]
-        weak = [i for i, t in enumerate(tests) if not t[0]]
-        if not weak:
-            break
-        # The weakest goes first: its neighbours' levels grow and are tested again.
-        del kept[max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))]
+    kept, out, tests = _eliminate(values, _candidates(values, relative, min_segment),
+                                  relative=relative, min_segment=min_segment, alpha=alpha,
+                                  threshold=threshold)
+    bounds = [0, *kept, n]
+    segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
+    levels = [[values[j] for j in range(start, end) if j not in out]
+              for start, end in zip(bounds, bounds[1:])]
     changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
                            len(levels[i + 1])) for i, b in enumerate(kept))
     medians = [_level_median(level, segment) for level, segment in zip(levels, segments)]

@@ -96,8 +96,19 @@ class Estimate:
         return self.median == 0 or self.tolerance <= TOLERANCE_CAP
 
 
+#: scipy.stats.median_abs_deviation's scale='normal': the MAD of a normal
+#: distribution in standard deviations (special.ndtri(0.75)).
+_NORMAL_MAD = 0.6744897501960817
+
+
 def _sigma(values) -> float:
-    return float(stats.median_abs_deviation(values, scale='normal')) if len(values) > 1 else 0.0
+    """Robust standard deviation: scipy.stats.median_abs_deviation(values,
+    scale='normal'), the same operations without its argument handling
+    (`hpcnet history` asks it at every step of every series' search)."""
+    if len(values) < 2:
+        return 0.0
+    x = np.asarray(values, dtype=float)
+    return float(np.median(np.abs(x - np.median(x))) / _NORMAL_MAD)
 
 
 @functools.lru_cache(maxsize=4096)

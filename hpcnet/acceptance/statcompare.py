@@ -47,6 +47,7 @@ may be", so improvements never block and a small wobble is decided.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import statistics
@@ -107,13 +108,41 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
         raise ValueError(f'alternative must be "less" or "greater", not {alternative!r}')
     before = _finite_sample(before, 'before')
     after = _finite_sample(after, 'after')
-    if len(set(before + after)) == 1:
+    counts: dict = {}
+    for value in before + after:
+        counts[value] = counts.get(value, 0) + 1
+    if len(counts) == 1:
         return 1.0
-    has_ties = len(set(before + after)) < len(before) + len(after)
+    has_ties = len(counts) < len(before) + len(after)
     method = ('exact' if not has_ties and len(before) * len(after) <= EXACT_MAX_PAIRS
               else 'asymptotic')
-    return float(stats.mannwhitneyu(after, before, alternative=alternative, method=method,
-                                    use_continuity=True).pvalue)
+    # scipy's p is a function of U, the sample counts and the ties' term
+    # sum(t^3 - t) alone (all exact in floating point): samples that agree
+    # on them share it, and `hpcnet history` tests many such pairs.
+    key = (alternative, method, len(after), len(before), _u_of_after(before, after),
+           sum(t ** 3 - t for t in counts.values()))
+    if key not in _MANN_WHITNEY_P:
+        if len(_MANN_WHITNEY_P) >= _MANN_WHITNEY_KEPT:
+            _MANN_WHITNEY_P.clear()
+        _MANN_WHITNEY_P[key] = float(stats.mannwhitneyu(
+            after, before, alternative=alternative, method=method, use_continuity=True).pvalue)
+    return _MANN_WHITNEY_P[key]
+
+
+def _u_of_after(before: list, after: list) -> float:
+    """The U statistic of ``after``: the pairs it wins, a tie counted half."""
+    ranked = sorted(before)
+    u = 0.0
+    for value in after:
+        below = bisect.bisect_left(ranked, value)
+        u += below + (bisect.bisect_right(ranked, value) - below) / 2
+    return u
+
+
+#: mann_whitney_p by (alternative, method, n after, n before, U of after,
+#: ties' term); emptied at _MANN_WHITNEY_KEPT entries, to bound its memory.
+_MANN_WHITNEY_P: dict = {}
+_MANN_WHITNEY_KEPT = 1 << 16
 
 
 def min_exact_p(n_before: int, n_after: int) -> float:
