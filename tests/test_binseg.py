@@ -2,7 +2,9 @@
 L1 cost finds, on recorded series: every numeric column of the recorded OSU
 and IMB outputs (tests/data/samples; their printed figures repeat, so places
 tie), and every series of the recorded twelve-session testbed history
-(tests/data/history), each in log and raw form, at every number of
+(tests/data/history), each in log and raw form, and crafted series (a year
+of nights with a step, a drift and outliers; levels that tie exactly;
+counts; figures whose rounding is far below their size), at every number of
 breakpoints that fits."""
 from __future__ import annotations
 
@@ -42,17 +44,54 @@ def _recorded() -> list:
 RECORDED = _recorded()
 
 
+def _crafted() -> list:
+    """Series whose breakpoints a wrong rule would move: ties of gain decided
+    by the last place, levels equal by construction, values that round."""
+    rng = np.random.default_rng(34)
+    year = 1000 * np.exp(0.01 * rng.standard_normal(365))
+    year[300:] *= 0.92
+    year *= np.linspace(1, 1.05, 365)
+    year[[99, 199, 249]] *= 0.6
+    return [np.log(year), np.round(year, 0),
+            np.array([1.0] * 4 + [5.0] * 4 + [1.0] * 4 + [5.0] * 4),
+            np.array([1.0] * 4 + [2.0] * 4 + [3.0] * 4 + [2.0] * 5),
+            rng.choice([0.0, 0.0, 0.0, 1.0, 2.0], 61),
+            1e12 + rng.choice([0.0, 1e-3, 2e-3], 40),
+            np.log(np.round(100 * np.exp(0.01 * rng.standard_normal(45)), 0))]
+
+
+CRAFTED = _crafted()
+
+
 def test_the_recorded_series_have_ties_and_history():
     assert len(RECORDED) > 40
     assert sum(len(set(s)) < len(s) for s in RECORDED) > 10
 
 
+def _gains(signal: np.ndarray, min_size: int) -> list:
+    """ruptures' CostL1 gain of every place of the whole series."""
+    cost = ruptures.costs.CostL1().fit(signal.reshape(-1, 1))
+    n = len(signal)
+    return [cost.error(0, n) - cost.error(0, b) - cost.error(b, n)
+            for b in range(min_size, n - min_size + 1)]
+
+
+def test_the_series_hold_places_that_tie():
+    """Some series' best gain is reached at two places: where Binseg takes
+    the last, a search that took the first would split elsewhere."""
+    assert any(sorted(_gains(s, 4))[-2:] == [max(_gains(s, 4))] * 2
+               for s in RECORDED + CRAFTED if len(s) >= 8)
+
+
 @pytest.mark.parametrize('min_size', [2, 4])
 def test_breakpoints_are_ruptures_binseg_l1(min_size):
-    for signal in RECORDED:
+    for signal in RECORDED + CRAFTED:
         reference = ruptures.Binseg(model='l1', min_size=min_size, jump=1).fit(
             signal.reshape(-1, 1))
-        for n_bkps in range(1, len(signal) // min_size):
+        most = len(signal) // min_size - 1
+        # Every count of a short series; of a year, one in ten and the most
+        # (the count levels asks for).
+        for n_bkps in sorted({*range(1, most + 1, 1 if most < 40 else 10), most}):
             assert binseg.binseg_l1(signal, min_size, n_bkps) == \
                 reference.predict(n_bkps=n_bkps), (list(signal), n_bkps)
 
