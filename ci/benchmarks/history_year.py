@@ -10,9 +10,13 @@ every value with 1 % log-normal noise, and planted:
 - a step: every bandwidth of hpcnet_p2p %scale=1_node %mode=bw @local:tcp
   +gcc12-openmpi4 8 % lower from night 301;
 - a slow drift: every latency of hpcnet_p2p %scale=1_node %mode=pingpong
-  @local:tcp +gcc12-mpich4 up 15 % over the year;
+  @local:tcp +gcc12-mpich5 up 15 % over the year;
 - outliers: hpcnet_p2p %scale=1_node %mode=bw @local:shm +gcc12-mpich4 at
   60 % on nights 100, 200 and 250.
+
+The nights named are those of 365; with --nights N each sits at the same
+fraction of the N nights (night 301 of 365 is night 25 of 30), and the drift
+is 15 % over the N nights, so a short run checks the same finding.
 
 Each step runs in a process of its own and prints its wall time and peak
 resident memory (getrusage of that process and its children).  Nothing on the
@@ -41,9 +45,9 @@ RECORDED = ROOT / 'tests' / 'data' / 'reports' / 'local-run.json'
 HPCNET = Path(sys.executable).with_name('hpcnet')
 DAY = 86400.0
 STEP = ('hpcnet_p2p %scale=1_node %mode=bw', 'local:tcp', 'gcc12-openmpi4', 'bandwidth')
-DRIFT = ('hpcnet_p2p %scale=1_node %mode=pingpong', 'local:tcp', 'gcc12-mpich4', 'latency')
+DRIFT = ('hpcnet_p2p %scale=1_node %mode=pingpong', 'local:tcp', 'gcc12-mpich5', 'latency')
 OUTLIER = ('hpcnet_p2p %scale=1_node %mode=bw', 'local:shm', 'gcc12-mpich4', 'bandwidth')
-STEP_NIGHT, OUTLIER_NIGHTS = 301, (100, 200, 250)
+YEAR, STEP_NIGHT, OUTLIER_NIGHTS, DRIFT_SIZE = 365, 301, (100, 200, 250), 0.15
 # Run in a child: its own peak memory and time, printed as JSON.
 _MEASURE = ('import json, resource, subprocess, sys, time; t = time.monotonic(); '
             'r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True); '
@@ -67,19 +71,41 @@ def _template(cases: int) -> dict:
     return report
 
 
-def _planted(tc: dict, var: str, night: int) -> float:
+def planted_nights(nights: int) -> tuple:
+    """(the step's night, the outliers' nights) of a run of ``nights``: at
+    the fraction of the nights they are of a year."""
+    def scaled(night: int) -> int:
+        return max(1, round(night * nights / YEAR))
+    return scaled(STEP_NIGHT), tuple(scaled(n) for n in OUTLIER_NIGHTS)
+
+
+def _planted(tc: dict, var: str, night: int, nights: int) -> float:
     case = (tc['name'].split(' /')[0], f'{tc["system"]}:{tc["partition"]}', tc['environ'])
-    if case == STEP[:3] and var.startswith(STEP[3]) and night >= STEP_NIGHT:
+    step_night, outlier_nights = planted_nights(nights)
+    if case == STEP[:3] and var.startswith(STEP[3]) and night >= step_night:
         return 0.92
     if case == DRIFT[:3] and var.startswith(DRIFT[3]):
-        return 1 + 0.15 * night / 365
-    if case == OUTLIER[:3] and var.startswith(OUTLIER[3]) and night in OUTLIER_NIGHTS:
+        return 1 + DRIFT_SIZE * night / nights
+    if case == OUTLIER[:3] and var.startswith(OUTLIER[3]) and night in outlier_nights:
         return 0.6
     return 1.0
 
 
+def _check_planted(template: dict) -> None:
+    """Each planted case has values of its metric in the recorded session:
+    a plant on a case without them would plant nothing."""
+    have = {(tc['name'].split(' /')[0], f'{tc["system"]}:{tc["partition"]}', tc['environ'],
+             key.split(':')[-1]) for tc in template['runs'][0]['testcases']
+            for key in tc['perfvalues']}
+    for plant in (STEP, DRIFT, OUTLIER):
+        if not any(h[:3] == plant[:3] and h[3].startswith(plant[3]) for h in have):
+            raise SystemExit(f'{RECORDED}: no {plant[3]} values of {" ".join(plant[:3])} '
+                             f'to plant a change on')
+
+
 def build_db(path: Path, nights: int, cases: int) -> None:
     template = _template(cases)
+    _check_planted(template)
     recorded = {id(tc): copy.deepcopy(tc['perfvalues'])
                 for tc in template['runs'][0]['testcases']}
     rng = random.Random(1)
@@ -94,7 +120,7 @@ def build_db(path: Path, nights: int, cases: int) -> None:
                 for key, value in recorded[id(tc)].items():
                     if isinstance(value[0], (int, float)) and value[0]:
                         tc['perfvalues'][key][0] = (value[0] * math.exp(0.01 * rng.gauss(0, 1))
-                                                    * _planted(tc, key.split(':')[-1], night))
+                                                    * _planted(tc, key.split(':')[-1], night, nights))
             yield template
     metricindex.store_reports(path, night_reports())
 
@@ -105,23 +131,27 @@ def measure(*cmd) -> dict:
     return json.loads(res.stdout)
 
 
-def found(stdout: str) -> dict:
+def found(stdout: str, nights: int) -> dict:
     """Whether each planted change was found, and what else was called a change."""
+    step_night, outlier_nights = planted_nights(nights)
     def lines(word: str, case: tuple) -> list:
         name = re.escape(f'{case[0]} @{case[1]} +{case[2]} {case[3]}')
         return [ln for ln in stdout.splitlines() if ln.startswith(word) and re.search(name, ln)]
     step = lines('CHANGED WORSE', STEP)
     changes = [ln for ln in stdout.splitlines() if ln.startswith('CHANGED')]
     planted = set(step) | set(lines('CHANGED', DRIFT))
-    return {'step found at night 301': bool(step) and all(f'session {STEP_NIGHT} (' in ln
-                                                          for ln in step),
+    return {f'step found at night {step_night}': bool(step) and all(
+                f'session {step_night} (' in ln for ln in step),
             'step series': len(step),
             'drift found (changes or worse lately)': len(lines('CHANGED', DRIFT)
                                                          + lines('WORSE LATELY', DRIFT)),
             'outliers found at the planted nights': len([
                 ln for ln in lines('OUTLIER', OUTLIER)
-                if any(f'session {n} (' in ln for n in OUTLIER_NIGHTS)]),
+                if any(f'session {n} (' in ln for n in outlier_nights)]),
             'other changes (false alarms)': len([ln for ln in changes if ln not in planted]),
+            'other series worse lately or cut short (not changes)': len([
+                ln for ln in stdout.splitlines() if ln.startswith(('WORSE LATELY', 'CUT SHORT'))
+                and ln not in lines('WORSE LATELY', DRIFT)]),
             'summary': stdout.strip().splitlines()[-1] if stdout.strip() else ''}
 
 
@@ -144,7 +174,7 @@ def main() -> int:
             run = measure(HPCNET, 'history', '--db', db, '--system', 'local', *extra)
             print(f'hpcnet history {label}: {run["seconds"]:.1f} s, peak '
                   f'{run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
-            for what, value in found(run['stdout']).items():
+            for what, value in found(run['stdout'], args.nights).items():
                 print(f'    {what}: {value}')
     return 0
 
