@@ -1,6 +1,7 @@
-"""A year of nights: how long `hpcnet index build` and `hpcnet history` take,
-and how much memory, over a results database of 365 nightly sessions, and
-whether history finds what was planted.
+"""A year of nights: how long `hpcnet index build`, `hpcnet history`, the
+trend page (`hpcnet history --html`) and `hpcnet compare baseline
+now-1d:now` take, and how much memory, over a results database of 365
+nightly sessions, and whether history finds what was planted.
 
 Each night is a copy of a recorded real session (tests/data/reports/
 local-run.json, 85 cases), its cases copied under renamed environments up to
@@ -32,6 +33,7 @@ import json
 import math
 import random
 import re
+import os
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,8 @@ STEP = ('hpcnet_p2p %scale=1_node %mode=bw', 'local:tcp', 'gcc12-openmpi4', 'ban
 DRIFT = ('hpcnet_p2p %scale=1_node %mode=pingpong', 'local:tcp', 'gcc12-mpich5', 'latency')
 OUTLIER = ('hpcnet_p2p %scale=1_node %mode=bw', 'local:shm', 'gcc12-mpich4', 'bandwidth')
 YEAR, STEP_NIGHT, OUTLIER_NIGHTS, DRIFT_SIZE = 365, 301, (100, 200, 250), 0.15
+#: The nights the accepted baseline of `compare baseline` names.
+BASELINE_NIGHTS = 5
 # Run in a child: its own peak memory and time, printed as JSON.
 _MEASURE = ('import json, resource, subprocess, sys, time; t = time.monotonic(); '
             'r = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True); '
@@ -109,7 +113,8 @@ def build_db(path: Path, nights: int, cases: int) -> None:
     recorded = {id(tc): copy.deepcopy(tc['perfvalues'])
                 for tc in template['runs'][0]['testcases']}
     rng = random.Random(1)
-    start = time.time() - (nights + 1) * DAY
+    # The last night half a day ago: the period now-1d:now holds it alone.
+    start = time.time() - (nights + 0.5) * DAY
 
     def night_reports():
         for night in range(1, nights + 1):
@@ -119,16 +124,27 @@ def build_db(path: Path, nights: int, cases: int) -> None:
             for tc in template['runs'][0]['testcases']:
                 for key, value in recorded[id(tc)].items():
                     if isinstance(value[0], (int, float)) and value[0]:
+                        planted = _planted(tc, key.split(':')[-1], night, nights)
                         tc['perfvalues'][key][0] = (value[0] * math.exp(0.01 * rng.gauss(0, 1))
-                                                    * _planted(tc, key.split(':')[-1], night, nights))
+                                                    * planted)
             yield template
     metricindex.store_reports(path, night_reports())
 
 
-def measure(*cmd) -> dict:
+def measure(*cmd, env: dict | None = None) -> dict:
     res = subprocess.run([sys.executable, '-c', _MEASURE, *map(str, cmd)], text=True,
-                         stdout=subprocess.PIPE, check=True)
+                         stdout=subprocess.PIPE, check=True,
+                         env={**os.environ, **env} if env else None)
     return json.loads(res.stdout)
+
+
+def accepted_baseline(refdir: Path, sessions: int) -> None:
+    """A reference file of system local whose provenance names the first
+    ``sessions`` nights: the baseline `compare baseline` reads."""
+    refdir.mkdir()
+    uuids = ', '.join(f'{night:08d}-0000-4000-8000-000000000000'
+                      for night in range(1, sessions + 1))
+    (refdir / 'local.yaml').write_text(f'$provenance: {{sessions: [{uuids}]}}\n')
 
 
 def found(stdout: str, nights: int) -> dict:
@@ -176,6 +192,17 @@ def main() -> int:
                   f'{run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
             for what, value in found(run['stdout'], args.nights).items():
                 print(f'    {what}: {value}')
+        page = Path(scratch) / 'trend.html'
+        run = measure(HPCNET, 'history', '--db', db, '--system', 'local', '--html', page)
+        print(f'hpcnet history --html (the trend page, whole suite): {run["seconds"]:.1f} s, '
+              f'peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}, '
+              f'page {page.stat().st_size / 1e6:.1f} MB')
+        accepted_baseline(Path(scratch) / 'reference', BASELINE_NIGHTS)
+        run = measure(HPCNET, 'compare', 'baseline', 'now-1d:now',
+                      env={'RFM_SQLITE_DB_FILE': str(db),
+                           'HPCNET_REFERENCE_DIR': str(Path(scratch) / 'reference')})
+        print(f'hpcnet compare baseline now-1d:now (baseline: nights 1-{BASELINE_NIGHTS}): '
+              f'{run["seconds"]:.1f} s, peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
     return 0
 
 
