@@ -1,12 +1,16 @@
 """hpcnet.acceptance.statcompare: exact and approximate Mann-Whitney p-values, the
 before/after verdict and its reasons, and rejection of bad input."""
 import itertools
+import json
 import math
 import random
 import statistics
+from pathlib import Path
 
 import pytest
+from scipy import stats
 
+from hpcnet.acceptance import history, statcompare
 from hpcnet.acceptance.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison, Tolerance,
                                            Verdict, compare_samples, mann_whitney_p, modes,
                                            shift_bounds, tolerance_of, u_critical)
@@ -303,3 +307,32 @@ def test_the_tolerance_is_the_floor_or_twice_the_between_session_spread():
     assert tolerance_of([100.0, 50.0, 150.0], 0.03).fraction == TOLERANCE_CAP
     with pytest.raises(ValueError, match='floor'):
         tolerance_of([1.0, 2.0], 3)
+
+
+def _recorded_series() -> list:
+    """Every series of the recorded twelve-session testbed history
+    (tests/data/history), and each rounded to 2 significant digits (ties)."""
+    reports = json.loads((Path(__file__).resolve().parent / 'data' / 'history'
+                          / 'testbed-12-sessions.json').read_text())
+    _, series = history.series_of(reports)
+    values = [[float(v) for v in s.values] for s in series]
+    return values + [[float(f'{v:.2g}') for v in s] for s in values]
+
+
+def test_the_normal_approximation_is_scipys_p_to_the_last_bit():
+    """mann_whitney_p computes scipy's asymptotic p itself: equal, not close,
+    at every split of every recorded series (with ties and without)."""
+    checked = 0
+    for values in _recorded_series():
+        for cut in range(2, len(values) - 1):
+            before, after = values[:cut], values[cut:]
+            has_ties = len(set(values)) < len(values)
+            if len(set(values)) == 1 or (not has_ties and cut * (len(values) - cut)
+                                         <= statcompare.EXACT_MAX_PAIRS):
+                continue
+            for alternative in ('less', 'greater'):
+                assert mann_whitney_p(before, after, alternative) == float(stats.mannwhitneyu(
+                    after, before, alternative=alternative, method='asymptotic',
+                    use_continuity=True).pvalue), (before, after, alternative)
+                checked += 1
+    assert checked > 100
