@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet import fabrics
-from hpcnet.constants import (OUTPUT_DIR, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, TOLERANCE_CAP,
-                              TOLERANCE_FLOOR)
+from hpcnet.constants import OUTPUT_DIR, SYSTEMS_DIR, TOLERANCE_CAP, TOLERANCE_FLOOR
+from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, PartitionKey, check_system
 
 

@@ -21,7 +21,8 @@ from conftest import env_regex, run_reframe
 
 from hpcnet import fabrics, metrics, sites, stacks
 from hpcnet.checklib import preflight
-from hpcnet.constants import CHECKS_DIR, FABRICS_FILE, FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
+from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
+from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, Partition, Stack
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from hpcnet.constants import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
+from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.testbed import softirq
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, HEAD, HOST_OFFSET, IFACE, NETNS_DIR,
                                    SUBNET_PREFIX, TestbedError, default_state_dir,
