@@ -1,5 +1,22 @@
 """ReFrame configuration of hpcnet.
 
+Loading it does more than build a dictionary (as `reframe -C` users may not
+expect):
+- it creates the reports directory (the debug log's, which ReFrame does not
+  create);
+- it runs every site file (config/systems/, HPCNET_SYSTEMS_DIRS), which may
+  register fabrics of its own;
+- it discovers the MPI stacks (hpcnet.stacks): surveys the module tree where
+  there is one, builds and runs a probe program per MPI and compiler, and
+  writes its caches in the state directory; a cache that still holds makes
+  this a file read, and the probe says on stderr when it runs;
+- where environments load modules, it sets LMOD_CMD in this process (for
+  ReFrame's Lmod backend and the jobs) if it is unset;
+- for a session that runs or lists checks, it reads ReFrame's command line
+  and stops it (exit 2, one line) where the host matches no site file, a
+  system whose ranks share a host lacks --exec-policy=serial, a reference
+  file is broken, or -p matches no environment.
+
 Systems are files: every `config/systems/<name>.py` defines one (`local`, the
 fallback for any host, comes last).  Each partition tests one fabric, declared
 in its extras (hpcnet.model.partition_extras) and validated here, when the

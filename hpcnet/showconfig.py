@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet import sites, stacks
-from hpcnet.constants import (DATA_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, PROJECT_ROOT,
-                              REFERENCE_DIR, REFRAME_PREFIX, SYSTEMS_DIR, WORK_DIR)
+from hpcnet.constants import (DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFERENCE_DIR, REFRAME_PREFIX,
+                              SYSTEMS_DIR)
+from hpcnet.paths import DATA_DIR, PROJECT_ROOT, WORK_DIR
 from hpcnet.model import PartitionKey
 from hpcnet.reframeargs import RFM_SYSTEM_ENV
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE

@@ -2,7 +2,8 @@
 directories in HPCNET_SYSTEMS_DIRS) defines ``system``, one ReFrame system
 whose partitions hpcnet.model validates, and may define ``stacks``, which of
 the environments found that system gets (:class:`StackChoice`, keys in
-:class:`SiteKey`).  A mistake is one ConfigError naming the file and the key.
+:class:`SiteKey`), and ``fabrics``, the site's own fabrics (registry entries,
+hpcnet.fabrics).  A mistake is one ConfigError naming the file and the key.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet.constants import (OUTPUT_DIR, SYSTEMS_DIR, SYSTEMS_DIRS_ENV, TOLERANCE_CAP,
-                              TOLERANCE_FLOOR)
+from hpcnet import fabrics
+from hpcnet.constants import OUTPUT_DIR, SYSTEMS_DIR, TOLERANCE_CAP, TOLERANCE_FLOOR
+from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, PartitionKey, check_system
 
 
@@ -34,6 +36,30 @@ class SiteKey:
 #: baseline show (nodes sharing a host's cores), the site widens it here
 #: rather than every baseline command taking --floor.
 BASELINE_FLOOR = 'baseline_floor'
+
+
+#: A site file's optional list of its own fabrics (hpcnet.fabrics.FabricEntry),
+#: registered before its partitions are validated; their MPI settings are
+#: blocks of the fabric table HPCNET_FABRICS_FILE names.
+SITE_FABRICS = 'fabrics'
+
+
+def _register_fabrics(value, where: str) -> None:
+    """Register a site file's own fabrics (its ``fabrics``, from ``where``).
+    The same entry again is no change: a process may load its site files twice."""
+    if value is None:
+        return
+    if not isinstance(value, (list, tuple)) \
+            or not all(isinstance(e, fabrics.FabricEntry) for e in value):
+        raise ConfigError(f'{where}: {SITE_FABRICS} is {value!r} (valid: a list of '
+                          'hpcnet.fabrics.FabricEntry)')
+    for entry in value:
+        if entry.name in fabrics.fabric_names() and fabrics.fabric(entry.name) == entry:
+            continue
+        try:
+            fabrics.register(entry)
+        except fabrics.RegistryError as err:
+            raise ConfigError(f'{where}: {SITE_FABRICS}: {err}') from None
 
 
 def _check_mapping(value, keys: tuple, at: str, what: str, where: str) -> None:
@@ -124,7 +150,8 @@ def _baseline_floor(value, where: str) -> float:
 
 def load_site_files(*directories) -> list:
     """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
-    (a site is a file), and may define ``stacks`` (StackChoice).  Returned
+    (a site is a file), and may define ``stacks`` (StackChoice) and
+    ``fabrics`` (its own fabrics, registered here).  Returned
     validated (SiteFile), in the order ReFrame must try them: by file name,
     except that systems whose hostnames match any host (``.*``, the ``local``
     fallback) come last."""
@@ -136,6 +163,7 @@ def load_site_files(*directories) -> list:
         spec.loader.exec_module(module)
         if not hasattr(module, 'system'):
             raise ConfigError(f'{path}: defines no `system` (a ReFrame system dictionary)')
+        _register_fabrics(getattr(module, SITE_FABRICS, None), str(path))
         sites.append(SiteFile(str(path), check_system(module.system, str(path)),
                               StackChoice.from_site(getattr(module, 'stacks', None), str(path)),
                               _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path))))

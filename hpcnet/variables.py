@@ -16,6 +16,7 @@ STATE_DIR_ENV = 'HPCNET_STATE_DIR'
 REPORTS_DIR_ENV = 'HPCNET_REPORTS_DIR'
 REFERENCE_DIR_ENV = 'HPCNET_REFERENCE_DIR'
 SYSTEMS_DIRS_ENV = 'HPCNET_SYSTEMS_DIRS'
+FABRICS_FILE_ENV = 'HPCNET_FABRICS_FILE'
 MPI_PREFIXES_ENV = 'HPCNET_MPI_PREFIXES'
 SPACK_ENV_VAR = 'HPCNET_SPACK_ENV'
 SPACK_LOCK_ENV_VAR = 'HPCNET_SPACK_LOCK'
@@ -68,6 +69,9 @@ VARIABLES = (
     Variable(SYSTEMS_DIRS_ENV, 'only `config/systems/`',
              'more directories of site files (colon separated), loaded after `config/systems/`',
              'hpcnet/sites.py'),
+    Variable(FABRICS_FILE_ENV, '`config/fabrics.yaml` of the suite',
+             "the fabric table: a site's own copy, holding the blocks of the fabrics its site "
+             'files add (`fabrics`)', 'hpcnet/constants.py'),
     Variable(MPI_PREFIXES_ENV, 'none',
              'MPI installation prefixes to probe (colon separated; each must have `bin/mpicc`): '
              'EasyBuild installs, a Spack view', 'hpcnet/stacks/sources.py'),

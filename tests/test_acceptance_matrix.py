@@ -14,7 +14,7 @@ import pytest
 import conftest
 from hpcnet import verdict
 from hpcnet.checklib import sanity
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

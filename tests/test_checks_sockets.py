@@ -15,7 +15,8 @@ from reframe.core.exceptions import SanityError
 from hpcnet.checklib import sockets
 from hpcnet.checklib.calibration import ABOVE_WIRE
 from hpcnet import testbed as tbm
-from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD, WORK_DIR
+from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD
+from hpcnet.paths import WORK_DIR
 from hpcnet.parsers.kernel import parse_kernel_output
 
 SOCKETS = CHECKS_DIR / 'sockets.py'

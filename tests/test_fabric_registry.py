@@ -5,7 +5,9 @@ is valid.
 
 The fake fabric "fakenet" (a netdev fabric, as TCP) is registered with
 :func:`hpcnet.fabrics.register` and given a block in a temporary copy of
-config/fabrics.yaml; nothing else is touched.
+config/fabrics.yaml; nothing else is touched.  For a real ReFrame run, a
+site file outside the package registers "loopnet" (its ``fabrics``), and
+HPCNET_FABRICS_FILE names a copy of the table with its blocks.
 """
 import dataclasses
 import os
@@ -15,10 +17,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import env_regex, run_reframe
 
-from hpcnet import fabrics, metrics, stacks
+from hpcnet import fabrics, metrics, sites, stacks
 from hpcnet.checklib import preflight
-from hpcnet.constants import FABRICS_FILE, SYSTEMS_DIRS_ENV
+from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
+from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, Partition, Stack
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
@@ -131,6 +135,73 @@ def test_discovery_refuses_a_fabric_one_host_cannot_carry(fakenet, tmp_path):
     with pytest.raises(stacks.StackError, match=r"fabric 'fakenet' cannot be probed on one "
                                                   r'host \(valid: shm, tcp;'):
         stacks.discover(state=tmp_path, sources=[], compilers=[], fabrics=[FAKE])
+
+
+#: A site file that adds a fabric of its own: TCP over loopback under
+#: another name, on one partition of this host.
+LOOPNET_SITE = """
+from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT
+from hpcnet.fabrics import Carrier, FabricEntry
+from hpcnet.model import partition_extras
+
+fabrics = [FabricEntry(
+    name='loopnet', description='TCP over loopback, under a name of its own',
+    carrier=Carrier.NETDEV, needs_iface=True, host_probed=False, host_probe_iface=None,
+    link_layer=None, default_gid_index=None)]
+
+system = {
+    'name': 'loopsite', 'descr': 'this host, its loopback declared as fabric loopnet',
+    'hostnames': ['.*'],
+    'partitions': [{'name': 'loopnet', 'scheduler': 'local', 'launcher': 'mpirun',
+                    'max_jobs': 1, 'time_limit': DEFAULT_JOB_TIME_LIMIT,
+                    'extras': partition_extras(fabric='loopnet', iface='lo', mtu=65536)}],
+}
+"""
+
+
+@pytest.mark.parametrize('fabrics_value,match', [
+    ("['cxi']", r"fabrics is \['cxi'\] \(valid: a list of hpcnet.fabrics.FabricEntry\)"),
+    ("[dataclasses.replace(fabric('tcp'), description='mine')]",
+     r"fabrics: fabric 'tcp' is already registered"),
+])
+def test_a_wrong_site_fabric_names_file_and_key(tmp_path, fabrics_value, match):
+    site = tmp_path / 'mysite.py'
+    site.write_text('import dataclasses\nfrom hpcnet.fabrics import fabric\n'
+                    f'fabrics = {fabrics_value}\n' + "system = {'name': 'mysite'}\n")
+    with pytest.raises(ConfigError, match=rf'^{site}: {match}$'):
+        sites.load_site_files(tmp_path)
+
+
+def test_a_site_file_loaded_twice_registers_its_fabric_once(tmp_path):
+    (tmp_path / 'loopsite.py').write_text(LOOPNET_SITE)
+    try:
+        sites.load_site_files(tmp_path)
+        (site,) = sites.load_site_files(tmp_path)
+        assert fabrics.fabric_names()[-1] == 'loopnet'
+        assert site.system['partitions'][0]['extras']['fabric'] == 'loopnet'
+    finally:
+        fabrics.unregister('loopnet')
+
+
+@pytest.mark.integration
+def test_a_site_fabric_runs_the_p2p_check(tmp_path, one_env_per_stack):
+    systems = tmp_path / 'systems'
+    systems.mkdir()
+    (systems / 'loopsite.py').write_text(LOOPNET_SITE)
+    table = yaml.safe_load(FABRICS_FILE.read_text())
+    # Its MPI settings: TCP's, with the TCP stack's only interface, loopback.
+    table['fabrics']['loopnet'] = table['fabrics']['tcp']
+    (tmp_path / 'fabrics.yaml').write_text(yaml.safe_dump(table))
+    env = next((e for e in one_env_per_stack if 'openmpi' in e), one_env_per_stack[0])
+    proc, cases = run_reframe(
+        tmp_path, '-c', str(CHECKS_DIR / 'p2p.py'), '-n', '^hpcnet_p2p.*mode=pingpong',
+        '-p', env_regex([env]), '-S', 'time_per_size_ms=5', retries=0, system='loopsite:loopnet',
+        env={SYSTEMS_DIRS_ENV: str(systems), FABRICS_FILE_ENV: str(tmp_path / 'fabrics.yaml')})
+    (case,) = [c for c in cases if c['name'].startswith('hpcnet_p2p')] or [proc.stdout[-3000:]]
+    assert case['result'] == 'pass', case.get('fail_reason') or proc.stdout[-3000:]
+    assert case['partition'] == 'loopnet'
+    # The MPI's own report, held against loopnet's block of the table.
+    assert case['transport'].endswith("used tcp on fabric 'loopnet'"), case['transport']
 
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,9 @@ from conftest import REFRAME, run_reframe
 
 from hpcnet import stacks
 from hpcnet.stacks import sources
-from hpcnet.constants import PROJECT_ROOT, STATE_DIR_ENV, Fabric, P2PMode
+from hpcnet.constants import Fabric, P2PMode
+from hpcnet.paths import PROJECT_ROOT
+from hpcnet.variables import STATE_DIR_ENV
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from test_stacks import CC, make_fake_mpi
 from hpcnet import stacks
 from hpcnet.stacks import lmod, modulecache, modulenames, modules, moduletree
 from hpcnet.variables import MODULEPATH_ENV
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
 
 DATA = Path(__file__).parent / 'data' / 'modules'

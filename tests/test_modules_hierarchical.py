@@ -12,7 +12,7 @@ from conftest import discovery_of_tree, env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily
 from hpcnet.stacks import lmod, modulecache, modulenames, modules
 from hpcnet.variables import MODULEPATH_ENV

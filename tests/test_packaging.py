@@ -22,7 +22,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from hpcnet.constants import STATE_DIR_ENV
+from hpcnet.variables import STATE_DIR_ENV
 from hpcnet.paths import HOME_ENV, PROJECT_ROOT, WORK_DIR_ENV
 
 tomllib = pytest.importorskip('tomllib', reason='tomllib (Python 3.11+) reads pyproject.toml')

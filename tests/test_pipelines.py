@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
 PIPELINES = PROJECT_ROOT / 'ci' / 'pipelines'

@@ -13,7 +13,8 @@ from conftest import case_verdicts, running_testbed
 
 from hpcnet import runner, stacks
 from hpcnet import testbed as tbm
-from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, PROJECT_ROOT, REFRAME_PREFIX, WORK_DIR
+from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, REFRAME_PREFIX
+from hpcnet.paths import PROJECT_ROOT, WORK_DIR
 from hpcnet.exitcodes import Exit
 
 BIN = Path(sys.executable).parent

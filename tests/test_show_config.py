@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from hpcnet import sites, variables
-from hpcnet.constants import OUTPUT_DIR, PROJECT_ROOT, REFERENCE_DIR
+from hpcnet.constants import OUTPUT_DIR, REFERENCE_DIR
+from hpcnet.paths import PROJECT_ROOT
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
 #: Where the code reads variables (src/: the kernels; Makefile: the build).
@@ -33,7 +34,7 @@ def test_every_variable_the_code_reads_is_in_the_table():
     found = {m for text in _sources().values() for m in re.findall(r'HPCNET_[A-Z_0-9]+', text)}
     assert found - set(variables.INCLUDE_GUARDS) - named == set()
     # ... and every entry of the table is read somewhere: used, not only
-    # imported (hpcnet.constants re-exports every one).
+    # imported.
     read = {name for name in named
             if any(name in text or re.search(rf'\b{_constant(name)}\b', text)
                    for path, text in _sources().items() if path.name != 'variables.py')}

@@ -11,7 +11,7 @@ import pytest
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import fabrics, model, sites, stacks
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
 from hpcnet.sites import StackChoice
 from hpcnet.stacks import lmod, modulecache, modules

@@ -21,8 +21,10 @@ import pytest
 from conftest import case_verdicts, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV, TESTBED_NODES_ENV,
-                              TESTBED_RATE_ENV, TESTBED_RDMA_ENV, WORK_DIR)
+from hpcnet.constants import CHECKS_DIR, CONFIG_DIR
+from hpcnet.paths import WORK_DIR
+from hpcnet.variables import (REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV, TESTBED_NODES_ENV,
+                              TESTBED_RATE_ENV, TESTBED_RDMA_ENV)
 from hpcnet.sites import load_site_files
 from hpcnet.variables import MODULEPATH_ENV
 

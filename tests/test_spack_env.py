@@ -5,7 +5,7 @@ which Spack 1.1 refused at once."""
 
 import yaml
 
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 
 #: Variant names per package, from the package.py files of v2025.11.0.
 VARIANTS = {

@@ -21,7 +21,9 @@ from conftest import env_regex, run_reframe, unexplained_failures
 from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
-from hpcnet.constants import CHECKS_DIR, REFERENCE_DIR_ENV, SRC_DIR, TESTBED_NODES_ENV, WORK_DIR
+from hpcnet.constants import CHECKS_DIR, SRC_DIR
+from hpcnet.paths import WORK_DIR
+from hpcnet.variables import REFERENCE_DIR_ENV, TESTBED_NODES_ENV
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD

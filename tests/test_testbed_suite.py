@@ -20,7 +20,8 @@ from conftest import env_regex, run_reframe, running_testbed, unexplained_failur
 from hpcnet.acceptance import paper
 from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration
 from hpcnet import testbed as tbm
-from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, WORK_DIR, P2PMode
+from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, P2PMode
+from hpcnet.paths import WORK_DIR
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from hpcnet import argtypes, testbed as tbm
-from hpcnet.constants import WORK_DIR
+from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history
 from hpcnet.runner import run_suite
 from hpcnet.verdict import final_cases_of

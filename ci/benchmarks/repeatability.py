@@ -24,7 +24,7 @@ from pathlib import Path
 
 from hpcnet import runner
 from hpcnet.acceptance import compare
-from hpcnet.constants import WORK_DIR
+from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history
 
 METRICS = ('latency_0B', 'latency_8B', 'bandwidth_64KiB', 'bandwidth_1MiB', 'bandwidth_4MiB')

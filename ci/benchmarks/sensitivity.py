@@ -28,7 +28,8 @@ from pathlib import Path
 from hpcnet import runner
 from hpcnet.acceptance import compare, statcompare
 from hpcnet import testbed as tbm
-from hpcnet.constants import TESTBED_RATE_ENV, WORK_DIR
+from hpcnet.paths import WORK_DIR
+from hpcnet.variables import TESTBED_RATE_ENV
 from hpcnet.paths import isolate_history
 
 CONDITIONS = (('clean', '1gbit'), ('cut 10 %', '900mbit'), ('cut 5 %', '950mbit'))

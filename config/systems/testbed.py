@@ -9,8 +9,8 @@ exists only where the nodes have an RDMA device on eth0 (Soft-RoCE, rdma_rxe);
 """
 import os
 
-from hpcnet.constants import (DEFAULT_JOB_TIME_LIMIT, TESTBED_NODES_ENV, TESTBED_RATE_ENV,
-                              TESTBED_RDMA_ENV, Fabric)
+from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric
+from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.model import partition_extras
 
 #: What `hpcnet testbed up` makes by default: 4 compute nodes, 1 Gbit/s links.

@@ -44,7 +44,8 @@ import reframe
 
 from hpcnet.metrics import higher_is_better
 from hpcnet.acceptance.casevalues import perf_samples
-from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR_ENV
+from hpcnet.paths import PROJECT_ROOT
+from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED,
                                           per_environment, reference_dir, reference_file)
 from hpcnet.acceptance.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP,

@@ -48,7 +48,8 @@ from pathlib import Path
 import yaml
 
 from hpcnet import metrics
-from hpcnet.constants import MEASUREMENT_WITHHELD, REFERENCE_DIR, REFERENCE_DIR_ENV
+from hpcnet.constants import MEASUREMENT_WITHHELD, REFERENCE_DIR
+from hpcnet.variables import REFERENCE_DIR_ENV
 
 #: Special keys ReFrame accepts in an $index, besides test attribute names.
 INDEX_SPECIALS = ('$system', '$partition', '$environ')

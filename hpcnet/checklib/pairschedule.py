@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
-from typing import Optional, Tuple
 
 #: How the pairs of a round are measured: all at once (each on links of its
 #: own, a real cluster), or one after the other (nodes sharing one host's
@@ -52,12 +51,12 @@ class Schedule:
     order: str
     #: The rounds measured (0-based, as the kernel's --rounds), all of them
     #: unless sampled.
-    rounds: Tuple[int, ...]
+    rounds: tuple[int, ...]
     #: The seed the sample was drawn with (None: every round).
-    seed: Optional[int] = None
+    seed: int | None = None
     #: Seconds one pair takes (stated), for the expected time; None: unknown
     #: before the run (the kernel prints it after its first round).
-    pair_seconds: Optional[float] = None
+    pair_seconds: float | None = None
 
     @property
     def pairs(self) -> int:
@@ -69,7 +68,7 @@ class Schedule:
         return first_pass_seconds / (self.pairs if self.order == TURNS else len(self.rounds))
 
     @property
-    def expected_seconds(self) -> Optional[float]:
+    def expected_seconds(self) -> float | None:
         '''The first pass: a round costs one pair's time when its pairs run
         at once, all its pairs' when they take turns.'''
         if self.pair_seconds is None:
@@ -95,8 +94,8 @@ class Schedule:
                     expected_seconds=self.expected_seconds)
 
 
-def plan(nodes: int, order: str, sample_rounds: int = 0, seed: Optional[int] = None,
-         pair_seconds: Optional[float] = None) -> Schedule:
+def plan(nodes: int, order: str, sample_rounds: int = 0, seed: int | None = None,
+         pair_seconds: float | None = None) -> Schedule:
     '''Every round (``sample_rounds`` 0), or ``sample_rounds`` of them drawn
     with ``seed`` (None: a seed is drawn, and recorded in the schedule).'''
     total = round_count(nodes)

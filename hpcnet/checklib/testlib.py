@@ -28,9 +28,9 @@ from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
 from hpcnet.checklib.builds import build_kernels
 from hpcnet.checklib.calibrated import JudgedOverIperf3
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
-from hpcnet.constants import (FABRIC_UNUSABLE, FINALIZE_TIMEOUT_ENV,
-                              FINALIZE_TIMEOUT_OVERSUBSCRIBED_S, FINALIZE_TIMEOUT_S, Fabric,
-                              Feature, PartitionFeature, Scale)
+from hpcnet.constants import (FABRIC_UNUSABLE, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S,
+                              FINALIZE_TIMEOUT_S, Fabric, Feature, PartitionFeature, Scale)
+from hpcnet.variables import FINALIZE_TIMEOUT_ENV
 from hpcnet.model import Partition, Stack
 from hpcnet.mpi import start_env
 from hpcnet.stacks import BUILTIN_ENV

@@ -24,7 +24,7 @@ from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
 from hpcnet.commands.parser import pass_through
-from hpcnet.constants import REFERENCE_DIR_ENV
+from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
 from hpcnet.reframeargs import named_system
 

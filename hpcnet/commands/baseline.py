@@ -9,7 +9,9 @@ from pathlib import Path
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references, refmerge
 from hpcnet.commands.parser import pass_through
-from hpcnet.constants import PROJECT_ROOT, REFERENCE_DIR, REFERENCE_DIR_ENV
+from hpcnet.constants import REFERENCE_DIR
+from hpcnet.paths import PROJECT_ROOT
+from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import Exit
 from hpcnet.reframeargs import named_system
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpcnet import fabrics, model, sites
+from hpcnet.constants import FABRICS_FILE
 
 
 def run(args) -> int:
     '''Validate the fabric table (and every system file against it).'''
-    path = Path(args.file) if args.file else model.FABRICS_FILE
+    path = Path(args.file) if args.file else FABRICS_FILE
+    # The site files first: the fabrics they add have blocks in the table.
+    systems = sites.load_system_files(*sites.system_directories())
     table = fabrics.load_table(path)
     print(f'ok: {path}: fabrics {", ".join(table["fabrics"])}; MPI profiles '
           f'{", ".join(table["profiles"])}')
@@ -17,7 +20,7 @@ def run(args) -> int:
         block = '' if entry.name in table['fabrics'] else f' (no block in {path})'
         print(f'fabric {entry.name}: {entry.description}; carried by {entry.carrier}{block}')
     if not args.file:
-        for system in sites.load_system_files(*sites.system_directories()):
+        for system in systems:
             parts = ', '.join(f'{p["name"]} ({p["extras"][model.PartitionKey.FABRIC]})'
                               for p in system['partitions'])
             print(f'ok: system {system["name"]}: {parts}')

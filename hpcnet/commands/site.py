@@ -15,7 +15,8 @@ from pathlib import Path
 from hpcnet import stacks
 from hpcnet.argtypes import positive_int
 from hpcnet.commands.parser import renamed
-from hpcnet.constants import SYSTEMS_DIR, SYSTEMS_DIRS_ENV
+from hpcnet.constants import SYSTEMS_DIR
+from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
 from hpcnet.siteinit import check, nodes, plan, proposal, slurm

@@ -13,7 +13,7 @@ from hpcnet import runner, testbed
 from hpcnet.commands import accept, baseline
 from hpcnet.commands import run as run_command
 from hpcnet.commands.parser import CommandParser
-from hpcnet.constants import WORK_DIR
+from hpcnet.paths import WORK_DIR
 from hpcnet.testbed.config import HEAD
 from hpcnet.variables import TESTBED_STATE_DIR_ENV
 

@@ -1,8 +1,6 @@
 """The one error type of every parser of benchmark output (our kernels, IMB, OSU)."""
 from __future__ import annotations
 
-from typing import Optional
-
 
 class BenchmarkOutputError(ValueError):
     """A benchmark output that cannot be trusted: truncated, malformed or unexpected.
@@ -13,7 +11,7 @@ class BenchmarkOutputError(ValueError):
     ``str(error)`` is ``"<source>:<line>: <reason>"``.
     """
 
-    def __init__(self, source: str, line: Optional[int], reason: str):
+    def __init__(self, source: str, line: int | None, reason: str):
         self.source = source
         self.line = line
         self.reason = reason

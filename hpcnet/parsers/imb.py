@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Mapping
 
 from .errors import BenchmarkOutputError
 from .table import INTEGER, LINE_FROM_LIBRARY, NUMBER, SIZE_COLUMN, ParsedTable
@@ -102,9 +102,9 @@ class ImbTable(ParsedTable):
     """
     benchmark: str
     processes: int
-    columns: Tuple[str, ...]
-    rows: Tuple[Dict[str, float], ...]
-    mode: Optional[str] = None
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, float], ...]
+    mode: str | None = None
     groups: int = 1
     waiting: int = 0
     line: int = 0
@@ -137,45 +137,45 @@ class ImbOutput:
     ``(line number, text)`` of ignored non-IMB lines outside tables (``[N]`` lines excluded).
     """
     version: str
-    tables: Tuple[ImbTable, ...]
+    tables: tuple[ImbTable, ...]
     complete: bool
     part: str = ''
     header: Mapping[str, str] = field(default_factory=dict)
-    calling_sequence: Optional[str] = None
-    benchmarks_listed: Tuple[str, ...] = ()
-    skipped: Tuple[Tuple[str, int], ...] = ()
-    invalid_names: Tuple[str, ...] = ()
-    foreign_lines: Tuple[Tuple[int, str], ...] = ()
+    calling_sequence: str | None = None
+    benchmarks_listed: tuple[str, ...] = ()
+    skipped: tuple[tuple[str, int], ...] = ()
+    invalid_names: tuple[str, ...] = ()
+    foreign_lines: tuple[tuple[int, str], ...] = ()
     source: str = '<output>'
 
     @property
-    def mpi_version(self) -> Optional[str]:
+    def mpi_version(self) -> str | None:
         """The MPI standard version the library reports (``'3.1'``)."""
         return self.header.get('MPI Version')
 
-    def _header_bytes(self, which: str) -> Optional[int]:
+    def _header_bytes(self, which: str) -> int | None:
         value = self.header.get(f'{which} message length in bytes')
         return int(value) if value is not None and value.isdigit() else None
 
     @property
-    def min_message_bytes(self) -> Optional[int]:
+    def min_message_bytes(self) -> int | None:
         return self._header_bytes('Minimum')
 
     @property
-    def max_message_bytes(self) -> Optional[int]:
+    def max_message_bytes(self) -> int | None:
         return self._header_bytes('Maximum')
 
     @property
-    def benchmarks(self) -> Tuple[str, ...]:
+    def benchmarks(self) -> tuple[str, ...]:
         """The benchmarks that have a table, in output order, without repetition."""
-        names: List[str] = []
+        names: list[str] = []
         for t in self.tables:
             if t.benchmark not in names:
                 names.append(t.benchmark)
         return tuple(names)
 
-    def table(self, benchmark: str, processes: Optional[int] = None,
-              mode: Optional[str] = None, groups: Optional[int] = None) -> ImbTable:
+    def table(self, benchmark: str, processes: int | None = None,
+              mode: str | None = None, groups: int | None = None) -> ImbTable:
         """The one table of ``benchmark`` (case-insensitive), narrowed by ``processes``,
         ``mode`` and ``groups`` when several match; an error lists what is present."""
         found = [t for t in self.tables
@@ -229,13 +229,13 @@ class _Section:
         self.multi = name.startswith('Multi-')
         self.benchmark = name[len('Multi-'):] if self.multi else name
         self.line = line
-        self.processes: Optional[int] = None
+        self.processes: int | None = None
         self.groups = 1
         self.waiting = 0
-        self.mode: Optional[str] = None
-        self.columns: Tuple[str, ...] = ()
+        self.mode: str | None = None
+        self.columns: tuple[str, ...] = ()
         self.header_line = 0
-        self.rows: List[Dict[str, float]] = []
+        self.rows: list[dict[str, float]] = []
 
 
 def _looks_like_row(text: str) -> bool:
@@ -249,27 +249,27 @@ def parse_imb(text: str, source: str = '<output>', *, allow_incomplete: bool = F
     Raises :class:`BenchmarkOutputError` (with ``source`` and the line number) when the
     output is truncated or malformed.
     """
-    def fail(line: Optional[int], reason: str) -> BenchmarkOutputError:
+    def fail(line: int | None, reason: str) -> BenchmarkOutputError:
         return BenchmarkOutputError(source, line, reason)
 
     lines = text.splitlines()
     if allow_incomplete and lines and not text.endswith(('\n', '\r')):
         lines = lines[:-1]          # cut while being written: not a line IMB finished
 
-    version: Optional[str] = None
+    version: str | None = None
     part = ''
-    header: Dict[str, str] = {}
-    calling_sequence: Optional[str] = None
-    listed: List[str] = []
-    skipped: List[Tuple[str, int]] = []
-    invalid_names: List[str] = []
-    foreign: List[Tuple[int, str]] = []
-    tables: List[ImbTable] = []
-    complete_at: Optional[int] = None
+    header: dict[str, str] = {}
+    calling_sequence: str | None = None
+    listed: list[str] = []
+    skipped: list[tuple[str, int]] = []
+    invalid_names: list[str] = []
+    foreign: list[tuple[int, str]] = []
+    tables: list[ImbTable] = []
+    complete_at: int | None = None
 
-    section: Optional[_Section] = None
+    section: _Section | None = None
     in_table = False
-    pending: Optional[str] = None      # 'calling' / 'list': a multi-line header item
+    pending: str | None = None      # 'calling' / 'list': a multi-line header item
 
     def close_table(at: int) -> None:
         nonlocal section, in_table
@@ -438,13 +438,13 @@ def parse_imb(text: str, source: str = '<output>', *, allow_incomplete: bool = F
 _ROW_HINT = ' (a truncated or damaged row, or a foreign line inside the table)'
 
 
-def _parse_row(stripped: str, section: _Section, number: int, fail) -> Dict[str, float]:
+def _parse_row(stripped: str, section: _Section, number: int, fail) -> dict[str, float]:
     fields = stripped.split()
     columns = section.columns
     if len(fields) != len(columns):
         raise fail(number, f'{section.benchmark} row has {len(fields)} fields, expected '
                            f'{len(columns)} ({" ".join(columns)}): {stripped!r}{_ROW_HINT}')
-    row: Dict[str, float] = {}
+    row: dict[str, float] = {}
     for name, token in zip(columns, fields):
         if name in _INT_COLUMNS:
             if not INTEGER.match(token):

@@ -3,14 +3,14 @@
 given a name it does not know)."""
 from __future__ import annotations
 
-from typing import Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Iterable, Mapping, Sequence
 
 __all__ = ['imb_command', 'IMB_SUITES', 'IMB_MPI1_BENCHMARKS', 'IMB_NBC_BENCHMARKS',
            'IMB_RMA_BENCHMARKS', 'IMB_P2P_BENCHMARKS', 'IMB_ITER_POLICIES']
 
 # Benchmark names as printed by `IMB-<suite> -list` (IMB 2021.11, Intel MPI 2021.19);
 # "(non-default)" ones only run when named.
-IMB_MPI1_BENCHMARKS: Tuple[str, ...] = (
+IMB_MPI1_BENCHMARKS: tuple[str, ...] = (
     'PingPong', 'PingPing', 'Sendrecv', 'Exchange', 'Allreduce', 'Reduce', 'Reduce_local',
     'Reduce_scatter', 'Reduce_scatter_block', 'Allgather', 'Allgatherv', 'Gather', 'Gatherv',
     'Scatter', 'Scatterv', 'Alltoall', 'Alltoallv', 'Bcast', 'Barrier',
@@ -21,42 +21,42 @@ IMB_MPI1_BENCHMARKS: Tuple[str, ...] = (
 _NBC_OPS = ('Iallgather', 'Iallgatherv', 'Iallreduce', 'Ialltoall', 'Ialltoallv', 'Ibarrier',
             'Ibcast', 'Igather', 'Igatherv', 'Ireduce', 'Ireduce_scatter', 'Iscatter',
             'Iscatterv')
-IMB_NBC_BENCHMARKS: Tuple[str, ...] = _NBC_OPS + tuple(f'{b}_pure' for b in _NBC_OPS)
-IMB_RMA_BENCHMARKS: Tuple[str, ...] = (
+IMB_NBC_BENCHMARKS: tuple[str, ...] = _NBC_OPS + tuple(f'{b}_pure' for b in _NBC_OPS)
+IMB_RMA_BENCHMARKS: tuple[str, ...] = (
     'Accumulate', 'All_get_all', 'All_put_all', 'Bidir_get', 'Bidir_put', 'Compare_and_swap',
     'Exchange_get', 'Exchange_put', 'Fetch_and_op', 'Get_accumulate', 'Get_all_local',
     'Get_local', 'One_get_all', 'One_put_all', 'Put_all_local', 'Put_local',
     'Truly_passive_put', 'Unidir_get', 'Unidir_put',
 )
-IMB_P2P_BENCHMARKS: Tuple[str, ...] = (
+IMB_P2P_BENCHMARKS: tuple[str, ...] = (
     'PingPong', 'PingPing', 'Unirandom', 'Birandom', 'Corandom', 'Stencil2D', 'Stencil3D',
     'SendRecv_Replace',
 )
 #: suite (executable name) -> its benchmark names; the order is the inference order of
 #: :func:`imb_command` when no suite is given.
-IMB_SUITES: Mapping[str, Tuple[str, ...]] = {
+IMB_SUITES: Mapping[str, tuple[str, ...]] = {
     'IMB-MPI1': IMB_MPI1_BENCHMARKS,
     'IMB-NBC': IMB_NBC_BENCHMARKS,
     'IMB-RMA': IMB_RMA_BENCHMARKS,
     'IMB-P2P': IMB_P2P_BENCHMARKS,
 }
 #: values of ``-iter_policy`` (``IMB-MPI1 -help iter_policy``)
-IMB_ITER_POLICIES: Tuple[str, ...] = ('dynamic', 'multiple_np', 'auto', 'off')
+IMB_ITER_POLICIES: tuple[str, ...] = ('dynamic', 'multiple_np', 'auto', 'off')
 
 
-def _canonical(names: Sequence[str], suite: str) -> Optional[List[str]]:
+def _canonical(names: Sequence[str], suite: str) -> list[str] | None:
     known = {b.lower(): b for b in IMB_SUITES[suite]}
     out = [known.get(n.lower()) for n in names]
     return None if any(o is None for o in out) else out  # type: ignore[return-value]
 
 
-def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
-                iter_policy: Optional[str] = None, *, suite: Optional[str] = None,
-                executable: Optional[str] = None, npmin: Optional[int] = None,
-                iterations=None, time_limit: Optional[float] = None,
-                mem_gb: Optional[float] = None, multi: Optional[int] = None,
-                sync: Optional[bool] = None, window_size: Optional[int] = None,
-                extra: Sequence[str] = ()) -> List[str]:
+def imb_command(benchmarks: str | Iterable[str], msglog=None,
+                iter_policy: str | None = None, *, suite: str | None = None,
+                executable: str | None = None, npmin: int | None = None,
+                iterations=None, time_limit: float | None = None,
+                mem_gb: float | None = None, multi: int | None = None,
+                sync: bool | None = None, window_size: int | None = None,
+                extra: Sequence[str] = ()) -> list[str]:
     """The argument list running ``benchmarks`` with IMB, e.g.
     ``['IMB-MPI1', 'PingPong', 'Allreduce', '-msglog', '0:10']``.
 
@@ -77,7 +77,7 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
     """
     names = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
     suite, canonical = _suite_and_names(names, suite)
-    args: List[str] = [executable or suite, *canonical]
+    args: list[str] = [executable or suite, *canonical]
     p2p = suite == 'IMB-P2P'
     if msglog is not None:
         args += ['-msglog', _msglog(msglog)]
@@ -95,7 +95,7 @@ def imb_command(benchmarks: Union[str, Iterable[str]], msglog=None,
     return args
 
 
-def _suite_and_names(names: List[str], suite: Optional[str]) -> tuple:
+def _suite_and_names(names: list[str], suite: str | None) -> tuple:
     """(suite, the names in IMB's spelling): ``suite`` or the first suite
     knowing every name; ValueError naming the valid names otherwise."""
     if not names:
@@ -144,9 +144,9 @@ def _iterations(iterations, p2p: bool) -> str:
     return ','.join(str(v) for v in values)
 
 
-def _options(iter_policy, npmin, window_size, time_limit, mem_gb, multi, sync) -> List[str]:
+def _options(iter_policy, npmin, window_size, time_limit, mem_gb, multi, sync) -> list[str]:
     """The options of IMB-MPI1, IMB-NBC and IMB-RMA that were given, each checked."""
-    args: List[str] = []
+    args: list[str] = []
     if iter_policy is not None:
         if iter_policy not in IMB_ITER_POLICIES:
             raise ValueError(f'imb_command: unknown iter_policy {iter_policy!r}; valid: '

@@ -40,7 +40,6 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
 
 from .errors import BenchmarkOutputError
 from .table import NUMBER, ParsedTable, Value
@@ -122,13 +121,13 @@ class KernelOutput(ParsedTable):
     kernel: str
     format_version: int
     mpi_library: str
-    hosts: Dict[int, str]
-    header: Dict[str, str]
-    columns: Tuple[str, ...]
-    rows: Tuple[Dict[str, Value], ...]
+    hosts: dict[int, str]
+    header: dict[str, str]
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, Value], ...]
     source: str = '<output>'
     #: Ignored (noise) lines as (line number, text).
-    noise: Tuple[Tuple[int, str], ...] = field(default=(), repr=False)
+    noise: tuple[tuple[int, str], ...] = field(default=(), repr=False)
 
     #: collectives: one row per operation and size; sockets udp_stream: one
     #: per paced rate and size.
@@ -137,7 +136,7 @@ class KernelOutput(ParsedTable):
     def describe(self) -> str:
         return f'{self.kernel} output'
 
-    def row_label(self, row: Dict[str, Value], index: int) -> str:
+    def row_label(self, row: dict[str, Value], index: int) -> str:
         if 'rank_a' in row and 'rank_b' in row:       # pairs: one row per pair of ranks
             return f'pair {int(row["rank_a"])}-{int(row["rank_b"])}'
         return super().row_label(row, index)
@@ -153,13 +152,13 @@ class KernelOutput(ParsedTable):
         return value
 
     @property
-    def validated(self) -> Optional[int]:
+    def validated(self) -> int | None:
         """N of ``validation: passed N``; None if the run did not validate."""
         value = self.header.get('validation')
         return int(value.split()[1]) if value else None
 
 
-def _number(text: str) -> Optional[float]:
+def _number(text: str) -> float | None:
     """Finite float of a plain decimal number, None if `text` is not one."""
     if not NUMBER.match(text):
         return None
@@ -172,16 +171,16 @@ def _show(line: str, limit: int = 120) -> str:
 
 
 def parse_kernel_output(text: str, source: str = '<output>',
-                        expect_kernel: Optional[str] = None) -> KernelOutput:
+                        expect_kernel: str | None = None) -> KernelOutput:
     """Parse the stdout of one hpcnet kernel run (see the module documentation)."""
-    kernel: Optional[str] = None
+    kernel: str | None = None
     version = 0
-    mpi_library: Optional[str] = None
-    hosts: Dict[int, str] = {}
-    header: Dict[str, str] = {}
-    columns: Optional[Tuple[str, ...]] = None
-    rows: List[Dict[str, Value]] = []
-    noise: List[Tuple[int, str]] = []
+    mpi_library: str | None = None
+    hosts: dict[int, str] = {}
+    header: dict[str, str] = {}
+    columns: tuple[str, ...] | None = None
+    rows: list[dict[str, Value]] = []
+    noise: list[tuple[int, str]] = []
     done_line = 0
     last_known = (0, '')
 
@@ -262,7 +261,7 @@ def parse_kernel_output(text: str, source: str = '<output>',
             if len(fields) != len(columns):
                 raise fail(lineno, line, f'row has {len(fields)} fields, expected {len(columns)} '
                            f'({" ".join(columns)})')
-            row: Dict[str, Value] = {}
+            row: dict[str, Value] = {}
             for name, text_value in zip(columns, fields):
                 if name in STRING_COLUMNS:
                     row[name] = text_value
@@ -329,8 +328,8 @@ def parse_kernel_output(text: str, source: str = '<output>',
                         source=source, noise=tuple(noise))
 
 
-def parse_kernel_output_file(path: Union[str, 'os.PathLike[str]'],
-                             expect_kernel: Optional[str] = None) -> KernelOutput:
+def parse_kernel_output_file(path: str | 'os.PathLike[str]',
+                             expect_kernel: str | None = None) -> KernelOutput:
     """Parse a file holding a kernel's stdout (undecodable bytes are replaced)."""
     try:
         with open(path, encoding='utf-8', errors='replace') as f:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Mapping, NamedTuple
 
 from .errors import BenchmarkOutputError
 from .table import INTEGER, LINE_FROM_LIBRARY, NUMBER, SIZE_COLUMN, ParsedTable
@@ -97,7 +97,7 @@ class OsuBenchmark(NamedTuple):
     kind: str                      # 'pt2pt-latency', 'pt2pt-bandwidth', 'pt2pt-message-rate',
                                    # 'collective', 'collective-nonblocking'
     title: str                     # the title without accelerator tag and version
-    perf_columns: Tuple[str, ...]  # performance columns it may print; the first one present
+    perf_columns: tuple[str, ...]  # performance columns it may print; the first one present
                                    # in an output is its headline figure (OsuOutput.headline)
     unit: str                      # unit of the headline figure
 
@@ -184,7 +184,7 @@ def _title_key(title: str) -> str:
     return re.sub(r'\s+', '', title).lower()
 
 
-_BY_TITLE: Dict[str, str] = {_title_key(b.title): name for name, b in OSU_BENCHMARKS.items()}
+_BY_TITLE: dict[str, str] = {_title_key(b.title): name for name, b in OSU_BENCHMARKS.items()}
 _BY_TITLE.update({_title_key(t): name for t, name in _TITLE_ALIASES.items()})
 
 
@@ -201,10 +201,10 @@ class OsuOutput(ParsedTable):
     benchmark: str
     title: str
     version: str
-    columns: Tuple[str, ...]
-    rows: Tuple[Dict[str, float], ...]
-    datatype: Optional[str] = None
-    info: Tuple[str, ...] = ()
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, float], ...]
+    datatype: str | None = None
+    info: tuple[str, ...] = ()
     source: str = '<output>'
     header_line: int = 0
 
@@ -218,7 +218,7 @@ class OsuOutput(ParsedTable):
         return f'{self.benchmark} output'
 
     @property
-    def headline(self) -> Tuple[str, str]:
+    def headline(self) -> tuple[str, str]:
         """``(column, unit)`` of the main figure: the first of the benchmark's
         ``perf_columns`` present (e.g. ``('avg_latency_us', 'us')`` for OMB 7.4 osu_latency,
         ``('latency_us', 'us')`` for older releases)."""
@@ -237,7 +237,7 @@ _DATATYPE = re.compile(r'^#\s*Datatype:\s*(?P<type>\S+?)\.?\s*$')
 _LABELS = sorted(OSU_COLUMNS, key=len, reverse=True)
 
 
-def _header_labels(body: str) -> Optional[List[Tuple[str, str]]]:
+def _header_labels(body: str) -> list[tuple[str, str]] | None:
     """``body`` (a '#' line without '#') -> [(label, normalized)] if it is a column header
     (starts with 'Size' or a known label), None if it is another comment line. Raises
     ValueError naming an unknown label."""
@@ -245,7 +245,7 @@ def _header_labels(body: str) -> Optional[List[Tuple[str, str]]]:
     starts = [lbl for lbl in _LABELS if text.startswith(lbl)]
     if not starts and not any(rx.match(text) for _, rx, _ in _TAIL_LABELS):
         return None
-    found: List[Tuple[str, str]] = []
+    found: list[tuple[str, str]] = []
     pos = 0
     while pos < len(text):
         if text[pos].isspace():
@@ -269,8 +269,8 @@ def _header_labels(body: str) -> Optional[List[Tuple[str, str]]]:
     return found
 
 
-def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[str] = None,
-              expect_max_size: Optional[int] = None) -> OsuOutput:
+def parse_osu(text: str, source: str = '<output>', expect_benchmark: str | None = None,
+              expect_max_size: int | None = None) -> OsuOutput:
     """Parse one OMB MPI benchmark output; see the module docstring for the rules.
 
     ``expect_benchmark`` (e.g. ``'osu_latency'``): error if the title names another
@@ -278,20 +278,20 @@ def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[st
     (without it, an unknown title is an error). ``expect_max_size``: error unless the last
     row has this size (catches a run cut short between two rows).
     """
-    def fail(line: Optional[int], reason: str) -> BenchmarkOutputError:
+    def fail(line: int | None, reason: str) -> BenchmarkOutputError:
         return BenchmarkOutputError(source, line, reason)
 
     if expect_benchmark is not None and not isinstance(expect_benchmark, str):
         raise TypeError('expect_benchmark must be a benchmark name such as "osu_latency"')
     lines = text.splitlines()
-    title: Optional[str] = None
+    title: str | None = None
     title_line = 0
     version = ''
-    datatype: Optional[str] = None
-    info: List[str] = []
-    columns: Optional[Tuple[str, ...]] = None
+    datatype: str | None = None
+    info: list[str] = []
+    columns: tuple[str, ...] | None = None
     header_line = 0
-    rows: List[Dict[str, float]] = []
+    rows: list[dict[str, float]] = []
     last_row_line = 0
 
     for number, raw in enumerate(lines, start=1):
@@ -386,14 +386,14 @@ def parse_osu(text: str, source: str = '<output>', expect_benchmark: Optional[st
                      header_line=header_line)
 
 
-def _parse_row(stripped: str, columns: Tuple[str, ...], rows: List[Dict[str, float]],
-               number: int, fail) -> Dict[str, float]:
+def _parse_row(stripped: str, columns: tuple[str, ...], rows: list[dict[str, float]],
+               number: int, fail) -> dict[str, float]:
     fields = stripped.split()
     if len(fields) != len(columns):
         raise fail(number, f'row has {len(fields)} fields, expected {len(columns)} '
                            f'({" ".join(columns)}): {stripped!r} (a truncated or damaged row, '
                            'or a foreign line inside the table)')
-    row: Dict[str, float] = {}
+    row: dict[str, float] = {}
     for name, token in zip(columns, fields):
         if name == 'validation':
             if token not in ('Pass', 'Fail'):

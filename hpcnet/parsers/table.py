@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from typing import ClassVar, Dict, Iterable, List, Optional, Tuple, Type, Union
+from typing import ClassVar, Iterable
 
 from .errors import BenchmarkOutputError, RowNotFound
 
@@ -28,7 +28,7 @@ INTEGER = re.compile(r'^[+-]?\d+$')
 #: with Intel MPI's I_MPI_DEBUG): ignored wherever it appears, tables included.
 LINE_FROM_LIBRARY = re.compile(r'^\[\d+\]')
 
-Value = Union[float, int, str]
+Value = float | int | str
 
 
 class ParsedTable(ABC):
@@ -40,32 +40,32 @@ class ParsedTable(ABC):
     which columns tell apart several rows of one size (``KEY_COLUMNS``).
     """
 
-    columns: Tuple[str, ...]
-    rows: Tuple[Dict[str, Value], ...]
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, Value], ...]
     source: str
 
     #: The size column as the output prints it.
     SIZE_HEADER: ClassVar[str] = SIZE_COLUMN
     #: Columns that select one of several rows of the same size (IMB ``group``, kernel ``op``).
-    KEY_COLUMNS: ClassVar[Tuple[str, ...]] = ()
+    KEY_COLUMNS: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def describe(self) -> str:
         """What this table is, to start error messages with (``'p2p output'``)."""
 
     @property
-    def table_line(self) -> Optional[int]:
+    def table_line(self) -> int | None:
         """The line errors about the whole table point at; None: the output as a whole."""
         return None
 
     def error(self, reason: str,
-              error_type: Type[BenchmarkOutputError] = BenchmarkOutputError
+              error_type: type[BenchmarkOutputError] = BenchmarkOutputError
               ) -> BenchmarkOutputError:
         """``error_type`` at this table's source and line, the reason after :meth:`describe`."""
         return error_type(self.source, self.table_line, f'{self.describe()} {reason}')
 
     @property
-    def sizes(self) -> Tuple[int, ...]:
+    def sizes(self) -> tuple[int, ...]:
         """Sorted distinct message sizes; () without a size column (barriers, pair matrix)."""
         if SIZE_COLUMN not in self.columns:
             return ()
@@ -77,19 +77,19 @@ class ParsedTable(ABC):
                 raise self.error(f'has no column {name!r}; its columns are '
                                  f'{", ".join(self.columns) or "none"}')
 
-    def rows_where(self, **match: Value) -> List[Dict[str, Value]]:
+    def rows_where(self, **match: Value) -> list[dict[str, Value]]:
         """Copies of the rows whose columns equal all given values, in output order, e.g.
         ``rows_where(op='allreduce')``; numbers compare as numbers (8 matches 8.0)."""
         self._require_columns(match)
         return [dict(row) for row in self.rows
                 if all(row[name] == value for name, value in match.items())]
 
-    def column(self, name: str, **match: Value) -> Tuple[Value, ...]:
+    def column(self, name: str, **match: Value) -> tuple[Value, ...]:
         """The values of one column over the (matching) rows, in output order."""
         self._require_columns([name])
         return tuple(row[name] for row in self.rows_where(**match))
 
-    def row_for_size(self, size: int, **match: Value) -> Dict[str, Value]:
+    def row_for_size(self, size: int, **match: Value) -> dict[str, Value]:
         """A copy of the single row of message size ``size`` (and the other ``match``es).
 
         Raises :class:`~hpcnet.parsers.errors.RowNotFound` naming the sizes present when
@@ -116,7 +116,7 @@ class ParsedTable(ABC):
                              f'columns, e.g. {"; ".join(keys) or "another column="}', RowNotFound)
         return found[0]
 
-    def row_label(self, row: Dict[str, Value], index: int) -> str:
+    def row_label(self, row: dict[str, Value], index: int) -> str:
         """How messages name row number ``index`` (0-based): by its size, else 'the only
         row' or its position."""
         if SIZE_COLUMN in row:
@@ -126,7 +126,7 @@ class ParsedTable(ABC):
     def require_finite_positive(self, columns: Iterable[str],
                                 zero_ok_at_size0: Iterable[str] = (),
                                 nonnegative: Iterable[str] = (),
-                                what: Optional[str] = None) -> None:
+                                what: str | None = None) -> None:
         """Every value of ``columns`` is finite and > 0; ``zero_ok_at_size0`` columns may be 0
         in the row of size 0 (0 bytes in any time: IMB prints 0.00 MB/s), ``nonnegative``
         ones (losses, overlap %) may be 0 anywhere. The error names ``what`` (default

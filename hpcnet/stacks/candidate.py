@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcnet import mpi
-from hpcnet.constants import DEFAULT_STATE_DIR, STATE_DIR_ENV
+from hpcnet.constants import DEFAULT_STATE_DIR
+from hpcnet.variables import STATE_DIR_ENV
 
 #: Every benchmark program looked up next to an MPI's launcher.
 KNOWN_TOOLS = ('IMB-MPI1', 'IMB-NBC', 'IMB-RMA', 'IMB-P2P',

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hpcnet import mpi
 from hpcnet.stacks.candidate import StackError, state_dir
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.stacks.lmod import lmod_command
 from hpcnet.stacks.probe import probe
 from hpcnet.stacks.sources import pypi_candidates

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Sequence
 
 from hpcnet.templates import render
 from hpcnet.testbed import softirq
@@ -33,7 +33,7 @@ class Build:
              'start munged',
              'start slurmctld', 'start slurmd', 'wait for nodes')
 
-    def up(self, nodes: int = DEFAULTS.nodes, rate: Optional[str] = DEFAULTS.rate,
+    def up(self, nodes: int = DEFAULTS.nodes, rate: str | None = DEFAULTS.rate,
            burst: str = DEFAULTS.burst,
            softirq_priority: int = DEFAULTS.softirq_priority) -> dict:
         """Build the testbed. Returns {'seconds': ..., 'steps': {...}}."""
@@ -120,13 +120,13 @@ class Build:
                                   f'{res.returncode}: {res.stderr.strip()}')
         return res.stdout
 
-    def _in_node(self, node: str) -> List[str]:
+    def _in_node(self, node: str) -> list[str]:
         """nsenter prefix usable while the node is being built."""
         return ['nsenter', f'--net={NETNS_DIR / self.netns(node)}',
                 f'--uts={self.ns_dir / (node + ".uts")}',
                 f'--mount={self.ns_dir / (node + ".mnt")}', '--wd=/', '--']
 
-    def _in_net(self, netns: str) -> List[str]:
+    def _in_net(self, netns: str) -> list[str]:
         return ['nsenter', f'--net={NETNS_DIR / netns}', '--']
 
     def _step_check_prerequisites(self):

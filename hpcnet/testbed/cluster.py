@@ -8,9 +8,9 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Sequence
 
-from hpcnet.constants import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
+from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.testbed import softirq
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, HEAD, HOST_OFFSET, IFACE, NETNS_DIR,
                                    SUBNET_PREFIX, TestbedError, default_state_dir,
@@ -46,12 +46,12 @@ class Testbed(Build, Daemons, Teardown, Shaping):
         self.slurm_conf = self.state_dir / 'etc' / 'slurm.conf'
         self.bin_dir = self.state_dir / 'bin'
         self.iface = IFACE
-        self._state: Optional[dict] = None
+        self._state: dict | None = None
         self.log = lambda msg: None       # set to print for the CLI
 
     # -- state ------------------------------------------------------------
 
-    def load(self) -> Optional[dict]:
+    def load(self) -> dict | None:
         try:
             with open(self.state_file) as f:
                 self._state = json.load(f)
@@ -96,15 +96,15 @@ class Testbed(Build, Daemons, Teardown, Shaping):
         """Address of node ``index`` (0 = head, i = cn<i>)."""
         return f'{SUBNET_PREFIX}.{HOST_OFFSET + index}'
 
-    def nodes(self) -> List[str]:
+    def nodes(self) -> list[str]:
         """All node names, head first."""
         return [n['name'] for n in self.state['nodes']]
 
-    def compute_nodes(self) -> List[str]:
+    def compute_nodes(self) -> list[str]:
         return [n['name'] for n in self.state['nodes']
                 if n['role'] == 'compute']
 
-    def addresses(self) -> Dict[str, str]:
+    def addresses(self) -> dict[str, str]:
         return {n['name']: n['addr'] for n in self.state['nodes']}
 
     @property
@@ -112,15 +112,15 @@ class Testbed(Build, Daemons, Teardown, Shaping):
         return HEAD
 
     @property
-    def rate(self) -> Optional[str]:
+    def rate(self) -> str | None:
         """The tbf rate configured on every link (None: unshaped)."""
         return self.state.get('rate')
 
     @property
-    def burst(self) -> Optional[str]:
+    def burst(self) -> str | None:
         return self.state.get('burst')
 
-    def node_prefix(self, node: str, cwd=None) -> List[str]:
+    def node_prefix(self, node: str, cwd=None) -> list[str]:
         """Command prefix running a command inside ``node``'s namespaces.
 
         The mount namespace resets the working directory, so it is given
@@ -134,11 +134,11 @@ class Testbed(Build, Daemons, Teardown, Shaping):
                 f'--mount={self.ns_dir / (node + ".mnt")}',
                 f'--wd={os.path.abspath(cwd or os.getcwd())}', '--']
 
-    def head_prefix(self, cwd=None) -> List[str]:
+    def head_prefix(self, cwd=None) -> list[str]:
         """Command prefix running a command on the head node (Slurm client)."""
         return self.node_prefix(HEAD, cwd)
 
-    def env(self, base: Optional[dict] = None) -> Dict[str, str]:
+    def env(self, base: dict | None = None) -> dict[str, str]:
         """Environment for Slurm clients: SLURM_CONF, and the sacct wrapper
         (``sacct --completion``) first on PATH."""
         base = dict(os.environ if base is None else base)
@@ -175,12 +175,12 @@ class Testbed(Build, Daemons, Teardown, Shaping):
         return res
 
     @property
-    def rdma_device(self) -> Optional[str]:
+    def rdma_device(self) -> str | None:
         """The nodes' RDMA device on eth0, or None (see rdma_absent_reason)."""
         return (self.state.get('rdma') or {}).get('device')
 
     @property
-    def rdma_absent_reason(self) -> Optional[str]:
+    def rdma_absent_reason(self) -> str | None:
         return (self.state.get('rdma') or {}).get('why')
 
     # -- status, shape ----------------------------------------------------

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet.constants import DATA_DIR
+from hpcnet.paths import DATA_DIR
 from hpcnet.variables import TESTBED_STATE_DIR_ENV, TESTBED_TEMPLATES_ENV
 
 

@@ -8,7 +8,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import List, Optional
 
 from hpcnet.testbed.config import HEAD, READY_TIMEOUT, STOP_WAIT, StepError, TestbedError
 from hpcnet.testbed.processes import CHILDREN, alive, fmt_cmd, proc_stat
@@ -25,7 +24,7 @@ class Daemons:
             return ''
         return '\n'.join(text[-lines:])
 
-    def _spawn(self, step: str, node: str, label: str, argv: List[str]) -> int:
+    def _spawn(self, step: str, node: str, label: str, argv: list[str]) -> int:
         out = self.state_dir / 'log' / f'{label}.out'
         with open(out, 'ab') as f:
             try:
@@ -70,7 +69,7 @@ class Daemons:
         self._wait_for(step, f'munge socket {sock}', sock.exists, pid,
                        'munged', sd / 'log' / 'munged.log', 10)
 
-    def _slurm_ok(self, argv, node=HEAD) -> Optional[str]:
+    def _slurm_ok(self, argv, node=HEAD) -> str | None:
         try:
             res = subprocess.run(self._in_node(node) + argv, text=True,
                                  stdout=subprocess.PIPE,

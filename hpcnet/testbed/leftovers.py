@@ -4,13 +4,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import List
 
 from hpcnet.testbed.processes import alive
 from hpcnet.testbed.softirq import holders
 
 
-def leftovers(name: str, state_dir, pids=()) -> List[str]:
+def leftovers(name: str, state_dir, pids=()) -> list[str]:
     """Everything of testbed ``name`` still present (empty: nothing)."""
     left = []
     out = subprocess.run(['ip', 'netns', 'list'], capture_output=True,

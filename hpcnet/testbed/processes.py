@@ -10,12 +10,12 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Sequence
 
 from hpcnet.testbed.config import KILL_WAIT, REQUIRED_TOOLS
 
 
-def unavailable_reason(tools: Sequence[str] = REQUIRED_TOOLS) -> Optional[str]:
+def unavailable_reason(tools: Sequence[str] = REQUIRED_TOOLS) -> str | None:
     """Why a testbed (or what needs only namespaces and ``tools``) cannot be
     built on this machine, or None when it can."""
     if os.geteuid() != 0:
@@ -50,7 +50,7 @@ def proc_stat(pid: int):
     return rest[0], rest[19]
 
 
-def alive(pid: int, start: Optional[str] = None) -> bool:
+def alive(pid: int, start: str | None = None) -> bool:
     st = proc_stat(pid)
     if st is None or st[0] in ('Z', 'X'):
         return False
@@ -59,7 +59,7 @@ def alive(pid: int, start: Optional[str] = None) -> bool:
 
 # Popen objects of the daemons this Python process started, so that they are
 # reaped (no zombies) when ``down`` runs in the same process as ``up``.
-CHILDREN: Dict[int, subprocess.Popen] = {}
+CHILDREN: dict[int, subprocess.Popen] = {}
 
 
 def reap():
@@ -75,7 +75,7 @@ def signal_pid(pid: int, sig: int):
         pass
 
 
-def wait_gone(procs: Dict[int, Optional[str]], timeout: float) -> List[int]:
+def wait_gone(procs: dict[int, str | None], timeout: float) -> list[int]:
     """Wait (bounded) until none of ``procs`` is alive; return the live ones."""
     deadline = time.monotonic() + timeout
     while True:
@@ -86,7 +86,7 @@ def wait_gone(procs: Dict[int, Optional[str]], timeout: float) -> List[int]:
         time.sleep(0.05)
 
 
-def stop(procs: Dict[int, Optional[str]], term_wait: float) -> List[str]:
+def stop(procs: dict[int, str | None], term_wait: float) -> list[str]:
     """SIGTERM, bounded wait, SIGKILL, bounded wait. Return problems."""
     live = [p for p, s in procs.items() if alive(p, s)]
     if not live:
@@ -100,14 +100,14 @@ def stop(procs: Dict[int, Optional[str]], term_wait: float) -> List[str]:
     return [f'process {p} survived SIGKILL' for p in live]
 
 
-def ns_inode(path: Path) -> Optional[int]:
+def ns_inode(path: Path) -> int | None:
     try:
         return os.stat(path).st_ino
     except OSError:
         return None
 
 
-def procs_in_namespaces(inodes: Dict[str, set]) -> Dict[int, Optional[str]]:
+def procs_in_namespaces(inodes: dict[str, set]) -> dict[int, str | None]:
     """Processes whose net, uts or mnt namespace is one of ``inodes``."""
     me = {os.getpid()}
     p = os.getppid()
@@ -140,6 +140,6 @@ def procs_in_namespaces(inodes: Dict[str, set]) -> Dict[int, Optional[str]]:
     return found
 
 
-def mounts() -> List[str]:
+def mounts() -> list[str]:
     with open('/proc/self/mounts') as f:
         return [line.split()[1].replace('\\040', ' ') for line in f]

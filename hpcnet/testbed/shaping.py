@@ -9,7 +9,6 @@ classifier (docs/testbed.md, "One pair's path").
 from __future__ import annotations
 
 import subprocess
-from typing import Dict, List, Optional, Tuple
 
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, IFACE, TBF_LATENCY,
                                    TestbedError, burst_bytes, rate_bps)
@@ -28,17 +27,17 @@ CLASS_QUANTUM = '60000'
 DEFAULT_CLASS = '1:1'
 
 
-def tbf(rate: str, burst: str) -> List[str]:
+def tbf(rate: str, burst: str) -> list[str]:
     return ['tbf', 'rate', rate, 'burst', burst, 'latency', TBF_LATENCY]
 
 
-def clear_command(netns: str, dev: str) -> List[str]:
+def clear_command(netns: str, dev: str) -> list[str]:
     """Removes ``dev``'s root qdisc (fails, harmlessly, where it has none)."""
     return ['tc', '-n', netns, 'qdisc', 'del', 'dev', dev, 'root']
 
 
 def root_tbf_command(netns: str, dev: str, rate: str, burst: str,
-                     verb: str = 'add') -> List[str]:
+                     verb: str = 'add') -> list[str]:
     """Shapes all ``dev`` sends like an Ethernet wire of ``rate``."""
     return ['tc', '-n', netns, 'qdisc', verb, 'dev', dev, 'root', *STAB, *tbf(rate, burst)]
 
@@ -48,8 +47,8 @@ def peer_class(index: int) -> str:
     return f'1:{index + 2:x}'
 
 
-def per_peer_commands(netns: str, dev: str, rate: Optional[str], burst: str,
-                      peer_rates: Dict[str, str]) -> List[List[str]]:
+def per_peer_commands(netns: str, dev: str, rate: str | None, burst: str,
+                      peer_rates: dict[str, str]) -> list[list[str]]:
     """Commands that build, on a ``dev`` with no root qdisc, an htb root
     whose default class sends at ``rate`` (None: unshaped) and whose class of
     each peer address in ``peer_rates`` sends at that peer's rate, every tbf
@@ -93,7 +92,7 @@ class Shaping:
             subprocess.run(clear_command(netns, dev), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=CMD_TIMEOUT)
 
-    def path_rates(self, node: str) -> Dict[str, str]:
+    def path_rates(self, node: str) -> dict[str, str]:
         """{peer: rate} of the slowed paths from ``node``."""
         found = {}
         for key, rate in self.state.get('path_rates', {}).items():
@@ -115,7 +114,7 @@ class Shaping:
         for argv in per_peer_commands(self.netns(node), IFACE, rate, burst, peers):
             self._cmd(step, argv)
 
-    def _checked(self, rate: Optional[str], burst: Optional[str]) -> Tuple[Optional[str], str]:
+    def _checked(self, rate: str | None, burst: str | None) -> tuple[str | None, str]:
         if rate in ('none', ''):
             rate = None
         if rate:
@@ -129,8 +128,8 @@ class Shaping:
             raise TestbedError(f'{option} {node}: unknown compute node '
                                f'(valid: {", ".join(self.compute_nodes())})')
 
-    def shape(self, rate: Optional[str], burst: Optional[str] = None,
-              node: Optional[str] = None):
+    def shape(self, rate: str | None, burst: str | None = None,
+              node: str | None = None):
         """Change (tc qdisc replace) or remove (rate None) the shaping of
         every link (which also ends every node's and path's own rate), or of
         ``node``'s link only (e.g. one node at half rate)."""
@@ -155,8 +154,8 @@ class Shaping:
                      burst, verb='replace')
         self._save()
 
-    def shape_path(self, node: str, peer: str, rate: Optional[str],
-                   burst: Optional[str] = None):
+    def shape_path(self, node: str, peer: str, rate: str | None,
+                   burst: str | None = None):
         """Slow the path between two compute nodes to ``rate`` (None: back to
         each node's own rate), both directions: a bad cable or switch path
         slows what crosses it either way, so each node's egress toward the

@@ -30,7 +30,7 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Iterator
 
 from hpcnet.testbed.processes import proc_stat
 
@@ -43,7 +43,7 @@ BACKLOG_SYSCTL = Path('/proc/sys/net/core/netdev_max_backlog')
 BACKLOG_PER_PORT = 1000
 
 
-def softirq_threads() -> Dict[int, str]:
+def softirq_threads() -> dict[int, str]:
     """pid -> start time of every ksoftirqd/N."""
     threads = {}
     for proc in Path('/proc').iterdir():
@@ -61,7 +61,7 @@ def softirq_threads() -> Dict[int, str]:
 
 
 @contextmanager
-def _locked_record(path: Path = RECORD, empty: Optional[dict] = None) -> Iterator[dict]:
+def _locked_record(path: Path = RECORD, empty: dict | None = None) -> Iterator[dict]:
     # The lock is on the record's directory: a lock file would be left behind.
     lock = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -77,12 +77,12 @@ def _locked_record(path: Path = RECORD, empty: Optional[dict] = None) -> Iterato
         os.close(lock)
 
 
-def holders() -> List[str]:
+def holders() -> list[str]:
     """The state directories of the testbeds holding the priority now."""
     return json.loads(RECORD.read_text())['holders'] if RECORD.exists() else []
 
 
-def _live_holders(record: dict, leaving: str) -> List[str]:
+def _live_holders(record: dict, leaving: str) -> list[str]:
     """The holders but ``leaving`` and those whose testbed is gone (killed
     without down: its state file went with it)."""
     return [h for h in record['holders'] if h != leaving and (Path(h) / 'state.json').exists()]
@@ -95,12 +95,12 @@ def backlog_needed(nodes: int) -> int:
     return BACKLOG_PER_PORT * 2 * (nodes + 1)
 
 
-def backlog_holders() -> Dict[str, int]:
+def backlog_holders() -> dict[str, int]:
     """State directory -> backlog (packets) of the testbeds holding it now."""
     return json.loads(BACKLOG_RECORD.read_text())['holders'] if BACKLOG_RECORD.exists() else {}
 
 
-def _size_backlog(record: dict, leaving: str, joining: Optional[Dict[str, int]] = None) -> int:
+def _size_backlog(record: dict, leaving: str, joining: dict[str, int] | None = None) -> int:
     """Keep the live holders but ``leaving`` (add ``joining``) and size the
     backlog for them, never below the host's own; returns the size written."""
     record['holders'] = {h: record['holders'][h] for h in _live_holders(record, leaving)}
@@ -121,7 +121,7 @@ def hold_backlog(state_dir: str, packets: int) -> int:
         return _size_backlog(record, state_dir, {state_dir: packets})
 
 
-def release_backlog(state_dir: str) -> List[str]:
+def release_backlog(state_dir: str) -> list[str]:
     """The testbed of ``state_dir`` no longer needs its backlog: size it for
     the testbeds still up, or restore the host's own.  Returns problems."""
     if not BACKLOG_RECORD.exists():
@@ -134,7 +134,7 @@ def release_backlog(state_dir: str) -> List[str]:
     return []
 
 
-def hold(state_dir: str, priority: int) -> List[int]:
+def hold(state_dir: str, priority: int) -> list[int]:
     """Set every ksoftirqd to SCHED_FIFO ``priority`` for the testbed of
     ``state_dir``; returns the pids changed."""
     with _locked_record() as record:
@@ -153,7 +153,7 @@ def hold(state_dir: str, priority: int) -> List[int]:
         return sorted(threads)
 
 
-def release(state_dir: str) -> List[str]:
+def release(state_dir: str) -> list[str]:
     """The testbed of ``state_dir`` no longer needs the priority: if it was
     the last one, restore the original policies.  Returns problems."""
     if not RECORD.exists():

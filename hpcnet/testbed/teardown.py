@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import time
-from typing import List
 
 from hpcnet.testbed import softirq
 from hpcnet.testbed.config import CMD_TIMEOUT, NETNS_DIR, STOP_WAIT, TestbedError
@@ -47,7 +46,7 @@ class Teardown:
         return {'was_up': True, 'seconds': round(time.monotonic() - t0, 3),
                 'problems': problems}
 
-    def _teardown(self) -> List[str]:
+    def _teardown(self) -> list[str]:
         st = self._state
         res = st.get('resources', [])
         problems = self._stop_daemons(res)
@@ -66,7 +65,7 @@ class Teardown:
             self._state = None
         return problems
 
-    def _stop_daemons(self, res: list) -> List[str]:
+    def _stop_daemons(self, res: list) -> list[str]:
         """The daemons we started: slurmds, then slurmctld, then munged."""
         procs = [r for r in res if r['kind'] == 'proc']
         slurmds = {r['pid']: r['start'] for r in procs
@@ -76,10 +75,10 @@ class Teardown:
         self.log('[down] stopping daemons')
         return stop(slurmds, STOP_WAIT) + stop(others, STOP_WAIT)
 
-    def _stop_strays(self, res: list) -> List[str]:
+    def _stop_strays(self, res: list) -> list[str]:
         """Anything else still inside our namespaces (job steps, exec), and
         the softirq and backlog settings the testbed changed."""
-        problems: List[str] = []
+        problems: list[str] = []
         inodes = {'net': set(), 'uts': set(), 'mnt': set()}
         for r in res:
             if r['kind'] == 'netns':
@@ -104,9 +103,9 @@ class Teardown:
             problems += softirq.release_backlog(str(self.state_dir))
         return problems
 
-    def _remove_files(self, st: dict) -> List[str]:
+    def _remove_files(self, st: dict) -> list[str]:
         """The state directory's files, only if no mount is left under it."""
-        problems: List[str] = []
+        problems: list[str] = []
         sd = str(self.state_dir)
         left = [m for m in mounts() if m == sd or m.startswith(sd + '/')]
         if left:
@@ -137,9 +136,9 @@ def _quiet(argv):
         return -1, str(e)
 
 
-def _remove_in_reverse(res: list) -> List[str]:
+def _remove_in_reverse(res: list) -> list[str]:
     """Links, namespace files, namespaces, mounts: reverse order of creation."""
-    problems: List[str] = []
+    problems: list[str] = []
     for r in reversed(res):
         kind = r['kind']
         if kind == 'veth':
@@ -168,7 +167,7 @@ def _remove_in_reverse(res: list) -> List[str]:
     return problems
 
 
-def _remove_netns_dir() -> List[str]:
+def _remove_netns_dir() -> list[str]:
     """The namespace directory the testbed created, once it is empty."""
     if not NETNS_DIR.is_dir():
         return []
