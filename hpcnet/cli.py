@@ -31,7 +31,7 @@ from hpcnet.commands import (accept, baseline, compare, config, crosscheck, fabr
                              index, install_stacks, paper, refs, report, run, site, stacks,
                              testbed)
 from hpcnet.commands.parser import CommandParser
-from hpcnet.constants import PROJECT_ROOT
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
 from hpcnet.paths import InstallationError, installation_problem, work_dir_problem

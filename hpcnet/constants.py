@@ -13,10 +13,6 @@ from pathlib import Path
 # there.  The directories below are named from the roots.
 from hpcnet.paths import DATA_DIR, WORK_DIR
 from hpcnet.variables import FABRICS_FILE_ENV
-# Until hpcnet/cli.py, hpcnet/runner.py and tests/test_verdict_{baselineid,repeats}.py
-# import these from hpcnet.paths and hpcnet.variables (then delete this line).
-from hpcnet.paths import PROJECT_ROOT  # noqa: F401
-from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV  # noqa: F401
 
 #: Where runs keep what they create and nobody commits (git-ignored).
 DEFAULT_STATE_DIR = WORK_DIR / '.state'

@@ -21,9 +21,10 @@ from typing import Callable
 from hpcnet import sites, stacks
 from hpcnet.acceptance import baseline, metricindex, references
 from hpcnet.acceptance import report as hpcnet_report
-from hpcnet.constants import (CHECKS_DIR, MEASUREMENT_WITHHELD, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES, WITHHELD_RETRIES,
-                              REFERENCE_DIR, REFERENCE_DIR_ENV,
-                              PERFLOG_DIR, REPORTS_DIR_ENV, WORK_DIR)
+from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
+                              MEASUREMENT_WITHHELD, PERFLOG_DIR, REFERENCE_DIR, WITHHELD_RETRIES)
+from hpcnet.paths import WORK_DIR
+from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,

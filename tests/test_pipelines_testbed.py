@@ -24,7 +24,7 @@ import pytest
 from conftest import env_regex, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.constants import PROJECT_ROOT, WORK_DIR
+from hpcnet.paths import PROJECT_ROOT, WORK_DIR
 from test_pipelines import BASELINE_JOBS, GITLAB, NIGHTLY_JOBS, _tool
 
 SKIP = tbm.unavailable_reason()

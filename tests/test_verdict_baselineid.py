@@ -18,7 +18,8 @@ import yaml
 
 import conftest
 from hpcnet.acceptance import accepted, baseline, compare, references, refmerge
-from hpcnet.constants import CONFIG_DIR, PROJECT_ROOT
+from hpcnet.constants import CONFIG_DIR
+from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

@@ -16,7 +16,7 @@ import conftest
 from hpcnet import cli, runner, verdict
 from hpcnet.acceptance import references
 from hpcnet.acceptance.references import Basis
-from hpcnet.constants import REPORTS_DIR_ENV
+from hpcnet.variables import REPORTS_DIR_ENV
 from hpcnet.exitcodes import Exit
 
 RECORDED = json.loads((Path(__file__).parent / 'data' / 'reports' / 'local-run.json').read_text())
