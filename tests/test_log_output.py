@@ -2,18 +2,26 @@
 where hpcnet's standard output is no terminal, the cases skipped for one
 reason on one line with their count, and the long phases said on stderr."""
 import io
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import env_regex
+from test_stacks import CC, make_fake_mpi
 
 from hpcnet import reframeoutput
+from hpcnet.progress import phase
 from hpcnet.reframeoutput import ANSI_COLOUR, COLORIZE_ENV, SkipGroups, pass_on
+from hpcnet.stacks import lmod, modulecache
+from hpcnet.variables import MODULEPATH_ENV
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
 RECORDED = Path(__file__).parent / 'data' / 'reframe-output' / 'dry-run.local.colour.txt'
+LOCAL_RUN = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 PAIRS_ON = 'the pair matrix needs at least 2 nodes; local:{} runs it on 1 (ranks of one node ' \
            'measure the node, not a link)'
 
@@ -82,3 +90,66 @@ def test_hpcnet_run_to_a_pipe_has_no_colour_and_groups_skips(own_history, one_en
     for partition in ('shm', 'tcp'):
         assert res.stdout.count(PAIRS_ON.format(partition)) == 1, res.stdout[-3000:]
         assert f'[     SKIP ] {cases}: {PAIRS_ON.format(partition)}' in res.stdout
+
+
+def test_a_phase_is_two_lines_on_stderr(capsys):
+    with phase('reading things') as done:
+        done.outcome = '3 things'
+    with pytest.raises(KeyError):
+        with phase('reading more'):
+            raise KeyError('x')
+    out, err = capsys.readouterr()
+    assert out == ''
+    lines = err.splitlines()
+    assert lines[0] == 'hpcnet: reading things ...'
+    assert re.fullmatch(r'hpcnet: reading things: 3 things \(\d+ s\)', lines[1]), lines
+    assert lines[2] == 'hpcnet: reading more ...'
+    assert re.fullmatch(r'hpcnet: reading more: stopped \(\d+ s\)', lines[3]), lines
+
+
+@pytest.mark.skipif(lmod.lmod_command() is None, reason='Lmod is not installed')
+@pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
+def test_the_module_survey_and_the_tree_check_are_said_on_stderr(tmp_path, monkeypatch, capsys):
+    '''Every configuration load walks the module tree, and a changed tree is
+    surveyed again (each MPI module loaded): both said on stderr, nothing on
+    stdout (it may be a listing that is parsed).'''
+    prefix = make_fake_mpi(tmp_path / 'mpi', 'openmpi', 'openmpi')
+    tree = tmp_path / 'modules'
+    (tree / 'OpenMPI').mkdir(parents=True)
+    (tree / 'OpenMPI' / '9.0.lua').write_text(f'prepend_path("PATH", "{prefix}/bin")\n')
+    monkeypatch.delenv('MODULEPATH', raising=False)
+    monkeypatch.setenv(MODULEPATH_ENV, str(tree))
+    modulecache.module_candidates(tmp_path)
+    out, err = capsys.readouterr()
+    assert out == ''
+    assert 'hpcnet: surveying the modules under 1 MODULEPATH director(ies), loading each MPI ' \
+           'module ...' in err.splitlines()
+    assert 'loading each MPI module: 1 MPI module(s) kept, 0 left out (' in err, err
+    assert f'for the next configuration load: kept in {tmp_path / modulecache.CACHE_FILE} (' in err
+    modulecache.module_candidates(tmp_path)
+    out, err = capsys.readouterr()
+    assert out == ''
+    assert re.fullmatch(r'hpcnet: checking the modulefiles under 1 director\(ies\) against the '
+                        r'last module survey \.\.\.\n'
+                        r'hpcnet: checking the modulefiles under 1 director\(ies\) against the '
+                        r'last module survey: unchanged \(\d+ s\)\n', err), err
+
+
+def test_compare_says_its_loading_on_stderr_and_answers_on_stdout(tmp_path):
+    '''`hpcnet compare` of two recorded reports: the loading on stderr, the
+    comparison on stdout, no escape character in either.'''
+    before = tmp_path / 'before.json'
+    data = json.loads(LOCAL_RUN.read_text())
+    before.write_text(json.dumps(data))
+    data['session_info']['uuid'] = 'another-session'
+    after = tmp_path / 'after.json'
+    after.write_text(json.dumps(data))
+    res = subprocess.run([str(HPCNET), 'compare', str(before), str(after)], text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert res.returncode in (0, 3), res.stdout[-2000:] + res.stderr[-2000:]
+    assert f'hpcnet: loading the sessions of {before} and {after} ...' in res.stderr.splitlines()
+    assert f'hpcnet: loading the sessions of {before} and {after}: 1 and 1 session(s) (' \
+        in res.stderr, res.stderr
+    assert 'loading the sessions' not in res.stdout
+    assert res.stdout.startswith(f'before: {before} (sessions ')
+    assert '\x1b' not in res.stdout + res.stderr
