@@ -7,13 +7,14 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from conftest import env_regex
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import reframeoutput
+from hpcnet import progress, reframeoutput
 from hpcnet.progress import phase
 from hpcnet.reframeoutput import ANSI_COLOUR, COLORIZE_ENV, SkipGroups, pass_on
 from hpcnet.stacks import lmod, modulecache
@@ -92,7 +93,14 @@ def test_hpcnet_run_to_a_pipe_has_no_colour_and_groups_skips(own_history, one_en
         assert f'[     SKIP ] {cases}: {PAIRS_ON.format(partition)}' in res.stdout
 
 
-def test_a_phase_is_two_lines_on_stderr(capsys):
+@pytest.fixture
+def said_at_once(monkeypatch):
+    '''Every phase said from its start (SAY_AFTER_S 0), so that a test sees
+    the lines without waiting.'''
+    monkeypatch.setattr(progress, 'SAY_AFTER_S', 0)
+
+
+def test_a_phase_is_two_lines_on_stderr(said_at_once, capsys):
     with phase('reading things') as done:
         done.outcome = '3 things'
     with pytest.raises(KeyError):
@@ -107,9 +115,24 @@ def test_a_phase_is_two_lines_on_stderr(capsys):
     assert re.fullmatch(r'hpcnet: reading more: stopped \(\d+ s\)', lines[3]), lines
 
 
+def test_a_phase_is_said_once_it_has_run_a_while_and_never_when_over_sooner(monkeypatch):
+    said, started = [], threading.Event()
+    monkeypatch.setattr(progress, 'progress_line', lambda m: said.append(m) or started.set())
+    monkeypatch.setattr(progress, 'SAY_AFTER_S', 3600)
+    with phase('quick') as done:
+        done.outcome = 'done'
+    assert said == []
+    monkeypatch.setattr(progress, 'SAY_AFTER_S', 0.01)
+    with phase('slow') as done:
+        assert started.wait(60)        # the start line came while the phase ran
+        done.outcome = 'done'
+    assert said[0] == 'slow ...' and said[1].startswith('slow: done (') and len(said) == 2
+
+
 @pytest.mark.skipif(lmod.lmod_command() is None, reason='Lmod is not installed')
 @pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
-def test_the_module_survey_and_the_tree_check_are_said_on_stderr(tmp_path, monkeypatch, capsys):
+def test_the_module_survey_and_the_tree_check_are_said_on_stderr(tmp_path, monkeypatch, capsys,
+                                                                said_at_once):
     '''Every configuration load walks the module tree, and a changed tree is
     surveyed again (each MPI module loaded): both said on stderr, nothing on
     stdout (it may be a listing that is parsed).'''
@@ -135,21 +158,23 @@ def test_the_module_survey_and_the_tree_check_are_said_on_stderr(tmp_path, monke
                         r'last module survey: unchanged \(\d+ s\)\n', err), err
 
 
-def test_compare_says_its_loading_on_stderr_and_answers_on_stdout(tmp_path):
+def test_compare_says_its_loading_on_stderr_and_answers_on_stdout(tmp_path, said_at_once,
+                                                                 capsys):
     '''`hpcnet compare` of two recorded reports: the loading on stderr, the
     comparison on stdout, no escape character in either.'''
+    from hpcnet import cli
     before = tmp_path / 'before.json'
     data = json.loads(LOCAL_RUN.read_text())
     before.write_text(json.dumps(data))
     data['session_info']['uuid'] = 'another-session'
     after = tmp_path / 'after.json'
     after.write_text(json.dumps(data))
-    res = subprocess.run([str(HPCNET), 'compare', str(before), str(after)], text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    assert res.returncode in (0, 3), res.stdout[-2000:] + res.stderr[-2000:]
-    assert f'hpcnet: loading the sessions of {before} and {after} ...' in res.stderr.splitlines()
+    code = cli.main(['compare', str(before), str(after)])
+    out, err = capsys.readouterr()
+    assert code in (0, 3), out[-2000:] + err[-2000:]
+    assert f'hpcnet: loading the sessions of {before} and {after} ...' in err.splitlines()
     assert f'hpcnet: loading the sessions of {before} and {after}: 1 and 1 session(s) (' \
-        in res.stderr, res.stderr
-    assert 'loading the sessions' not in res.stdout
-    assert res.stdout.startswith(f'before: {before} (sessions ')
-    assert '\x1b' not in res.stdout + res.stderr
+        in err, err
+    assert 'loading the sessions' not in out
+    assert out.startswith(f'before: {before} (sessions ')
+    assert '\x1b' not in out + err
