@@ -13,6 +13,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from hpcnet.paths import WORK_DIR
 from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
+from hpcnet.reframeoutput import passed_on, reframe_environment
 from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
                                 unmatched_prgenv)
 from hpcnet.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
@@ -150,13 +152,21 @@ def _attempts(name: str, key: tuple, tc: dict, allowed: int, where: str, reframe
             '-n', f'/{tc["hashcode"]}',
             '-p', f'^{re.escape(tc["environ"])}$',
             '--system', f'{tc["system"]}:{tc["partition"]}'])
-        subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env)
+        _run_reframe([*prefix, *cmd], env)
         again = final_cases_of([references.load_report(report)]).get(key) \
             if report.exists() else None
         if again is None:       # the retry ran nothing: the last attempt is the last word
             break
         tc = again
     return tc, attempts
+
+
+def _run_reframe(cmd: list, env: dict | None) -> int:
+    '''Run ReFrame's ``cmd``, its output passed on fit for a log file
+    (hpcnet.reframeoutput); its exit code.'''
+    with passed_on() as stdout:
+        return subprocess.run(cmd, cwd=WORK_DIR, env=reframe_environment(env, sys.stdout.isatty()),
+                              stdout=stdout).returncode
 
 
 def check_selection(reframe_args: list, environments: list) -> None:
@@ -241,7 +251,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     _check_before_running(reframe_args, env)
     say('running: ' + ' '.join(cmd))
     start = time.monotonic()
-    rc = subprocess.run([*prefix, *cmd], cwd=WORK_DIR, env=env).returncode
+    rc = _run_reframe([*prefix, *cmd], env)
     listing = any(is_option(a, LISTING_OPTIONS) for a in reframe_args)
     if listing:
         return SuiteRun(rc)   # a listing runs nothing and writes no report

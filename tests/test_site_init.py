@@ -394,3 +394,46 @@ def test_site_check_fails_when_sacct_does_not_answer(monkeypatch, tmp_path):
     assert [f for f in findings if f.text.startswith('sacct')] == [last]
     findings, _ = _site_check_here(monkeypatch, tmp_path, ('4242|RUNNING\n', 0))
     assert findings[-1].code == Exit.FAILED and "state 'RUNNING'" in findings[-1].text
+
+
+def _saved(directory, outputs):
+    directory.mkdir(parents=True)
+    for name, text in outputs.items():
+        (directory / name).write_text(text)
+    return directory
+
+
+def test_hostnames_name_every_login_node(monkeypatch, tmp_path, fake_slurm, capsys):
+    '''--hostnames for a cluster of several login nodes: the file ReFrame
+    picks on each of them and on no other host; --from the saved outputs
+    writes the same file.'''
+    from hpcnet.sites import matching_system
+    given = ['--hostnames', '^hn[0-9]+$', '--hostnames', '^login-ext$']
+    assert _site_init(monkeypatch, tmp_path / 'live', 'day1', *given) == 0, capsys.readouterr()
+    live = (tmp_path / 'live' / 'systems' / 'day1.py').read_text()
+    assert "'hostnames': ['^hn[0-9]+$', '^login-ext$'],  # --hostnames (site init ran on hn0)" \
+        in live
+    sites = load_site_files(tmp_path / 'live' / 'systems')
+    for login in ('hn0', 'hn12', 'login-ext'):
+        assert matching_system(sites, login)[0].system['name'] == 'day1', login
+    for other in ('cn1', 'xhn0', 'login-ext2', 'hn'):
+        assert matching_system(sites, other) is None, other
+    saved = _saved(tmp_path / 'saved', _cluster_outputs())
+    assert _site_init(monkeypatch, tmp_path / 'offline', 'day1', '--from', str(saved),
+                      *given) == 0
+    assert (tmp_path / 'offline' / 'systems' / 'day1.py').read_text() == live
+
+
+@pytest.mark.parametrize('pattern, says', [
+    ('^login[0-9$', "--hostnames '^login[0-9$': not a regular expression (unterminated "
+                    'character set at position 6) (valid: a Python regex'),
+    ('login.*|', "--hostnames 'login.*|': matches every host name (valid: "),
+    ('^login[0-9]+$', "--hostnames '^login[0-9]+$': none matches 'hn0', the host site init "
+                      'reads Slurm on (valid: '),
+])
+def test_a_hostnames_pattern_that_cannot_serve_is_one_line(monkeypatch, tmp_path, fake_slurm,
+                                                           capsys, pattern, says):
+    assert _site_init(monkeypatch, tmp_path, 'day1', '--hostnames', pattern) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'hpcnet: error: {says}') and len(err.splitlines()) == 1, err
+    assert fake_slurm.asked == [] and not (tmp_path / 'systems').exists()

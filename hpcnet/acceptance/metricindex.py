@@ -30,7 +30,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from contextlib import closing
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from hpcnet.acceptance.casevalues import recorded_values
 from hpcnet.acceptance.references import reference_dir, withheld, withheld_reason
 from hpcnet.constants import CONFIG_DIR, DEFAULT_REPORTS_DIR
 from hpcnet.paths import reframe_executable
+from hpcnet.progress import progress_line
 
 #: The index's schema; an index of another version is rebuilt.
 SCHEMA_VERSION = '1'
@@ -265,11 +265,7 @@ class Synced:
     total: int          #: sessions in the database
 
 
-def _progress_line(message: str) -> None:
-    print(f'hpcnet: {message}', file=sys.stderr, flush=True)
-
-
-def sync(db: Path, progress=_progress_line) -> Synced:
+def sync(db: Path, progress=progress_line) -> Synced:
     """Make the index of ``db`` hold exactly the sessions ``db`` holds:
     index those it lacks (oldest first, one transaction each, a progress
     line every PROGRESS_EVERY seconds) and forget those ``db`` lost."""

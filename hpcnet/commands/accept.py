@@ -26,6 +26,7 @@ from hpcnet.commands.compare import parse_pairs
 from hpcnet.commands.parser import pass_through
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
+from hpcnet.progress import phase
 from hpcnet.reframeargs import named_system
 
 #: Report name of the acceptance runs (reports/accept-latest.json, .html).
@@ -78,7 +79,9 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     start = time.monotonic()
     system = system or named_system(reframe_args, os.environ).split(':')[0] or None
     try:
-        before = compare.load_side(baseline_spec, system=system)
+        with phase(f'loading the sessions of {baseline_spec}') as done:
+            before = compare.load_side(baseline_spec, system=system)
+            done.outcome = f'{len(before.sessions)} session(s)'
     except compare.CompareError as err:
         raise runner.SelectionError(str(err)) from None
     runner.say(f'baseline: {baseline_spec} (sessions {", ".join(before.sessions)})')

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hpcnet import argtypes, exitcodes, runner
 from hpcnet.acceptance import compare
 from hpcnet.exitcodes import Exit
+from hpcnet.progress import phase
 
 
 def parse_pairs(specs: list | None) -> dict:
@@ -24,8 +25,11 @@ def compare_sides(before_spec: str, after_spec: str, *, alpha: float, threshold:
                   pairs: list | None = None) -> tuple:
     """(before, after, outcome) of two side specs."""
     try:
-        before, after = compare.load_sides(before_spec, after_spec, system=system,
-                                           include_baselines=include_baselines)
+        # Each side of stored sessions is a ReFrame session query: said on stderr.
+        with phase(f'loading the sessions of {before_spec} and {after_spec}') as done:
+            before, after = compare.load_sides(before_spec, after_spec, system=system,
+                                               include_baselines=include_baselines)
+            done.outcome = f'{len(before.sessions)} and {len(after.sessions)} session(s)'
         outcome = compare.compare(before, after, alpha=alpha, threshold=threshold,
                                   pairs=parse_pairs(pairs))
     except compare.CompareError as err:

@@ -11,6 +11,7 @@ from hpcnet.acceptance import accepted_changes as accepted, compare, history, hi
 from hpcnet.acceptance import history_text, levels, metricindex, trend
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.report import write_page
+from hpcnet.progress import phase
 
 
 def run(args) -> int:
@@ -48,9 +49,14 @@ def run(args) -> int:
 
 
 def _load(args) -> history.History:
-    return history_index.load(args.period, db=Path(args.db) if args.db else None,
-                              system=args.system, name=args.name, min_segment=args.min_segment,
-                              alpha=args.alpha, threshold=args.threshold)
+    # Reading and judging every series of the period: said on stderr.
+    with phase(f'loading the sessions of {args.period}') as done:
+        found = history_index.load(args.period, db=Path(args.db) if args.db else None,
+                                   system=args.system, name=args.name,
+                                   min_segment=args.min_segment, alpha=args.alpha,
+                                   threshold=args.threshold)
+        done.outcome = f'{len(found.sessions)} session(s), {len(found.series)} series'
+    return found
 
 
 def _acknowledge(args, found: history.History) -> history.History:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from hpcnet import runner, stacks
+from hpcnet.progress import phase
 from hpcnet.stacks import sources
 
 
@@ -27,14 +28,17 @@ def run(args) -> int:
                '--no-warn-script-location', '--ignore-installed', '--prefix', str(prefix), *reqs]
         if entry.pypi_no_deps:
             cmd.insert(cmd.index('--prefix'), '--no-deps')
-        runner.say(f'{name}: installing {" ".join(reqs)} into {prefix}')
-        res = subprocess.run(cmd)
+        # pip says nothing (--quiet) while it downloads: the phase is said on stderr.
+        with phase(f'{name}: downloading and installing {" ".join(reqs)} into {prefix}') as done:
+            res = subprocess.run(cmd)
+            done.outcome = 'done' if res.returncode == 0 else f'pip failed (exit {res.returncode})'
         if res.returncode != 0:
             failed.append(name)
             runner.say(f'{name}: pip failed (exit {res.returncode}); this stack is left out')
             shutil.rmtree(prefix, ignore_errors=True)
             continue
         marker.write_text(' '.join(reqs) + '\n')
+        runner.say(f'{name}: {" ".join(reqs)} installed in {prefix}')
     return 1 if failed and args.strict else 0
 
 

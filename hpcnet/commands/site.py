@@ -61,6 +61,9 @@ def run_init(args) -> int:
     access = plan.access_options(args.reservation, args.account, args.qos)
     source = plan.Saved(Path(args.from_dir)) if args.from_dir else plan.Live()
     try:
+        # Before anything runs: the patterns hold for the host Slurm is read on.
+        login_hosts = proposal.hostnames(args.hostnames, source.hostname()) \
+            if args.hostnames and not args.dump_commands else None
         slurm_nodes = slurm.parse_nodes(source.output(plan.SHOW_NODES))
         partitions = slurm.parse_partitions(source.output(plan.SHOW_PARTITIONS), slurm_nodes)
     except slurm.SlurmError as err:
@@ -83,7 +86,7 @@ def run_init(args) -> int:
             _say(f'not proposed: {line}')
         return Exit.OK
     text, made = _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out,
-                          access)
+                          access, login_hosts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     _say(f'wrote {path}: {len(made)} partition(s) ({", ".join(p.name for p in made)}); next: '
@@ -97,7 +100,8 @@ def run_init(args) -> int:
     return Exit.UNDECIDED if missing else Exit.OK
 
 
-def _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out, access) -> tuple:
+def _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out, access,
+             login_hosts) -> tuple:
     '''(the site file's text, [Proposal] in it) from each probe's output.'''
     proposals = []
     for part, command in probes:
@@ -121,7 +125,8 @@ def _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out, a
     except slurm.SlurmError as err:
         raise ConfigError(f'site init reads Slurm: {err}') from None
     text = proposal.render(args.name, source.hostname(), proposals, skipped, partitions,
-                           slurm_nodes, pmis, left_out=left_out, access=access)
+                           slurm_nodes, pmis, left_out=left_out, access=access,
+                           login_hosts=login_hosts)
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / f'{args.name}.py').write_text(text)
         load_site_files(scratch)          # the written file validates, or this is a bug
@@ -207,6 +212,10 @@ def add_parser(sub) -> None:
                          ('--qos', 'a QOS')):
         i.add_argument(option, help=f'run the probe in {what}, and write it into every '
                                     "partition's access (Slurm's option of that name)")
+    i.add_argument('--hostnames', action='append', metavar='REGEX',
+                   help='the login nodes ReFrame picks this system on (repeatable; a Python '
+                        "regex matched from the start of the name, e.g. '^login[0-9]+$'; "
+                        'default: this host alone)')
     i.set_defaults(func=run_init)
     c = ss.add_parser('check', help='what a site must hold before its first run')
     c.add_argument('--system', help='the site (default: the site file matching this host)')

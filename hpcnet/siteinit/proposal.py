@@ -173,6 +173,34 @@ def check_name(name: str) -> None:
                           'not starting with a digit or -: a ReFrame system name)')
 
 
+#: What ``--hostnames`` takes, as its error says.
+HOSTNAMES_VALID = ("a Python regex ReFrame matches from the start of a login node's name, "
+                   "one of them matching the host site init reads Slurm on, e.g. '^login[0-9]+$'")
+
+
+def hostnames(given: list | None, host: str) -> tuple:
+    '''(the site file's ``hostnames``, where they came from): ``given``
+    (``--hostnames``, one per login node name or pattern), else ``host``
+    alone.  A pattern that does not compile, or matches every name, is
+    refused, and so are patterns none of which matches ``host`` (ReFrame on
+    the host site init ran on would not pick the system).'''
+    if not given:
+        return [f'^{re.escape(host)}$'], 'this host (hostname): ReFrame picks the system by it'
+    for pattern in given:
+        try:
+            matches_all = re.match(pattern, '') is not None
+        except re.error as err:
+            raise ConfigError(f'--hostnames {pattern!r}: not a regular expression ({err}) '
+                              f'(valid: {HOSTNAMES_VALID})') from None
+        if matches_all:
+            raise ConfigError(f'--hostnames {pattern!r}: matches every host name (valid: '
+                              f'{HOSTNAMES_VALID})')
+    if not any(re.match(pattern, host) for pattern in given):
+        raise ConfigError(f'--hostnames {" ".join(map(repr, given))}: none matches {host!r}, '
+                          f'the host site init reads Slurm on (valid: {HOSTNAMES_VALID})')
+    return list(given), f'--hostnames (site init ran on {host}): ReFrame picks the system by them'
+
+
 def _line(key: str, value, source: str, indent: str, argument: bool = False) -> str:
     '''One value with its source: a dictionary entry, or (``argument``) a
     keyword argument; a value not found is a comment saying why.'''
@@ -184,12 +212,14 @@ def _line(key: str, value, source: str, indent: str, argument: bool = False) -> 
 
 def render(name: str, host: str, proposals: list, skipped: list, partitions: list,
            slurm_nodes: tuple = (), pmis: tuple = (), left_out: tuple = (),
-           access: tuple = ()) -> str:
+           access: tuple = (), login_hosts: tuple | None = None) -> str:
     '''The site file's text: every value with a comment saying where it came from
     (``slurm_nodes``: SlurmNode, whose features and GRES each partition lists;
     ``pmis``: what ``srun --mpi=list`` offers; ``left_out``: which nodes the
     probe did not run on, and why; ``access``: the job options given to
-    site init, --reservation, --account, --qos).'''
+    site init, --reservation, --account, --qos; ``login_hosts``: hostnames()
+    of --hostnames, default ``host`` alone).'''
+    patterns, patterns_source = login_hosts or hostnames(None, host)
     check_name(name)
     out = [f'"""`{name}`: written by `hpcnet site init {name}` on {host} from what Slurm',
            '(scontrol) and one probe job per partition (ip, sysfs, rdma link, GIDs) said.',
@@ -204,8 +234,7 @@ def render(name: str, host: str, proposals: list, skipped: list, partitions: lis
             'from hpcnet.model import partition_extras', '', 'system = {',
             f'    {"name"!r}: {name!r},  # the NAME given to hpcnet site init',
             f'    {"descr"!r}: {f"Written by hpcnet site init on {host}"!r},  # where and how',
-            f'    {"hostnames"!r}: [{"^" + re.escape(host) + "$"!r}],  # this host (hostname): '
-            'ReFrame picks the system by it',
+            f'    {"hostnames"!r}: {patterns!r},  # {patterns_source}',
             f'    {"partitions"!r}: [  # one per Slurm partition x fabric found on all its nodes']
     by_name = {p.name: p for p in partitions}
     for prop in proposals:

@@ -11,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from hpcnet.progress import phase
 from hpcnet.stacks import lmod, modulenames, modules
 from hpcnet.stacks.candidate import MpiCandidate
 from hpcnet.stacks.lmod import lmod_command, search_path
@@ -60,10 +61,26 @@ def module_candidates(state: Path) -> list:
         data = json.loads(cache.read_text()) if cache.exists() else None
     except ValueError:
         data = None     # a cache cut short (a run killed while writing it) is made again
-    if data and data['fingerprint'] == tree_fingerprint(lmod, dirs + data['opened']):
+    if data and _unchanged(lmod, dirs, data):
         return [MpiCandidate.from_json(c) for c in data['candidates']]
     found = modules.survey()
+    with phase(f'recording the modulefiles under {len(dirs) + len(found.opened)} '
+               'director(ies) for the next configuration load') as done:
+        fingerprint = tree_fingerprint(lmod, dirs + found.opened)
+        done.outcome = f'kept in {cache}'
     cache.write_text(json.dumps({
-        'fingerprint': tree_fingerprint(lmod, dirs + found.opened), 'opened': found.opened,
+        'fingerprint': fingerprint, 'opened': found.opened,
         'candidates': [dataclasses.asdict(c) for c in found.candidates]}, indent=1))
     return found.candidates
+
+
+def _unchanged(lmod: str, dirs: list, data: dict) -> bool:
+    '''The module tree is as the cached survey ``data`` read it; said on
+    stderr, since every configuration load walks the whole tree (long on
+    EESSI or CVMFS).'''
+    opened = data['opened']
+    with phase(f'checking the modulefiles under {len(dirs) + len(opened)} director(ies) '
+               'against the last module survey') as done:
+        unchanged = data['fingerprint'] == tree_fingerprint(lmod, dirs + opened)
+        done.outcome = 'unchanged' if unchanged else 'changed, surveying again'
+    return unchanged

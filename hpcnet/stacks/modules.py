@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import mpi
+from hpcnet.progress import phase
 from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
                                      wrapper_compiler)
 from hpcnet.stacks.lmod import (LMOD_COMMANDS, ModuleLoadError, avail, lmod_command,
@@ -158,11 +159,22 @@ def survey() -> ModuleSurvey:
     result.search_path = search_path()
     if not result.search_path:
         return result
+    # Said on stderr: Lmod reads every modulefile and each MPI module is
+    # loaded, which is long on a large tree (EESSI, CVMFS).
+    with phase(f'surveying the modules under {len(result.search_path)} MODULEPATH '
+               'director(ies), loading each MPI module') as done:
+        _survey_lmod(result)
+        done.outcome = f'{len(result.candidates)} MPI module(s) kept, {len(result.skipped)} left out'
+    return result
+
+
+def _survey_lmod(result: ModuleSurvey) -> None:
+    '''survey() of ``result``'s search path with its Lmod, into ``result``.'''
     lmod, dirs = result.lmod, result.search_path
     available = [m for m in avail(lmod, dirs) if m.role]
     available += _walk_compilers(lmod, dirs, available, result)
     if not any(m.role in (Role.MPI, Role.TOOLCHAIN) for m in available):
-        return result
+        return
     base = load(lmod, [], dirs)
     already = set(loaded_files(base))
 
@@ -213,7 +225,6 @@ def survey() -> ModuleSurvey:
         cand = _candidate(item, base, result.skipped)
         if cand is not None:
             result.candidates.append(cand)
-    return result
 
 
 def _bind_tool(lmod, dirs, tool, chosen, already, base, skipped) -> None:
