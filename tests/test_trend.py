@@ -84,3 +84,13 @@ def test_the_trend_section_shows_the_newest_nights_busy_nights_and_stops():
     assert section.count('<img') == 1
     for word in ('worse the newest 2 sessions', 'busy host: not decided', 'stopped'):
         assert f'>{word}</td>' in section, word
+
+
+def test_a_series_measured_only_on_a_busy_host_is_plotted_as_its_busy_nights():
+    '''Every night withheld (a pipeline run beside a build): no level to
+    draw, the busy nights marked, the page made (it once raised IndexError).'''
+    from test_history import judged as judge_nights, nights
+    found = judge_nights(nights([('busy', 80.0 + i) for i in range(5)]))
+    section = trend.section(found)
+    assert section.count('<img') == 1
+    assert '>busy host: not decided</td>' in section

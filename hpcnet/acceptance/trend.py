@@ -32,7 +32,8 @@ def plot(series: hist.Series) -> str:
     fig.subplots_adjust(left=0.16, right=0.98, bottom=0.19, top=0.83)
     ax.plot(x, series.values, marker='.', lw=0.8, color=_SERIES)
     finding = series.finding
-    for start, end, level in finding.levels:
+    # A series measured only on a busy host has no fair session: no level to draw.
+    for start, end, level in (lv for lv in finding.levels if lv[1] > lv[0]):
         ax.hlines(level, x[start] - 0.4, x[end - 1] + 0.4, color='grey', lw=1.6, alpha=0.7)
     for change in finding.changes:
         colour = _WORSE if series.worse(change) else _BETTER
