@@ -238,14 +238,28 @@ def _gitlab_ci_local(repo: Path, **variables) -> str:
     return res.stdout
 
 
-def _job_results(output: str) -> dict:
+def job_results(output: str, jobs: tuple = NIGHTLY_JOBS) -> dict:
     '''job -> PASS, WARN or FAIL from gitlab-ci-local's closing lines.'''
     results = {}
     for line in output.splitlines():
         words = line.split()
-        if len(words) >= 2 and words[0] in ('PASS', 'WARN', 'FAIL') and words[1] in NIGHTLY_JOBS:
+        if len(words) >= 2 and words[0] in ('PASS', 'WARN', 'FAIL') and words[1] in jobs:
             results[words[1]] = words[0]
     return results
+
+
+def site_repo(tmp_path: Path) -> Path:
+    '''A site's repository holding the GitLab template as its .gitlab-ci.yml.'''
+    repo = tmp_path / 'site'
+    repo.mkdir()
+    shutil.copyfile(GITLAB, repo / '.gitlab-ci.yml')
+    env = {**os.environ, 'GIT_AUTHOR_NAME': 't', 'GIT_AUTHOR_EMAIL': 't@example.org',
+           'GIT_COMMITTER_NAME': 't', 'GIT_COMMITTER_EMAIL': 't@example.org'}
+    for cmd in (['git', 'init', '-q'], ['git', 'remote', 'add', 'origin',
+                                        'https://gitlab.example.org/site/hpcnet.git'],
+                ['git', 'add', '-A'], ['git', 'commit', '-qm', 'site']):
+        subprocess.run(cmd, cwd=repo, env=env, check=True)
+    return repo
 
 
 def test_gitlab_ci_local_runs_a_night(tmp_path):
@@ -256,23 +270,15 @@ def test_gitlab_ci_local_runs_a_night(tmp_path):
     missing = [t for t in ('gitlab-ci-local', 'rsync', 'git') if _tool(t) is None]
     if missing:
         pytest.skip(f'{", ".join(missing)} not installed (make ci-tools)')
-    repo = tmp_path / 'site'
-    repo.mkdir()
-    shutil.copyfile(GITLAB, repo / '.gitlab-ci.yml')
+    repo = site_repo(tmp_path)
     # Exits with $STUB_EXIT_<command>, for run $STUB_EXIT_run_<report name>.
     stub = repo / 'stub-hpcnet'
     stub.write_text('#!/bin/sh\necho "hpcnet $*"\nkey=$1; [ "$1" = run ] && key=run_$3\n'
                     'exit "$(eval echo "\\${STUB_EXIT_$key:-0}")"\n')
     stub.chmod(0o755)
-    env = {**os.environ, 'GIT_AUTHOR_NAME': 't', 'GIT_AUTHOR_EMAIL': 't@example.org',
-           'GIT_COMMITTER_NAME': 't', 'GIT_COMMITTER_EMAIL': 't@example.org'}
-    for cmd in (['git', 'init', '-q'], ['git', 'remote', 'add', 'origin',
-                                        'https://gitlab.example.org/site/hpcnet.git'],
-                ['git', 'add', '-A'], ['git', 'commit', '-qm', 'site']):
-        subprocess.run(cmd, cwd=repo, env=env, check=True)
     stubs = {'HPCNET': str(stub), 'HPCNET_SETUP': 'true'}
-    assert _job_results(_gitlab_ci_local(repo, **stubs)) == dict.fromkeys(NIGHTLY_JOBS, 'PASS')
-    assert _job_results(_gitlab_ci_local(repo, **stubs, STUB_EXIT_history=3)) == \
+    assert job_results(_gitlab_ci_local(repo, **stubs)) == dict.fromkeys(NIGHTLY_JOBS, 'PASS')
+    assert job_results(_gitlab_ci_local(repo, **stubs, STUB_EXIT_history=3)) == \
         {'preflight': 'PASS', 'suite': 'PASS', 'compare': 'WARN'}
     output = _gitlab_ci_local(repo, **stubs, STUB_EXIT_run_nightly=1)
-    assert _job_results(output) == {'preflight': 'PASS', 'suite': 'FAIL', 'compare': 'PASS'}, output
+    assert job_results(output) == {'preflight': 'PASS', 'suite': 'FAIL', 'compare': 'PASS'}, output

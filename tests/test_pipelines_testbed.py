@@ -25,7 +25,7 @@ from conftest import env_regex, running_testbed
 
 from hpcnet import testbed as tbm
 from hpcnet.paths import PROJECT_ROOT, WORK_DIR
-from test_pipelines import BASELINE_JOBS, GITLAB, NIGHTLY_JOBS, _tool
+from test_pipelines import BASELINE_JOBS, _tool, job_results, site_repo
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -59,19 +59,6 @@ def _wrapper(path: Path, tb, environ: str) -> Path:
     return path
 
 
-def _site_repo(tmp_path: Path) -> Path:
-    repo = tmp_path / 'site'
-    repo.mkdir()
-    shutil.copyfile(GITLAB, repo / '.gitlab-ci.yml')
-    env = {**os.environ, 'GIT_AUTHOR_NAME': 't', 'GIT_AUTHOR_EMAIL': 't@example.org',
-           'GIT_COMMITTER_NAME': 't', 'GIT_COMMITTER_EMAIL': 't@example.org'}
-    for cmd in (['git', 'init', '-q'], ['git', 'remote', 'add', 'origin',
-                                        'https://gitlab.example.org/site/hpcnet.git'],
-                ['git', 'add', '-A'], ['git', 'commit', '-qm', 'site']):
-        subprocess.run(cmd, cwd=repo, env=env, check=True)
-    return repo
-
-
 def _pipeline(repo: Path, variables: dict, *extra: str) -> str:
     args = [a for k, v in variables.items() for a in ('--variable', f'{k}={v}')]
     res = subprocess.run([_tool('gitlab-ci-local'), '--ignore-predefined-vars',
@@ -81,21 +68,12 @@ def _pipeline(repo: Path, variables: dict, *extra: str) -> str:
     return res.stdout
 
 
-def _results(output: str, jobs: tuple) -> dict:
-    results = {}
-    for line in output.splitlines():
-        words = line.split()
-        if len(words) >= 2 and words[0] in ('PASS', 'WARN', 'FAIL') and words[1] in jobs:
-            results[words[1]] = words[0]
-    return results
-
-
 def test_the_gitlab_template_runs_green_then_red_after_a_cut(tmp_path, one_env_per_stack):
     missing = [t for t in ('gitlab-ci-local', 'rsync', 'git') if _tool(t) is None]
     if missing:
         pytest.skip(f'{", ".join(missing)} not installed (make ci-tools)')
     environ = next((e for e in one_env_per_stack if 'openmpi' in e), one_env_per_stack[0])
-    repo = _site_repo(tmp_path)
+    repo = site_repo(tmp_path)
     # The site's accepted references before its first baseline: the shipped file.
     refdir = tmp_path / 'reference'
     refdir.mkdir()
@@ -108,11 +86,11 @@ def test_the_gitlab_template_runs_green_then_red_after_a_cut(tmp_path, one_env_p
                      'HPCNET_REFERENCE_DIR': str(refdir)}
         made = _pipeline(repo, {**variables, 'CI_PIPELINE_SOURCE': 'web',
                                 'HPCNET_BASELINE': 'yes'}, '--manual', 'accept-baseline')
-        assert _results(made, BASELINE_JOBS) == dict.fromkeys(BASELINE_JOBS, 'PASS'), made[-5000:]
+        assert job_results(made, BASELINE_JOBS) == dict.fromkeys(BASELINE_JOBS, 'PASS'), made[-5000:]
         assert 'sessions:' in (refdir / 'testbed.yaml').read_text(), made[-3000:]
 
         night = _pipeline(repo, {**variables, 'CI_PIPELINE_SOURCE': 'schedule'})
-        results = _results(night, NIGHTLY_JOBS)
+        results = job_results(night)
         print(night[-4000:])
         assert results['preflight'] == 'PASS' and results['suite'] == 'PASS', night[-6000:]
         # compare exits 0; the trend of one night is not decided (a warning).
@@ -122,6 +100,6 @@ def test_the_gitlab_template_runs_green_then_red_after_a_cut(tmp_path, one_env_p
         tb.shape_path('cn1', 'cn2', '600mbit')
         cut = _pipeline(repo, {**variables, 'CI_PIPELINE_SOURCE': 'schedule'})
         print(cut[-4000:])
-        results = _results(cut, NIGHTLY_JOBS)
+        results = job_results(cut)
         assert results['suite'] == 'FAIL' and results['compare'] == 'FAIL', cut[-6000:]
         assert 'hpcnet compare exited 1' in cut and 'hpcnet_p2p' in cut, cut[-6000:]
