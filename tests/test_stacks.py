@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpcnet import mpi, stacks
+from hpcnet.stacks import sources
 from hpcnet.mpi import MpiFamily
 
 CC = shutil.which('cc') or shutil.which('gcc')
@@ -225,11 +226,14 @@ def test_spack_environment_source(tmp_path, monkeypatch, compiler):
     spack = bindir / 'spack'
     spack.write_text('#!/bin/sh\n'
                      f'[ "$1 $2 $3 $4" = "-e {tmp_path}/env find --format" ] || exit 3\n'
-                     f'[ "$5" = "{stacks.SPACK_FORMAT}" ] || exit 4\n'
                      "echo '==> In environment env'\n"
-                     f"echo 'openmpi|9.8.7|abcdefg|{mpi}|'\n"
-                     f"echo 'osu-micro-benchmarks|7.4|hijklmn|{osu}|{mpi}'\n"
-                     "echo 'zlib|1.3|opqrstu|/nowhere|'\n")
+                     f'if [ "$5" = "{sources.SPACK_FORMAT}" ] && [ $# = 5 ]; then\n'
+                     f"  echo 'openmpi|9.8.7|abcdefg|{mpi}'\n"
+                     f"  echo 'osu-micro-benchmarks|7.4|hijklmn|{osu}'\n"
+                     "  echo 'zlib|1.3|opqrstu|/nowhere'\n"
+                     f'elif [ "$5 $6" = "{sources.SPACK_MPI_OF_FORMAT} {sources.SPACK_MPI_QUERY}" ]; then\n'
+                     f"  echo 'osu-micro-benchmarks|hijklmn|{mpi}'\n"
+                     'else exit 4; fi\n')
     spack.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))

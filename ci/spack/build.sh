@@ -152,9 +152,12 @@ record() {
     cp "$ENV_DIR/spack.yaml" "$dest/spack.yaml"
     sed "s#$RUN#\$SPACK_RUN#g" "$ENV_DIR/spack.lock" > "$dest/spack.lock"
     spack -e "$ENV_DIR" find --json | sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find.json"
-    # What HPCNET_SPACK_ENV discovery reads (hpcnet/stacks/sources.py, SPACK_FORMAT).
-    spack -e "$ENV_DIR" find --format '{name}|{version}|{hash:7}|{prefix}|{^mpi.prefix}' |
+    # What HPCNET_SPACK_ENV discovery reads (hpcnet/stacks/sources.py, SPACK_FORMAT and
+    # SPACK_MPI_OF_FORMAT with SPACK_MPI_QUERY).
+    spack -e "$ENV_DIR" find --format '{name}|{version}|{hash:7}|{prefix}' |
         sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find-format.txt"
+    spack -e "$ENV_DIR" find --format '{name}|{hash:7}|{^mpi.prefix}' '^mpi' |
+        sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find-mpi-of.txt"
     { echo "spack $(spack --version)"
       echo "spack-packages $(git -C "$RUN/spack-packages" rev-parse HEAD) ($PACKAGES_TAG)"
     } > "$dest/VERSIONS"

@@ -131,8 +131,13 @@ def extra_prefix_candidates(state: Path) -> list:
 #: Spack's benchmark packages whose programs become tools of the MPI they
 #: were built against (the MPI packages are the families' spack_packages).
 SPACK_BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
-#: One line per installed spec: name, version, short hash, prefix, prefix of its MPI.
-SPACK_FORMAT = '{name}|{version}|{hash:7}|{prefix}|{^mpi.prefix}'
+#: One line per installed spec: name, version, short hash, prefix.
+SPACK_FORMAT = '{name}|{version}|{hash:7}|{prefix}'
+#: One line per installed spec built against an MPI (queried with ``^mpi``):
+#: name, short hash, prefix of its MPI. Spack refuses ``{^mpi.prefix}`` for a
+#: spec without an MPI, so the two are separate queries.
+SPACK_MPI_OF_FORMAT = '{name}|{hash:7}|{^mpi.prefix}'
+SPACK_MPI_QUERY = '^mpi'
 
 
 def spack_env_name(package: str, version: str, short_hash: str) -> str:
@@ -140,6 +145,18 @@ def spack_env_name(package: str, version: str, short_hash: str) -> str:
     Spack hash (openmpi4-abc1234), so that every build of one MPI is told apart
     and each environment can be traced to its spec (``spack find /abc1234``).'''
     return f'{mpi.environment_label(mpi.spack_family(package) or package, version)}-{short_hash}'
+
+
+def _spack_find(spack: str, env_dir: str, fmt: str, *query: str) -> list:
+    '''The fields of each line `spack -e ENV find --format FMT QUERY...`
+    prints, without Spack's own headers and notes.'''
+    res = run_command([spack, '-e', env_dir, 'find', '--format', fmt, *query], timeout=300)
+    if res.returncode != 0:
+        raise StackError(f'{SPACK_ENV_VAR}={env_dir}: `spack find` failed: '
+                         f'{res.stdout.strip()[:300]}')
+    fields = fmt.count('|') + 1
+    return [parts for parts in (line.strip().split('|') for line in res.stdout.splitlines())
+            if len(parts) == fields]
 
 
 def spack_candidates(state: Path) -> list:
@@ -152,20 +169,14 @@ def spack_candidates(state: Path) -> list:
     if spack is None:
         raise StackError(f'{SPACK_ENV_VAR}={env_dir}: the spack command is not on PATH '
                          '(source share/spack/setup-env.sh first)')
-    res = run_command([spack, '-e', env_dir, 'find', '--format', SPACK_FORMAT], timeout=300)
-    if res.returncode != 0:
-        raise StackError(f'{SPACK_ENV_VAR}={env_dir}: `spack find` failed: '
-                         f'{res.stdout.strip()[:300]}')
-    mpis, tools_of = [], {}
-    for line in res.stdout.splitlines():
-        parts = line.strip().split('|')
-        if len(parts) != 5:
-            continue      # spack's own headers and notes
-        name, version, short_hash, prefix, mpi_prefix = parts
-        if mpi.spack_family(name):
-            mpis.append((name, version, short_hash, prefix))
-        elif name in SPACK_BENCHMARK_PACKAGES and mpi_prefix:
-            tools_of.setdefault(mpi_prefix, []).append(prefix)
+    installed = _spack_find(spack, env_dir, SPACK_FORMAT)
+    prefix_of = {short_hash: prefix for _, _, short_hash, prefix in installed}
+    mpis = [row for row in installed if mpi.spack_family(row[0])]
+    tools_of: dict = {}
+    for name, short_hash, mpi_prefix in _spack_find(spack, env_dir, SPACK_MPI_OF_FORMAT,
+                                                    SPACK_MPI_QUERY):
+        if name in SPACK_BENCHMARK_PACKAGES and short_hash in prefix_of:
+            tools_of.setdefault(mpi_prefix, []).append(prefix_of[short_hash])
     out = []
     for name, version, short_hash, prefix in mpis:
         cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{short_hash}', 'spack',

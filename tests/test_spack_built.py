@@ -1,25 +1,19 @@
 """Discovery of MPIs a real Spack built (ci/spack/build.sh): the environment's
-spack.lock, its `spack find --format` answer and the Lmod files
+spack.lock, its `spack find --format` answers and the Lmod files
 `spack module lmod refresh` wrote, recorded in tests/data/spack-built (see its
 README).  Each source must name every environment by the Spack hash of its MPI.
 The recorded prefixes ($SPACK_RUN/...) are re-rooted under tmp_path, with a
-fake MPI at each MPI prefix.
-
-Pending: written for tests/ (it imports tests/test_stacks.py), it moves there
-with the data once `ci/spack/build.sh record tests/data/spack-built` has run
-after a finished install (docs/site-guide.md, "Building the MPI stacks with
-Spack").  Not collected from here (pytest's testpaths is tests/)."""
+fake MPI at each MPI prefix."""
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
-from hpcnet.stacks import modules, spacklock
+from hpcnet.stacks import modules, sources, spacklock
 from hpcnet.stacks.modulecache import module_candidates
 
 DATA = Path(__file__).parent / 'data' / 'spack-built'
@@ -45,8 +39,8 @@ def _reroot(text: str, root: Path) -> str:
 def _fake_mpi_at(prefix: Path, family: str) -> Path:
     '''A fake MPI (tests/test_stacks.py) at exactly ``prefix``.'''
     made = make_fake_mpi(prefix.parent / f'.make-{prefix.name}', family, family)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(made), str(prefix))
+    # A link, not a move: the fake wrapper names the directory it was made in.
+    prefix.symlink_to(made)
     return prefix
 
 
@@ -62,7 +56,7 @@ def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
     tree = tmp_path / 'opt'
     for line in (DATA / 'find-format.txt').read_text().splitlines():
         parts = line.split('|')
-        if len(parts) == 5 and parts[3].startswith('$SPACK_RUN/env/opt/'):
+        if len(parts) == 4 and parts[3].startswith('$SPACK_RUN/env/opt/'):
             Path(_reroot(parts[3], tmp_path).replace(f'{tmp_path}/env/opt', str(tree))).mkdir(
                 parents=True, exist_ok=True)
     locked = spacklock.matrix(LOCK, tree)
@@ -82,13 +76,21 @@ def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatc
     lines (a script in place of spack), fake MPIs at the recorded prefixes.'''
     answer = _reroot((DATA / 'find-format.txt').read_text(), tmp_path)
     for line in answer.splitlines():
-        name, _, _, prefix, _ = (line.split('|') + [''] * 5)[:5]
+        name, _, _, prefix = (line.split('|') + [''] * 4)[:4]
         if name in MPI_PACKAGES:
             _fake_mpi_at(Path(prefix), name)
     (tmp_path / 'answer.txt').write_text(answer)
+    (tmp_path / 'mpi-of.txt').write_text(_reroot((DATA / 'find-mpi-of.txt').read_text(),
+                                                  tmp_path))
     bindir = tmp_path / 'spackbin'
     bindir.mkdir()
-    (bindir / 'spack').write_text(f'#!/bin/sh\ncat {tmp_path / "answer.txt"}\n')
+    # Answers the two queries discovery makes (hpcnet/stacks/sources.py) as recorded.
+    (bindir / 'spack').write_text(
+        '#!/bin/sh\n'
+        f'if [ "$5" = "{sources.SPACK_FORMAT}" ] && [ $# = 5 ]; then cat {tmp_path / "answer.txt"}\n'
+        f'elif [ "$5 $6" = "{sources.SPACK_MPI_OF_FORMAT} {sources.SPACK_MPI_QUERY}" ]; then '
+        f'cat {tmp_path / "mpi-of.txt"}\n'
+        'else exit 4; fi\n')
     (bindir / 'spack').chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))
@@ -96,7 +98,7 @@ def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatc
                             compilers=[stacks.Compiler('gcc', '99.1.0', CC)])
     hashes = _locked_mpis()
     assert sorted(env.name for env in found.environments) == sorted(
-        f'gcc99-{name}4-{hashes[name][0][:7]}' for name in MPI_PACKAGES)
+        f'gcc99-{name}4-{hashes[name][0][:7]}' for name in MPI_PACKAGES), found.rejected
     for env in found.environments:
         assert len(env.mpi.candidate.tool_prefixes) == 2, env.mpi.candidate
 
@@ -116,7 +118,9 @@ def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, mo
         (lua,) = [p for p in root.rglob('*.lua') if p.parent.name == name and hash_[:7] in p.name]
         bindir = re.search(r'prepend_path\("PATH", "([^"]+)/bin"', lua.read_text()).group(1)
         _fake_mpi_at(Path(bindir), name)
-    (core,) = {p.parent.parent for p in root.rglob('*.lua') if p.parent.parent.name == 'Core'}
+    # The hierarchy's root (<arch>/Core); each MPI's own .../<mpi>/<version>/Core lies deeper.
+    core = min({p.parent.parent for p in root.rglob('*.lua') if p.parent.parent.name == 'Core'},
+               key=lambda path: len(path.parts))
     monkeypatch.delenv('MODULEPATH', raising=False)
     monkeypatch.setenv(modules.MODULEPATH_ENV, str(core))
     found = stacks.discover(tmp_path / 'state', sources=[module_candidates])
