@@ -56,6 +56,8 @@ from typing import Sequence
 
 import numpy as np
 from scipy import special, stats
+# The exact null distribution scipy.stats.mannwhitneyu(method='exact') reads its p from.
+from scipy.stats._mannwhitneyu import _MWU
 
 from hpcnet.constants import TOLERANCE_CAP
 
@@ -127,9 +129,23 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
     if key not in _MANN_WHITNEY_P:
         if len(_MANN_WHITNEY_P) >= _MANN_WHITNEY_KEPT:
             _MANN_WHITNEY_P.clear()
-        _MANN_WHITNEY_P[key] = float(stats.mannwhitneyu(
-            after, before, alternative=alternative, method='exact').pvalue)
+        _MANN_WHITNEY_P[key] = _exact_p(u, len(after), len(before), alternative)
     return _MANN_WHITNEY_P[key]
+
+
+def _exact_p(u_after: float, n_after: int, n_before: int, alternative: str) -> float:
+    """scipy.stats.mannwhitneyu(after, before, method='exact')'s p, from the
+    null distribution it reads it from (its _MWU, one per pair of sample
+    counts, each keeping the frequencies it built), without its per-call
+    argument handling: the same operations, so the same float."""
+    u = u_after if alternative == 'greater' else n_after * n_before - u_after
+    shape = (min(n_after, n_before), max(n_after, n_before))
+    if shape not in _NULL_DISTRIBUTIONS:
+        if len(_NULL_DISTRIBUTIONS) >= _NULL_DISTRIBUTIONS_KEPT:
+            _NULL_DISTRIBUTIONS.clear()
+        _NULL_DISTRIBUTIONS[shape] = _MWU(*shape)
+    p = np.asarray(_NULL_DISTRIBUTIONS[shape].sf(np.asarray(u, np.int64)), dtype=float)
+    return float(np.clip(p, 0., 1.))
 
 
 def _normal_p(u_after: float, n_after: int, n_before: int, ties: int, alternative: str) -> float:
@@ -159,6 +175,10 @@ def _u_of_after(before: list, after: list) -> float:
 #: (no ties); emptied at _MANN_WHITNEY_KEPT entries, to bound its memory.
 _MANN_WHITNEY_P: dict = {}
 _MANN_WHITNEY_KEPT = 1 << 16
+#: _MWU of each (smaller, larger) sample count (at most EXACT_MAX_PAIRS pairs);
+#: emptied at _NULL_DISTRIBUTIONS_KEPT, to bound its memory.
+_NULL_DISTRIBUTIONS: dict = {}
+_NULL_DISTRIBUTIONS_KEPT = 1 << 10
 
 
 def min_exact_p(n_before: int, n_after: int) -> float:
