@@ -9,15 +9,18 @@ gain = cost(segment) - cost(left) - cost(right), cost = sum of |value -
 median| (ruptures.costs.CostL1).
 
 Every place's gain is first computed from sorted prefix sums (exact up to
-rounding); the places within TIE of the best are then computed again with
-ruptures' CostL1 itself, and so is the gain returned, so where rounding
-could decide between two places ruptures' own figures decide, as they do in
+rounding); the places within TIE of the best are then computed again by
+ruptures' CostL1's operations (its sum, in its order, of the distances to
+np.median's median), and so is the gain returned, so where rounding could
+decide between two places ruptures' own figures decide, as they do in
 Binseg: the breakpoints are the same.
 """
 from __future__ import annotations
 
 import numpy as np
 from ruptures.costs import CostL1
+
+from hpcnet.acceptance.spread import median_of
 
 #: Places whose fast gain is within this fraction of the segment's cost of
 #: the best are decided by ruptures' CostL1 figures: far above the rounding
@@ -46,9 +49,16 @@ def _prefix_costs(deviations: np.ndarray) -> np.ndarray:
 class _Segmenter:
     def __init__(self, signal: np.ndarray, min_size: int):
         self.signal = np.asarray(signal, dtype=float)
-        self.cost = CostL1().fit(self.signal)
-        self.min_size = max(min_size, self.cost.min_size)
+        #: The signal as ruptures' CostL1 holds it (a column): its sums in its order.
+        self.column = self.signal.reshape(-1, 1)
+        self.min_size = max(min_size, CostL1().min_size)
         self.best: dict = {}
+
+    def error(self, start: int, end: int) -> float:
+        """CostL1().fit(signal).error(start, end), the same float: the sum of
+        |value - median| of the segment."""
+        sub = self.column[start:end]
+        return abs(sub - median_of(self.signal[start:end])).sum()
 
     def single_bkp(self, start: int, end: int) -> tuple:
         """(place, gain) of the segment's best split; (None, 0) for none."""
@@ -60,13 +70,13 @@ class _Segmenter:
     def _single_bkp(self, start: int, end: int) -> tuple:
         if end - start < 2 * self.min_size:
             return None, 0
-        error = self.cost.error
+        error = self.error
         segment_cost = error(start, end)
         if segment_cost == 0:
             # A constant segment: every place gains 0, and the last wins.
             return end - self.min_size, 0.0
         values = self.signal[start:end]
-        deviations = values - np.median(values)
+        deviations = values - median_of(values)
         left = _prefix_costs(deviations)
         right = _prefix_costs(deviations[::-1])[::-1]
         # Place b splits [start, b) and [b, end): left[b - start - 1], right[b - start].
