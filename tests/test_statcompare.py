@@ -336,3 +336,21 @@ def test_the_normal_approximation_is_scipys_p_to_the_last_bit():
                     use_continuity=True).pvalue), (before, after, alternative)
                 checked += 1
     assert checked > 100
+
+
+def test_the_exact_p_is_scipys_to_the_last_bit():
+    """mann_whitney_p reads the exact p from scipy's own null distribution:
+    equal, not close, to scipy.stats.mannwhitneyu(method='exact') for sample
+    counts up to EXACT_MAX_PAIRS pairs, in an order that moves between counts."""
+    rng = random.Random(11)
+    checked = 0
+    for n_before, n_after in [(4, 4), (20, 20), (4, 100), (7, 13), (13, 7), (4, 4), (1, 9)]:
+        for shift in (0.0, 0.4, 2.0):
+            before = [rng.gauss(0, 1) for _ in range(n_before)]
+            after = [rng.gauss(shift, 1) for _ in range(n_after)]
+            for alternative in ('less', 'greater'):
+                statcompare._MANN_WHITNEY_P.clear()
+                assert mann_whitney_p(before, after, alternative) == float(stats.mannwhitneyu(
+                    after, before, alternative=alternative, method='exact').pvalue)
+                checked += 1
+    assert checked == 42
