@@ -48,6 +48,7 @@ may be", so improvements never block and a small wobble is decided.
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import math
 import statistics
@@ -91,9 +92,10 @@ def _finite_sample(values: Sequence[float], side: str) -> list:
     values = [float(v) for v in values]
     if not values:
         raise ValueError(f'{side} has no samples')
-    for index, value in enumerate(values):
-        if not math.isfinite(value):
-            raise ValueError(f'{side} sample #{index} is {value!r}: samples must be finite numbers')
+    if not all(map(math.isfinite, values)):
+        index = next(i for i, value in enumerate(values) if not math.isfinite(value))
+        raise ValueError(f'{side} sample #{index} is {values[index]!r}: samples must be finite '
+                         'numbers')
     return values
 
 
@@ -110,9 +112,7 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
         raise ValueError(f'alternative must be "less" or "greater", not {alternative!r}')
     before = _finite_sample(before, 'before')
     after = _finite_sample(after, 'after')
-    counts: dict = {}
-    for value in before + after:
-        counts[value] = counts.get(value, 0) + 1
+    counts = collections.Counter(before + after)
     if len(counts) == 1:
         return 1.0
     has_ties = len(counts) < len(before) + len(after)
@@ -122,8 +122,9 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
     # sum(t^3 - t) alone (all exact in floating point): the normal one is
     # computed from them here, and the exact one is kept by them, since
     # `hpcnet history` tests many pairs that agree on them.
-    u, ties = _u_of_after(before, after), sum(t ** 3 - t for t in counts.values())
+    u = _u_of_after(before, after)
     if method == 'asymptotic':
+        ties = sum(t ** 3 - t for t in counts.values() if t > 1)
         return _normal_p(u, len(after), len(before), ties, alternative)
     key = (alternative, len(after), len(before), u)
     if key not in _MANN_WHITNEY_P:
