@@ -53,12 +53,17 @@ class _Segmenter:
         self.column = self.signal.reshape(-1, 1)
         self.min_size = max(min_size, CostL1().min_size)
         self.best: dict = {}
+        self.costs: dict = {}
 
     def error(self, start: int, end: int) -> float:
         """CostL1().fit(signal).error(start, end), the same float: the sum of
-        |value - median| of the segment."""
-        sub = self.column[start:end]
-        return abs(sub - median_of(self.signal[start:end])).sum()
+        |value - median| of the segment (each segment once: a split's two
+        sides are the segments the search splits next)."""
+        key = (start, end)
+        if key not in self.costs:
+            sub = self.column[start:end]
+            self.costs[key] = abs(sub - median_of(self.signal[start:end])).sum()
+        return self.costs[key]
 
     def single_bkp(self, start: int, end: int) -> tuple:
         """(place, gain) of the segment's best split; (None, 0) for none."""
@@ -88,13 +93,17 @@ class _Segmenter:
 
     def predict(self, n_bkps: int) -> list:
         n = len(self.signal)
-        bkps = [n]
+        # found[i]: the best split of the i-th segment, the one ending at bkps[i].
+        bkps, found = [n], [self.single_bkp(0, n)]
         while len(bkps) - 1 < n_bkps:
-            found = [self.single_bkp(start, end) for start, end in zip([0] + bkps, bkps)]
-            bkp, _ = max(found, key=lambda x: x[1])
+            # The first segment of the largest gain, as max() over them in order.
+            at = max(range(len(found)), key=lambda i: found[i][1])
+            bkp = found[at][0]
             if bkp is None:
                 break
-            bkps = sorted(bkps + [bkp])
+            start, end = bkps[at - 1] if at else 0, bkps[at]
+            bkps.insert(at, bkp)
+            found[at:at + 1] = [self.single_bkp(start, bkp), self.single_bkp(bkp, end)]
         return bkps
 
 
