@@ -340,17 +340,21 @@ def test_the_normal_approximation_is_scipys_p_to_the_last_bit():
 
 def test_the_exact_p_is_scipys_to_the_last_bit():
     """mann_whitney_p reads the exact p from scipy's own null distribution:
-    equal, not close, to scipy.stats.mannwhitneyu(method='exact') for sample
-    counts up to EXACT_MAX_PAIRS pairs, in an order that moves between counts."""
-    rng = random.Random(11)
+    equal, not close, to scipy.stats.mannwhitneyu(method='exact') at every U
+    of several pairs of sample counts (after's values placed among before's
+    so that it wins u pairs), in an order that moves between counts."""
     checked = 0
-    for n_before, n_after in [(4, 4), (20, 20), (4, 100), (7, 13), (13, 7), (4, 4), (1, 9)]:
-        for shift in (0.0, 0.4, 2.0):
-            before = [rng.gauss(0, 1) for _ in range(n_before)]
-            after = [rng.gauss(shift, 1) for _ in range(n_after)]
+    for n_after, n_before in [(4, 4), (4, 9), (9, 4), (5, 17), (20, 20), (1, 30), (8, 50)]:
+        for u in range(n_after * n_before + 1):
+            before, after, rest = list(range(n_before)), [], u
+            for i in range(n_after):
+                wins = min(n_before, rest)
+                after.append(wins - 0.5 + i * 1e-3)
+                rest -= wins
+            assert statcompare._u_of_after(before, after) == u
             for alternative in ('less', 'greater'):
                 statcompare._MANN_WHITNEY_P.clear()
                 assert mann_whitney_p(before, after, alternative) == float(stats.mannwhitneyu(
                     after, before, alternative=alternative, method='exact').pvalue)
                 checked += 1
-    assert checked == 42
+    assert checked == 2 * (5 + 37 + 37 + 86 + 401 + 31 + 401)

@@ -136,17 +136,19 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
 
 def _exact_p(u_after: float, n_after: int, n_before: int, alternative: str) -> float:
     """scipy.stats.mannwhitneyu(after, before, method='exact')'s p, from the
-    null distribution it reads it from (its _MWU, one per pair of sample
-    counts, each keeping the frequencies it built), without its per-call
-    argument handling: the same operations, so the same float."""
+    null distribution it reads it from (its _MWU), without its per-call
+    argument handling: the same operations, so the same float.  Its survival
+    function is taken once per pair of sample counts, at every U (elementwise
+    the same operations as at one: its frequencies are built the same way up
+    to any U, and summed in order)."""
     u = u_after if alternative == 'greater' else n_after * n_before - u_after
     shape = (min(n_after, n_before), max(n_after, n_before))
     if shape not in _NULL_DISTRIBUTIONS:
         if len(_NULL_DISTRIBUTIONS) >= _NULL_DISTRIBUTIONS_KEPT:
             _NULL_DISTRIBUTIONS.clear()
-        _NULL_DISTRIBUTIONS[shape] = _MWU(*shape)
-    p = np.asarray(_NULL_DISTRIBUTIONS[shape].sf(np.asarray(u, np.int64)), dtype=float)
-    return float(np.clip(p, 0., 1.))
+        _NULL_DISTRIBUTIONS[shape] = np.asarray(
+            _MWU(*shape).sf(np.arange(shape[0] * shape[1] + 1, dtype=np.int64)), dtype=float)
+    return float(np.clip(_NULL_DISTRIBUTIONS[shape][int(u)], 0., 1.))
 
 
 def _normal_p(u_after: float, n_after: int, n_before: int, ties: int, alternative: str) -> float:
@@ -176,8 +178,8 @@ def _u_of_after(before: list, after: list) -> float:
 #: (no ties); emptied at _MANN_WHITNEY_KEPT entries, to bound its memory.
 _MANN_WHITNEY_P: dict = {}
 _MANN_WHITNEY_KEPT = 1 << 16
-#: _MWU of each (smaller, larger) sample count (at most EXACT_MAX_PAIRS pairs);
-#: emptied at _NULL_DISTRIBUTIONS_KEPT, to bound its memory.
+#: The exact p at every U of each (smaller, larger) sample count (at most
+#: EXACT_MAX_PAIRS pairs); emptied at _NULL_DISTRIBUTIONS_KEPT, to bound its memory.
 _NULL_DISTRIBUTIONS: dict = {}
 _NULL_DISTRIBUTIONS_KEPT = 1 << 10
 
