@@ -39,25 +39,22 @@ def _prefix_costs(deviations: np.ndarray) -> np.ndarray:
     upper: list = []
     sum_lower = sum_upper = 0.0
     costs = []
-    for value in deviations.tolist():
-        if lower and value > -lower[0]:
-            heapq.heappush(upper, value)
-            sum_upper += value
-        else:
-            heapq.heappush(lower, -value)
-            sum_lower += value
-        if len(lower) > len(upper) + 1:
-            moved = -heapq.heappop(lower)
-            sum_lower -= moved
-            heapq.heappush(upper, moved)
-            sum_upper += moved
-        elif len(upper) > len(lower):
-            moved = heapq.heappop(upper)
-            sum_upper -= moved
+    for count, value in enumerate(deviations.tolist(), 1):
+        if count % 2:
+            # Lower gains one: the smallest of upper and the value.
+            moved = heapq.heappushpop(upper, value) if upper else value
             heapq.heappush(lower, -moved)
+            sum_upper += value - moved
             sum_lower += moved
-        # An odd count leaves the median, lower's largest, out of both halves.
-        costs.append(sum_upper - sum_lower - (lower[0] if len(lower) > len(upper) else 0.0))
+            # The median, lower's largest, is in neither half.
+            costs.append(sum_upper - sum_lower - lower[0])
+        else:
+            # Upper gains one: the largest of lower and the value.
+            moved = -heapq.heappushpop(lower, -value)
+            heapq.heappush(upper, moved)
+            sum_lower += value - moved
+            sum_upper += moved
+            costs.append(sum_upper - sum_lower)
     return np.asarray(costs)
 
 
