@@ -22,14 +22,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from importlib import metadata
 
 from hpcnet.acceptance.references import ReferenceFileError
-from hpcnet.commands import (accept, baseline, compare, config, crosscheck, fabrics, history,
-                             index, install_stacks, paper, refs, report, run, site, stacks,
-                             testbed)
 from hpcnet.commands.parser import CommandParser
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import WORDS, Exit
@@ -38,24 +36,42 @@ from hpcnet.paths import InstallationError, installation_problem, work_dir_probl
 from hpcnet.runner import SelectionError
 from hpcnet.stacks import StackError
 
-#: The command modules (hpcnet.commands states what each holds), in the order of --help.
-COMMANDS = (install_stacks, stacks, run, crosscheck, baseline, compare, accept, history, index,
-            report, config, refs, paper, fabrics, testbed, site)
+#: The module of each command (hpcnet.commands states what each holds), in the order of --help.
+COMMANDS = {'install-stacks': 'install_stacks', 'stacks': 'stacks', 'run': 'run',
+            'crosscheck': 'crosscheck', 'baseline': 'baseline', 'compare': 'compare',
+            'accept': 'accept', 'history': 'history', 'index': 'index', 'report': 'report',
+            'config': 'config', 'refs': 'refs', 'paper': 'paper', 'fabrics': 'fabrics',
+            'testbed': 'testbed', 'site': 'site'}
 
 
-def build_parser() -> CommandParser:
+def _every_command() -> list:
+    """Every command module, in the order of COMMANDS (--help)."""
+    from hpcnet.commands import (accept, baseline, compare, config, crosscheck, fabrics, history,
+                                 index, install_stacks, paper, refs, report, run, site, stacks,
+                                 testbed)
+    return [install_stacks, stacks, run, crosscheck, baseline, compare, accept, history, index,
+            report, config, refs, paper, fabrics, testbed, site]
+
+
+def build_parser(command: str | None = None) -> CommandParser:
+    """The parser of every command; of ``command`` alone when it names one:
+    a command imports its own module only (`hpcnet compare` starts without
+    the modules of running a session or drawing a page)."""
     parser = CommandParser(prog='hpcnet', description=__doc__,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--version', action='version',
                         version=f'hpcnet {metadata.version("hpcnet")}')
     sub = parser.add_subparsers(dest='cmd', required=True)
-    for command in COMMANDS:
-        command.add_parser(sub)
+    modules = ([importlib.import_module(f'hpcnet.commands.{COMMANDS[command]}')]
+               if command in COMMANDS else _every_command())
+    for module in modules:
+        module.add_parser(sub)
     return parser
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
 
     # Options hpcnet does not know go to reframe (hpcnet run -n hpcnet_p2p ...).
     args, extra = parser.parse_known_args(argv)

@@ -132,6 +132,9 @@ MEASUREMENT_WITHHELD = 'measurement withheld'
 #: What the skip reason of a case says where its stack cannot use the fabric
 #: its partition declares: the run is then not decided (exit 3), not passed.
 FABRIC_UNUSABLE = 'cannot use fabric'
+#: Marker on a failure a stack's known defect explains (the known issues of hpcnet.mpi);
+#: hpcnet run retries the failures that carry it.
+KNOWN_ISSUE_MARKER = '[known issue: '
 
 #: Time limit for any single benchmark job: a hung MPI_Finalize must not stall
 #: a session (docs/known-issues.md).

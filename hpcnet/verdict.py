@@ -9,8 +9,8 @@ import shlex
 from collections import defaultdict
 
 from hpcnet.acceptance import references
-from hpcnet.checklib.sanity import KNOWN_ISSUE_MARKER
-from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, FABRIC_UNUSABLE, MEASUREMENT_WITHHELD
+from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, FABRIC_UNUSABLE, KNOWN_ISSUE_MARKER,
+                              MEASUREMENT_WITHHELD)
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 

@@ -336,3 +336,25 @@ def test_the_normal_approximation_is_scipys_p_to_the_last_bit():
                     use_continuity=True).pvalue), (before, after, alternative)
                 checked += 1
     assert checked > 100
+
+
+def test_the_exact_p_is_scipys_to_the_last_bit():
+    """mann_whitney_p reads the exact p from scipy's own null distribution:
+    equal, not close, to scipy.stats.mannwhitneyu(method='exact') at every U
+    of several pairs of sample counts (after's values placed among before's
+    so that it wins u pairs), in an order that moves between counts."""
+    checked = 0
+    for n_after, n_before in [(4, 4), (4, 9), (9, 4), (5, 17), (20, 20), (1, 30), (8, 50)]:
+        for u in range(n_after * n_before + 1):
+            before, after, rest = list(range(n_before)), [], u
+            for i in range(n_after):
+                wins = min(n_before, rest)
+                after.append(wins - 0.5 + i * 1e-3)
+                rest -= wins
+            assert statcompare._u_of_after(before, after) == u
+            for alternative in ('less', 'greater'):
+                statcompare._MANN_WHITNEY_P.clear()
+                assert mann_whitney_p(before, after, alternative) == float(stats.mannwhitneyu(
+                    after, before, alternative=alternative, method='exact').pvalue)
+                checked += 1
+    assert checked == 2 * (17 + 37 + 37 + 86 + 401 + 31 + 401)

@@ -1,6 +1,6 @@
 """Binary segmentation with the L1 cost: the breakpoints ruptures'
-``Binseg(model='l1', jump=1)`` predicts, found in O(n^2) array operations
-per series instead of two ``np.median`` calls per place tried.
+``Binseg(model='l1', jump=1)`` predicts, found in O(n log n) steps per
+segment instead of two ``np.median`` calls per place tried.
 
 The rule is ruptures' own: split the segment whose best split gains the
 most (the first such segment), a segment at the place of largest gain (the
@@ -8,16 +8,21 @@ last such place), until ``n_bkps`` breakpoints or no segment can be split;
 gain = cost(segment) - cost(left) - cost(right), cost = sum of |value -
 median| (ruptures.costs.CostL1).
 
-Every place's gain is first computed from sorted prefix sums (exact up to
-rounding); the places within TIE of the best are then computed again with
-ruptures' CostL1 itself, and so is the gain returned, so where rounding
-could decide between two places ruptures' own figures decide, as they do in
+Every place's gain is first computed from the running sums of the lower and
+upper half of each prefix and suffix (exact up to rounding); the places within TIE of the best are then computed again by
+ruptures' CostL1's operations (its sum, in its order, of the distances to
+np.median's median), and so is the gain returned, so where rounding could
+decide between two places ruptures' own figures decide, as they do in
 Binseg: the breakpoints are the same.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 from ruptures.costs import CostL1
+
+from hpcnet.acceptance.spread import median_of
 
 #: Places whose fast gain is within this fraction of the segment's cost of
 #: the best are decided by ruptures' CostL1 figures: far above the rounding
@@ -28,27 +33,49 @@ TIE = 1e-9
 def _prefix_costs(deviations: np.ndarray) -> np.ndarray:
     """cost[k - 1] = L1 cost of the first k values, for every k: the sum of
     the upper floor(k/2) values minus that of the lower floor(k/2) (the
-    median cancels), from one sort of the segment."""
-    m = len(deviations)
-    order = np.argsort(deviations, kind='stable')
-    ranked = deviations[order]
-    lengths = np.arange(1, m + 1)
-    # in_prefix[k - 1, r]: the r-th smallest value is among the first k.
-    in_prefix = order[None, :] < lengths[:, None]
-    below = np.cumsum(in_prefix, axis=1)
-    half = (lengths // 2)[:, None]
-    lower = (in_prefix & (below <= half)).astype(float) @ ranked
-    middle = np.where(lengths % 2 == 1,
-                      (in_prefix & (below == half + 1)).astype(float) @ ranked, 0.0)
-    return np.cumsum(deviations) - 2 * lower - middle
+    median cancels), the values added one at a time to two heaps (the lower
+    ceil(k/2), the upper floor(k/2)) and their running sums."""
+    lower: list = []        # negated: a max-heap
+    upper: list = []
+    sum_lower = sum_upper = 0.0
+    costs = []
+    for count, value in enumerate(deviations.tolist(), 1):
+        if count % 2:
+            # Lower gains one: the smallest of upper and the value.
+            moved = heapq.heappushpop(upper, value) if upper else value
+            heapq.heappush(lower, -moved)
+            sum_upper += value - moved
+            sum_lower += moved
+            # The median, lower's largest, is in neither half.
+            costs.append(sum_upper - sum_lower - lower[0])
+        else:
+            # Upper gains one: the largest of lower and the value.
+            moved = -heapq.heappushpop(lower, -value)
+            heapq.heappush(upper, moved)
+            sum_lower += value - moved
+            sum_upper += moved
+            costs.append(sum_upper - sum_lower)
+    return np.asarray(costs)
 
 
 class _Segmenter:
     def __init__(self, signal: np.ndarray, min_size: int):
         self.signal = np.asarray(signal, dtype=float)
-        self.cost = CostL1().fit(self.signal)
-        self.min_size = max(min_size, self.cost.min_size)
+        #: The signal as ruptures' CostL1 holds it (a column): its sums in its order.
+        self.column = self.signal.reshape(-1, 1)
+        self.min_size = max(min_size, CostL1().min_size)
         self.best: dict = {}
+        self.costs: dict = {}
+
+    def error(self, start: int, end: int) -> float:
+        """CostL1().fit(signal).error(start, end), the same float: the sum of
+        |value - median| of the segment (each segment once: a split's two
+        sides are the segments the search splits next)."""
+        key = (start, end)
+        if key not in self.costs:
+            sub = self.column[start:end]
+            self.costs[key] = abs(sub - median_of(self.signal[start:end])).sum()
+        return self.costs[key]
 
     def single_bkp(self, start: int, end: int) -> tuple:
         """(place, gain) of the segment's best split; (None, 0) for none."""
@@ -60,13 +87,13 @@ class _Segmenter:
     def _single_bkp(self, start: int, end: int) -> tuple:
         if end - start < 2 * self.min_size:
             return None, 0
-        error = self.cost.error
+        error = self.error
         segment_cost = error(start, end)
         if segment_cost == 0:
             # A constant segment: every place gains 0, and the last wins.
             return end - self.min_size, 0.0
         values = self.signal[start:end]
-        deviations = values - np.median(values)
+        deviations = values - median_of(values)
         left = _prefix_costs(deviations)
         right = _prefix_costs(deviations[::-1])[::-1]
         # Place b splits [start, b) and [b, end): left[b - start - 1], right[b - start].
@@ -78,13 +105,17 @@ class _Segmenter:
 
     def predict(self, n_bkps: int) -> list:
         n = len(self.signal)
-        bkps = [n]
+        # found[i]: the best split of the i-th segment, the one ending at bkps[i].
+        bkps, found = [n], [self.single_bkp(0, n)]
         while len(bkps) - 1 < n_bkps:
-            found = [self.single_bkp(start, end) for start, end in zip([0] + bkps, bkps)]
-            bkp, _ = max(found, key=lambda x: x[1])
+            # The first segment of the largest gain, as max() over them in order.
+            at = max(range(len(found)), key=lambda i: found[i][1])
+            bkp = found[at][0]
             if bkp is None:
                 break
-            bkps = sorted(bkps + [bkp])
+            start, end = bkps[at - 1] if at else 0, bkps[at]
+            bkps.insert(at, bkp)
+            found[at:at + 1] = [self.single_bkp(start, bkp), self.single_bkp(bkp, end)]
         return bkps
 
 

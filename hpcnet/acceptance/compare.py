@@ -29,7 +29,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet.acceptance import accepted, metricjudge, statcompare
+from hpcnet.acceptance import accepted, metricjudge, statcompare, storedsessions
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
 from hpcnet.acceptance.casevalues import recorded_values
 from hpcnet.acceptance.references import withheld, withheld_reason
@@ -71,7 +71,15 @@ class Side:
 def stored_sessions(query: str, db: Path | None = None) -> list:
     """The stored sessions ``query`` selects, as ReFrame's storage gives them
     (`reframe --describe-stored-sessions`), from its configured results
-    database or from ``db`` (ReFrame's RFM_SQLITE_DB_FILE)."""
+    database or from ``db`` (ReFrame's RFM_SQLITE_DB_FILE): a UUID or a
+    period read in this process (hpcnet.acceptance.storedsessions), a
+    session filter by ReFrame."""
+    try:
+        reports = storedsessions.read(query, db)
+    except storedsessions.StoredSessionsError as err:
+        raise CompareError(str(err)) from None
+    if reports is not None:
+        return reports
     env = {**os.environ, 'RFM_SQLITE_DB_FILE': str(db)} if db is not None else None
     res = subprocess.run([reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
                           '--describe-stored-sessions', query], text=True, env=env,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from contextlib import closing
 from pathlib import Path
 
@@ -79,6 +80,28 @@ def _sessions(conn, period: str, selector: tuple, condition: str, params: list) 
     return selected, before
 
 
+class _Provenance(Mapping):
+    """{case: provenance} of one session, each decoded when first asked:
+    history reads the provenance of the few sessions beside a change or an
+    outlier, and the nights of a case mostly record the same (one decoded
+    copy of each distinct text, in ``decoded``)."""
+
+    def __init__(self, texts: dict, decoded: dict):
+        self.texts, self.decoded = texts, decoded
+
+    def __getitem__(self, case: tuple) -> dict:
+        text = self.texts[case]
+        if text not in self.decoded:
+            self.decoded[text] = json.loads(text)
+        return self.decoded[text]
+
+    def __iter__(self):
+        return iter(self.texts)
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
 def _read(conn, sessions: list, condition: str, params: list) -> tuple:
     """([(Session, values, busy, ran)] of the sessions that ran a selected
     case, {session uuid: provenance of its selected cases})."""
@@ -86,13 +109,16 @@ def _read(conn, sessions: list, condition: str, params: list) -> tuple:
     where = f'{condition} AND session_uuid IN (SELECT value FROM json_each(?))'
     chosen = [*params, json.dumps(list(by_uuid))]
     values = {u: ({}, {}, {}) for u in by_uuid}
-    provenance = {u: {} for u in by_uuid}
+    texts: dict = {u: {} for u in by_uuid}
+    # One object per distinct key and text, not one per row: a year of nights repeats them.
+    shared: dict = {}
     for uuid, partition, environ, test, outcome, facts in conn.execute(
             f'SELECT session_uuid, partition, environ, test, outcome, provenance FROM cases '
             f'WHERE {where}', chosen):
-        values[uuid][2][(test, partition, environ)] = outcome
+        case = shared.setdefault((test, partition, environ), (test, partition, environ))
+        values[uuid][2][case] = outcome
         if facts is not None:
-            provenance[uuid][(test, partition, environ)] = json.loads(facts)
+            texts[uuid][case] = shared.setdefault(facts, facts)
     for uuid, partition, environ, test, metric, value, unit, basis in conn.execute(
             f'SELECT session_uuid, partition, environ, test, metric, value, unit, basis '
             f'FROM samples WHERE {where}', chosen):
@@ -102,9 +128,12 @@ def _read(conn, sessions: list, condition: str, params: list) -> tuple:
                 f'{float("nan") if value is None else value}: not a measurement (a benchmark '
                 'figure must be a finite number)')
         into = values[uuid][1 if basis == metricindex.WITHHELD else 0]
-        into.setdefault((test, partition, environ, metric), (unit, []))[1].append(value)
+        key = shared.setdefault((test, partition, environ, metric),
+                                (test, partition, environ, metric))
+        into.setdefault(key, (shared.setdefault(unit, unit), []))[1].append(value)
     read = [(s, *values[s.uuid]) for s in sessions if any(values[s.uuid])]
-    return read, provenance
+    decoded: dict = {}
+    return read, {u: _Provenance(t, decoded) for u, t in texts.items()}
 
 
 def load(period: str, *, db: Path | None = None, system: str | None = None,

@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from reframe.frontend.reporting.utility import parse_time_period
-
 from hpcnet import metrics
 from hpcnet.acceptance import accepted, compare
 from hpcnet.acceptance.baseline import measured_cases
@@ -301,6 +299,7 @@ def period_bounds(period: str | None) -> tuple:
     (now-30d:now, 20260101:now); every time for None."""
     if period is None:
         return (float('-inf'), float('inf'))
+    from reframe.frontend.reporting.utility import parse_time_period   # ReFrame's reading, when asked
     try:
         start, end = parse_time_period(period)
     except ValueError as err:

@@ -19,7 +19,7 @@ import datetime
 import re
 from collections import defaultdict
 
-from hpcnet.acceptance import baseline, compare, paper, reportplots
+from hpcnet.acceptance import baseline, compare, paper
 from hpcnet.acceptance.reportparts import display_name, esc, final_cases
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.acceptance.references import NOT_JUDGED, withheld
@@ -288,6 +288,7 @@ def provenance(reports: list, cases: list) -> str:
 def comparison(rows: list, before_side, after_side) -> str:
     """The verdict table of `hpcnet compare` and before/after curves with a
     ratio panel for every point-to-point case both sides ran."""
+    from hpcnet.acceptance import reportplots   # matplotlib: only where a page is drawn
     return (f'<pre>{esc(compare.table(rows))}</pre>'
             + reportplots.before_after_curves(before_side, after_side))
 
@@ -339,6 +340,7 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
     judged = final_cases(judged_reports)
     if retried is None:
         retried = set().union(*(retried_keys(r) for r in judged_reports))
+    from hpcnet.acceptance import reportplots   # matplotlib: only where a page is drawn
     page_title, answer = heading(reports, judged, verdict, title)
     first = [('Trend over the sessions', 'trend', trend),
              ('', 'attention', findings(judged, retried, outcome)),

@@ -101,6 +101,18 @@ class Estimate:
 _NORMAL_MAD = 0.6744897501960817
 
 
+def median_of(x: np.ndarray) -> float:
+    """np.median of a 1-D float array, without its argument handling (the
+    searches of `hpcnet history` ask it at every step of every series): the
+    same operations (the middle value; the middle two summed and halved, as
+    np.mean takes them), so the same float."""
+    k = len(x) // 2
+    if len(x) % 2:
+        return float(np.partition(x, k)[k])
+    part = np.partition(x, (k - 1, k))
+    return float((part[k - 1] + part[k]) / 2)
+
+
 def _sigma(values) -> float:
     """Robust standard deviation: scipy.stats.median_abs_deviation(values,
     scale='normal'), the same operations without its argument handling
@@ -108,7 +120,7 @@ def _sigma(values) -> float:
     if len(values) < 2:
         return 0.0
     x = np.asarray(values, dtype=float)
-    return float(np.median(np.abs(x - np.median(x))) / _NORMAL_MAD)
+    return median_of(np.abs(x - median_of(x))) / _NORMAL_MAD
 
 
 @functools.lru_cache(maxsize=4096)
@@ -187,7 +199,7 @@ def outliers(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None
     if len(values) < 3:
         return []
     x = np.asarray(values, dtype=float)
-    median = float(np.median(x))
+    median = median_of(x)
     limit = max(OUTLIER_Z * _sigma(x), floor * abs(median))
     by_session: dict = {}
     if sessions is not None and len(set(sessions)) > 1:

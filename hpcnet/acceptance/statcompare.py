@@ -48,6 +48,7 @@ may be", so improvements never block and a small wobble is decided.
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import math
 import statistics
@@ -56,6 +57,8 @@ from typing import Sequence
 
 import numpy as np
 from scipy import special, stats
+# The exact null distribution scipy.stats.mannwhitneyu(method='exact') reads its p from.
+from scipy.stats._mannwhitneyu import _MWU
 
 from hpcnet.constants import TOLERANCE_CAP
 
@@ -89,9 +92,10 @@ def _finite_sample(values: Sequence[float], side: str) -> list:
     values = [float(v) for v in values]
     if not values:
         raise ValueError(f'{side} has no samples')
-    for index, value in enumerate(values):
-        if not math.isfinite(value):
-            raise ValueError(f'{side} sample #{index} is {value!r}: samples must be finite numbers')
+    if not all(map(math.isfinite, values)):
+        index = next(i for i, value in enumerate(values) if not math.isfinite(value))
+        raise ValueError(f'{side} sample #{index} is {values[index]!r}: samples must be finite '
+                         'numbers')
     return values
 
 
@@ -108,9 +112,7 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
         raise ValueError(f'alternative must be "less" or "greater", not {alternative!r}')
     before = _finite_sample(before, 'before')
     after = _finite_sample(after, 'after')
-    counts: dict = {}
-    for value in before + after:
-        counts[value] = counts.get(value, 0) + 1
+    counts = collections.Counter(before + after)
     if len(counts) == 1:
         return 1.0
     has_ties = len(counts) < len(before) + len(after)
@@ -120,16 +122,33 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
     # sum(t^3 - t) alone (all exact in floating point): the normal one is
     # computed from them here, and the exact one is kept by them, since
     # `hpcnet history` tests many pairs that agree on them.
-    u, ties = _u_of_after(before, after), sum(t ** 3 - t for t in counts.values())
+    u = _u_of_after(before, after)
     if method == 'asymptotic':
+        ties = sum(t ** 3 - t for t in counts.values() if t > 1)
         return _normal_p(u, len(after), len(before), ties, alternative)
     key = (alternative, len(after), len(before), u)
     if key not in _MANN_WHITNEY_P:
         if len(_MANN_WHITNEY_P) >= _MANN_WHITNEY_KEPT:
             _MANN_WHITNEY_P.clear()
-        _MANN_WHITNEY_P[key] = float(stats.mannwhitneyu(
-            after, before, alternative=alternative, method='exact').pvalue)
+        _MANN_WHITNEY_P[key] = _exact_p(u, len(after), len(before), alternative)
     return _MANN_WHITNEY_P[key]
+
+
+def _exact_p(u_after: float, n_after: int, n_before: int, alternative: str) -> float:
+    """scipy.stats.mannwhitneyu(after, before, method='exact')'s p, from the
+    null distribution it reads it from (its _MWU), without its per-call
+    argument handling: the same operations, so the same float.  Its survival
+    function is taken once per pair of sample counts, at every U (elementwise
+    the same operations as at one: its frequencies are built the same way up
+    to any U, and summed in order)."""
+    u = u_after if alternative == 'greater' else n_after * n_before - u_after
+    shape = (min(n_after, n_before), max(n_after, n_before))
+    if shape not in _NULL_DISTRIBUTIONS:
+        if len(_NULL_DISTRIBUTIONS) >= _NULL_DISTRIBUTIONS_KEPT:
+            _NULL_DISTRIBUTIONS.clear()
+        _NULL_DISTRIBUTIONS[shape] = np.asarray(
+            _MWU(*shape).sf(np.arange(shape[0] * shape[1] + 1, dtype=np.int64)), dtype=float)
+    return float(np.clip(_NULL_DISTRIBUTIONS[shape][int(u)], 0., 1.))
 
 
 def _normal_p(u_after: float, n_after: int, n_before: int, ties: int, alternative: str) -> float:
@@ -159,6 +178,10 @@ def _u_of_after(before: list, after: list) -> float:
 #: (no ties); emptied at _MANN_WHITNEY_KEPT entries, to bound its memory.
 _MANN_WHITNEY_P: dict = {}
 _MANN_WHITNEY_KEPT = 1 << 16
+#: The exact p at every U of each (smaller, larger) sample count (at most
+#: EXACT_MAX_PAIRS pairs); emptied at _NULL_DISTRIBUTIONS_KEPT, to bound its memory.
+_NULL_DISTRIBUTIONS: dict = {}
+_NULL_DISTRIBUTIONS_KEPT = 1 << 10
 
 
 def min_exact_p(n_before: int, n_after: int) -> float:

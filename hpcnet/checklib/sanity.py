@@ -13,6 +13,7 @@ import signal
 from reframe.core.exceptions import SanityError
 
 from hpcnet import mpi as stacks  # the MPI registry: judging never imports discovery
+from hpcnet.constants import KNOWN_ISSUE_MARKER
 from hpcnet.model import Stack
 from hpcnet.parsers.errors import BenchmarkOutputError
 
@@ -108,9 +109,6 @@ def bytes_sent_by_host(out) -> dict:
     return totals
 
 
-#: Marker on a failure a stack's known defect explains (the known issues of hpcnet.mpi);
-#: hpcnet run retries the failures that carry it.
-KNOWN_ISSUE_MARKER = '[known issue: '
 
 
 def known_issue_note(evidence: stacks.FailureEvidence, stack: Stack) -> str:
