@@ -113,3 +113,20 @@ def find_tools(candidate: MpiCandidate) -> tuple:
                 tools[name] = p
     return tuple(sorted(tools.items()))
 
+
+
+def is_elf(path: Path) -> bool:
+    """Whether ``path`` is an ELF file (not a linker script or a stub)."""
+    with open(path, 'rb') as f:
+        return f.read(4) == b'\x7fELF'
+
+
+def linked_layer(lib: Path, env: dict | None = None) -> str | None:
+    """'ofi' or 'ucx': the transport layer the MPI library ``lib`` loads, read
+    with ldd (libfabric first, as for the MPICH wheels that carry both);
+    None when it names neither."""
+    deps = subprocess.run(['ldd', str(lib)], env=env, text=True, capture_output=True,
+                          timeout=30).stdout
+    if 'libfabric' in deps:
+        return 'ofi'
+    return 'ucx' if 'libucp' in deps else None

@@ -49,8 +49,8 @@ from pathlib import Path
 
 from hpcnet import mpi
 from hpcnet.progress import phase
-from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError,
-                                     wrapper_compiler)
+from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError, is_elf,
+                                     linked_layer, wrapper_compiler)
 from hpcnet.stacks.lmod import (LMOD_COMMANDS, ModuleLoadError, avail, lmod_command,
                                 lmod_init_script, load, loaded_files, module_variables,
                                 opened_directories, search_path)
@@ -72,14 +72,8 @@ def _library_layer(wrapper: str, env: dict) -> str | None:
     for d in libdirs:
         for name in names:
             for lib in sorted(Path(d).glob(f'lib{name}.so*')):
-                with open(lib, 'rb') as f:
-                    if f.read(4) != b'\x7fELF':
-                        continue    # a linker script (INPUT(libmpi.so.12))
-                deps = subprocess.run(['ldd', str(lib)], env=env, text=True,
-                                      capture_output=True, timeout=30).stdout
-                if 'libfabric' in deps:
-                    return 'ofi'
-                return 'ucx' if 'libucp' in deps else None
+                if is_elf(lib):     # not a linker script (INPUT(libmpi.so.12))
+                    return linked_layer(lib, env)
     return None
 
 @dataclass

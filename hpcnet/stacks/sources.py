@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hpcnet import mpi
 from hpcnet.stacks import spacklock
-from hpcnet.stacks.candidate import MpiCandidate, StackError, run_command
+from hpcnet.stacks.candidate import MpiCandidate, StackError, is_elf, linked_layer, run_command
 from hpcnet.variables import (MPI_PREFIXES_ENV, SPACK_ENV_VAR, SPACK_INSTALL_TREE_ENV_VAR,
                               SPACK_LOCK_ENV_VAR)
 
@@ -79,6 +79,10 @@ def _prefix_layer(prefix: Path) -> str | None:
         return 'ofi'
     if list(libdir.glob('**/libucp.so*')):
         return 'ucx'
+    # A build against the system's UCX or libfabric (Spack externals): what its library loads.
+    for lib in sorted([*libdir.glob('libmpi.so*'), *libdir.glob('libmpich.so*')]):
+        if is_elf(lib):
+            return linked_layer(lib)
     return None
 
 
