@@ -101,7 +101,7 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
         return '/'.join(str(special[k]) if k in special else str(getattr(self, k))
                         for k in self.reference_index)
 
-    @run_before('performance')
+    @run_before('performance', always_last=True)
     def evaluate_every_value(self):
         # ReFrame skips a variable whose value cannot be computed, with a
         # warning: here that fails the case, naming it.  A dry run has no
