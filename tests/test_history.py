@@ -399,3 +399,18 @@ def test_an_unreadable_acknowledgements_file_names_the_entry(tmp_path):
     path.write_text('- session: 00000001-0000-4000-8000-000000000000\n')
     with pytest.raises(accepted.AcceptedError, match=r'entry 1: why: missing'):
         accepted.acknowledgements(path)
+
+
+def test_a_session_of_other_checks_only_does_not_stop_a_series():
+    '''A nightly pipeline stores its preflight (hpcnet_preflight only) beside
+    its suite: the preflight session after the newest suite says nothing of
+    the suite's series, and the suite's session nothing of the preflight's.'''
+    reports = nights(_noisy(12))
+    preflight = night(13, None)
+    preflight['runs'][0]['testcases'] = [
+        {**preflight['runs'][0]['testcases'][0], 'name': 'hpcnet_preflight %scale=all_nodes',
+         'perfvalues': {'testbed:eth:mtu': [1500, None, None, None, 'bytes', 'pass']}}]
+    found = judged(reports + [preflight])
+    assert not bandwidth(found).stop and not found.stopped()
+    # Its own check ran that night without it: stopped.
+    assert bandwidth(judged(reports + [night(13, None)])).stop.since.index == 13

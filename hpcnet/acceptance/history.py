@@ -14,8 +14,9 @@ What a series holds besides its values:
 - busy nights: the values of a session whose case the host was too busy to
   judge are shown as "not decided" points; they are not judged, and the
   session keeps its number, so no change is named a session off;
-- its stop: the sessions after its last value in which its partition ran
-  but it has none (the case failed, was not run, or ran without the metric);
+- its stop: the sessions after its last value in which its check ran on its
+  partition but it has none (the case failed, was not run, or ran without
+  the metric);
 - the earlier level: a period of ReFrame's ``START:END`` form is judged with
   up to LOOKBACK sessions before START (numbered 0, -1, ...), so a change a
   few sessions after START has its earlier level; changes before START are
@@ -157,14 +158,21 @@ def _sessions(reports: list, before: int) -> list:
             for i, r in enumerate(ordered)]
 
 
-def _stop(series: Series, read: list, partitions: list) -> Stop | None:
+def _check_of(test: str) -> str:
+    '''The check (test class) of a case's name: 'hpcnet_p2p %mode=bw' -> 'hpcnet_p2p'.'''
+    return test.split()[0]
+
+
+def _stop(series: Series, read: list, checks_ran: list) -> Stop | None:
     """The sessions after the series' last value or busy night that ran its
-    partition, with why each has no value of it; ``partitions``: the
-    partitions each session of ``read`` ran."""
+    check on its partition, with why each has no value of it; ``checks_ran``:
+    the (check, partition) pairs each session of ``read`` ran.  A session
+    that selected other checks only (a nightly preflight beside the suite)
+    says nothing of this series."""
     last = max([s.index for s in series.sessions] + [s.index for s, _ in series.busy])
     nights = []
-    for (session, values, busy, ran), ran_partitions in zip(read, partitions):
-        if session.index <= last or series.key[1] not in ran_partitions:
+    for (session, values, busy, ran), ran_checks in zip(read, checks_ran):
+        if session.index <= last or (_check_of(series.key[0]), series.key[1]) not in ran_checks:
             continue
         why = ran.get(series.case, 'not run')
         nights.append((session, why or 'ran without this metric'))
@@ -219,9 +227,9 @@ def series_from(read: list) -> tuple:
         for key, (unit, samples) in busy.items():
             by_key.setdefault(key, Series(key, unit, [], [])).busy.append(
                 (session, statistics.median(samples)))
-    partitions = [{k[1] for k in ran} for *_, ran in read]
+    checks_ran = [{(_check_of(k[0]), k[1]) for k in ran} for *_, ran in read]
     for series in by_key.values():
-        series.stop = _stop(series, read, partitions)
+        series.stop = _stop(series, read, checks_ran)
     return [s for s, *_ in read], [by_key[k] for k in sorted(by_key)]
 
 
