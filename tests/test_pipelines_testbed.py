@@ -14,6 +14,7 @@ and the pipeline green with it (GitLab `allow_failure: exit_codes: [3]`).
 Needs root and namespaces (CI has both) and `make ci-tools`; skipped with
 the reason otherwise."""
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -93,9 +94,10 @@ def test_the_gitlab_template_runs_green_then_red_after_a_cut(tmp_path, one_env_p
         results = job_results(night)
         print(night[-4000:])
         assert results['preflight'] == 'PASS' and results['suite'] == 'PASS', night[-6000:]
-        # compare exits 0; the trend of one night is not decided (a warning).
+        # Nothing regressed: compare passes, or asks for more samples than one
+        # night's 5 repeats (a warning); the trend of one night is not decided.
         assert results['compare'] in ('PASS', 'WARN'), night[-6000:]
-        assert 'hpcnet compare exited 0' in night, night[-6000:]
+        assert re.search(r'hpcnet compare exited [03],', night), night[-6000:]
 
         tb.shape_path('cn1', 'cn2', '600mbit')
         cut = _pipeline(repo, {**variables, 'CI_PIPELINE_SOURCE': 'schedule'})
