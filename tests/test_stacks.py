@@ -12,6 +12,9 @@ from hpcnet import mpi, stacks
 from hpcnet.stacks import sources
 from hpcnet.mpi import MpiFamily
 
+SPACK_MPIRUN_NOTICE = (Path(__file__).parent / 'data' / 'spack-built' /
+                       'openmpi-mpirun-legacylaunchers.sh')
+
 CC = shutil.which('cc') or shutil.which('gcc')
 pytestmark = pytest.mark.skipif(CC is None, reason='no C compiler (cc/gcc) on PATH')
 
@@ -294,6 +297,26 @@ def test_a_fabric_probe_failing_otherwise_is_no_skip(tmp_path, compiler, monkeyp
         f'fake-{prefix.name} on shm', f'fake-{prefix.name} on tcp']
     assert all('exited 143: mpirun noticed that process rank 0 exited on signal 11' in why
                for _, why in found.fabric_failures)
+
+
+def test_spack_notice_in_place_of_mpirun_is_a_gap_on_every_fabric(tmp_path, compiler):
+    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+    shutil.copy(SPACK_MPIRUN_NOTICE, prefix / 'bin' / 'mpirun')
+    found = discover(tmp_path, [prefix], [compiler])
+    (env,) = found.environments
+    assert found.fabric_failures == []
+    assert [fabric for fabric, _ in env.mpi.fabric_gaps] == ['shm', 'tcp']
+    assert all("Spack's notice for an Open MPI built ~legacylaunchers" in why
+               and 'srun' in why for _, why in env.mpi.fabric_gaps)
+
+
+def test_only_spacks_notice_is_taken_for_no_launcher(tmp_path):
+    assert stacks.launcher_notice(str(SPACK_MPIRUN_NOTICE)) is not None
+    script = tmp_path / 'mpirun'
+    script.write_text('#!/bin/sh\nexec mpiexec.hydra "$@"\n')     # a real launcher script
+    assert stacks.launcher_notice(str(script)) is None
+    assert stacks.launcher_notice('/bin/true') is None                 # an ELF launcher
+    assert stacks.launcher_notice(str(tmp_path / 'absent')) is None   # fails with its own message
 
 
 def test_rdma_fabrics_are_not_probed_on_the_host(tmp_path, compiler):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from hpcnet import fabrics as fabric_registry, mpi
-from hpcnet.stacks.candidate import MpiCandidate, run_command
+from hpcnet.stacks.candidate import MpiCandidate, is_elf, run_command
 from hpcnet.model import ConfigError, Partition, Stack
 
 #: The probe program; @HEADER_CHAIN@ is the registry's #if chain of header
@@ -155,6 +155,25 @@ def missing_piece(output: str) -> str | None:
     return f'{library} not found: {provider}'
 
 
+#: What Spack installs in place of mpirun for ``openmpi ~legacylaunchers
+#: schedulers=slurm`` (its nolegacylaunchers.sh): a notice that exits 2.
+_SPACK_NO_LAUNCHER = 'legacylaunchers'
+
+
+def launcher_notice(launcher: str) -> str | None:
+    """Why ``launcher`` cannot start ranks on this host, when it is Spack's
+    notice standing in for mpirun; None for a real launcher (or none at all:
+    starting it then fails with its own message)."""
+    path = Path(launcher)
+    if not path.is_file() or is_elf(path) or path.stat().st_size > 4096:
+        return None
+    if _SPACK_NO_LAUNCHER not in path.read_text(errors='replace'):
+        return None
+    return (f'{launcher} is Spack\'s notice for an Open MPI built ~legacylaunchers, not a '
+            'launcher: it runs under srun on a Slurm partition (Spack builds mpirun with '
+            '+legacylaunchers)')
+
+
 def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
                   fabrics: Iterable[str]) -> tuple:
     '''Run the probe program (built by :func:`probe`) on 2 ranks of this host
@@ -166,6 +185,10 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
     stack = Stack(environ=candidate.label, mpi_family=family,
                   mpi_profile=mpi.mpi_profile(family, candidate.transport_layer),
                   mpi_version=version)
+    launcher = os.path.join(candidate.bindir, 'mpirun')
+    notice = launcher_notice(launcher)
+    if notice is not None:
+        return tuple((fabric, notice) for fabric in fabrics), ()
     gaps, failures = [], []
     for fabric in fabrics:
         part = Partition(fullname=f'host-probe:{fabric}', fabric=fabric,
@@ -176,7 +199,6 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
             failures.append((fabric, str(err)))    # the checks fail there with the same
             continue
         env = {**candidate.env(), **settings.env, **mpi.start_env(family)}
-        launcher = os.path.join(candidate.bindir, 'mpirun')
         cmd = [launcher, '-np', '2', *settings.launcher_options, str(exe), 'exchange']
         try:
             # A session of its own: a hung launcher is killed with its ranks.
