@@ -1,5 +1,6 @@
 """Stack detection with fake MPI prefixes: each is a real header, a real shared
 library and a real wrapper script, so the probe compiles and runs for real."""
+import dataclasses
 import os
 import shutil
 import stat
@@ -317,6 +318,29 @@ def test_only_spacks_notice_is_taken_for_no_launcher(tmp_path):
     assert stacks.launcher_notice(str(script)) is None
     assert stacks.launcher_notice('/bin/true') is None                 # an ELF launcher
     assert stacks.launcher_notice(str(tmp_path / 'absent')) is None   # fails with its own message
+
+
+def test_a_spack_build_pairs_only_with_the_compilers_it_was_built_with(tmp_path):
+    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
+    found_here = [stacks.Compiler('gcc', '12.2.0', CC), stacks.Compiler('gcc', '11.3.0', CC),
+                  stacks.Compiler('clang', '14.0.6', CC)]
+
+    def built_with(*compilers):
+        def source(state):
+            cand = stacks.prefix_candidate(prefix, 'spack-openmpi-9.8.7-abcdefg', 'spack')
+            return [dataclasses.replace(cand, env_name='openmpi9-abcdefg', built_with=compilers)]
+        return stacks.discover(tmp_path / f'state-{len(compilers)}', sources=[source],
+                               compilers=found_here, fabrics=[])
+
+    found = built_with(('clang', '14.0.6'))
+    assert [env.name for env in found.environments] == ['clang14-openmpi9-abcdefg']
+    found = built_with(('clang', '14.0.6'), ('gcc', '12.3.0'))    # the same majors
+    assert sorted(env.name for env in found.environments) == [
+        'clang14-openmpi9-abcdefg', 'gcc12-openmpi9-abcdefg']
+    found = built_with(('nvhpc', '24.5'), ('gcc', '13.2.0'), ('x', '1'))
+    assert found.environments == []
+    assert found.rejected == [('spack-openmpi-9.8.7-abcdefg', 'built with gcc 13.2.0, nvhpc 24.5, '
+                                                             'x 1: no such compiler on this host')]
 
 
 def test_rdma_fabrics_are_not_probed_on_the_host(tmp_path, compiler):

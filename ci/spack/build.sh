@@ -154,9 +154,9 @@ record() {
     spack -e "$ENV_DIR" find --json | sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find.json"
     # What HPCNET_SPACK_ENV discovery reads (hpcnet/stacks/sources.py, SPACK_FORMAT and
     # SPACK_MPI_OF_FORMAT with SPACK_MPI_QUERY).
-    spack -e "$ENV_DIR" find --format '{name}|{version}|{hash:7}|{prefix}' |
+    spack -e "$ENV_DIR" find --format '{name}|{version}|{hash:7}|{prefix}|{compiler.name}|{compiler.version}' |
         sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find-format.txt"
-    spack -e "$ENV_DIR" find --format '{name}|{hash:7}|{^mpi.prefix}' '^mpi' |
+    spack -e "$ENV_DIR" find --format '{name}|{hash:7}|{^mpi.prefix}|{compiler.name}|{compiler.version}' '^mpi' |
         sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find-mpi-of.txt"
     { echo "spack $(spack --version)"
       echo "spack-packages $(git -C "$RUN/spack-packages" rev-parse HEAD) ($PACKAGES_TAG)"

@@ -64,6 +64,10 @@ class MpiCandidate:
     #: OpenMPI-4_1_6-GCC-13_2_0): it is then the whole environment name,
     #: else the compiler's label goes in front.
     compiler_in_name: bool = False
+    #: ((compiler family, version), ...): the compilers a package manager
+    #: built this MPI and the benchmarks on it with (a Spack build); it is
+    #: then paired with the compilers found here of those families and majors.
+    built_with: tuple = ()
 
     @classmethod
     def from_json(cls, data: dict) -> 'MpiCandidate':
@@ -71,7 +75,8 @@ class MpiCandidate:
         made tuples again).'''
         return cls(**{**data, 'env_vars': tuple(tuple(x) for x in data['env_vars']),
                       'modules': tuple(data['modules']),
-                      'tool_prefixes': tuple(data.get('tool_prefixes', ()))})
+                      'tool_prefixes': tuple(data.get('tool_prefixes', ())),
+                      'built_with': tuple(tuple(x) for x in data.get('built_with', ()))})
 
     def env(self) -> dict:
         env = dict(os.environ)

@@ -282,14 +282,22 @@ def _from_json(data: dict) -> Discovery:
                      [tuple(f) for f in data['fabric_failures']])
 
 
-def _pinned_compilers(cand: MpiCandidate) -> list | None:
-    '''[the compiler of a candidate that names its own], [] when that
-    compiler does not answer, None for a candidate that names none (it goes
-    with every compiler found).'''
-    if not cand.compiler_command:
-        return None
-    identity = _compiler_identity(cand.compiler_command)
-    return [Compiler(*identity, cand.compiler_command)] if identity else []
+def _pinned_compilers(cand: MpiCandidate, found: list) -> tuple:
+    '''(compilers, why none): [the compiler of a candidate that names its
+    own], the compilers found of the families and majors it was built with,
+    or None for a candidate that says neither (it goes with every compiler
+    found); an empty list comes with the reason.'''
+    if cand.compiler_command:
+        identity = _compiler_identity(cand.compiler_command)
+        if identity:
+            return [Compiler(*identity, cand.compiler_command)], ''
+        return [], f'its compiler {cand.compiler_command} does not say what it is (--version)'
+    if cand.built_with:
+        majors = {(family, version.split('.')[0]) for family, version in cand.built_with}
+        chosen = [c for c in found if (c.family, c.major) in majors]
+        built = ', '.join(f'{family} {version}' for family, version in sorted(cand.built_with))
+        return chosen, '' if chosen else f'built with {built}: no such compiler on this host'
+    return None, ''
 
 
 def _probe(candidates: list, compilers: list, fabrics: tuple) -> Discovery:
@@ -310,10 +318,9 @@ def _probe(candidates: list, compilers: list, fabrics: tuple) -> Discovery:
                                        for fabric, why in failures]
             stack = MpiStack(cand, base.family, base.version, base.library_version,
                              find_tools(cand), gaps)
-            pinned = _pinned_compilers(cand)
+            pinned, unpaired = _pinned_compilers(cand, compilers)
             if pinned == []:
-                result.rejected.append((cand.label, f'its compiler {cand.compiler_command} does '
-                                                    'not say what it is (--version)'))
+                result.rejected.append((cand.label, unpaired))
                 continue
             primary = True
             for comp in compilers if pinned is None else pinned:

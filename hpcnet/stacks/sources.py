@@ -135,12 +135,13 @@ def extra_prefix_candidates(state: Path) -> list:
 #: Spack's benchmark packages whose programs become tools of the MPI they
 #: were built against (the MPI packages are the families' spack_packages).
 SPACK_BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
-#: One line per installed spec: name, version, short hash, prefix.
-SPACK_FORMAT = '{name}|{version}|{hash:7}|{prefix}'
+#: One line per installed spec: name, version, short hash, prefix, and the
+#: compiler it was built with ('none|none' for a spec without one).
+SPACK_FORMAT = '{name}|{version}|{hash:7}|{prefix}|{compiler.name}|{compiler.version}'
 #: One line per installed spec built against an MPI (queried with ``^mpi``):
-#: name, short hash, prefix of its MPI. Spack refuses ``{^mpi.prefix}`` for a
-#: spec without an MPI, so the two are separate queries.
-SPACK_MPI_OF_FORMAT = '{name}|{hash:7}|{^mpi.prefix}'
+#: name, short hash, prefix of its MPI, its compiler. Spack refuses
+#: ``{^mpi.prefix}`` for a spec without an MPI, so the two are separate queries.
+SPACK_MPI_OF_FORMAT = '{name}|{hash:7}|{^mpi.prefix}|{compiler.name}|{compiler.version}'
 SPACK_MPI_QUERY = '^mpi'
 
 
@@ -174,23 +175,35 @@ def spack_candidates(state: Path) -> list:
         raise StackError(f'{SPACK_ENV_VAR}={env_dir}: the spack command is not on PATH '
                          '(source share/spack/setup-env.sh first)')
     installed = _spack_find(spack, env_dir, SPACK_FORMAT)
-    prefix_of = {short_hash: prefix for _, _, short_hash, prefix in installed}
+    prefix_of = {row[2]: row[3] for row in installed}
     mpis = [row for row in installed if mpi.spack_family(row[0])]
     tools_of: dict = {}
-    for name, short_hash, mpi_prefix in _spack_find(spack, env_dir, SPACK_MPI_OF_FORMAT,
-                                                    SPACK_MPI_QUERY):
+    compilers_of: dict = {}     # MPI prefix -> its own compiler and its dependents'
+    for name, version, _, prefix, *compiler in mpis:
+        compilers_of.setdefault(prefix, set()).add(tuple(compiler))
+    for name, short_hash, mpi_prefix, *compiler in _spack_find(
+            spack, env_dir, SPACK_MPI_OF_FORMAT, SPACK_MPI_QUERY):
+        compilers_of.setdefault(mpi_prefix, set()).add(tuple(compiler))
         if name in SPACK_BENCHMARK_PACKAGES and short_hash in prefix_of:
             tools_of.setdefault(mpi_prefix, []).append(prefix_of[short_hash])
     out = []
-    for name, version, short_hash, prefix in mpis:
+    for name, version, short_hash, prefix, *_ in mpis:
         cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{short_hash}', 'spack',
                                 mpi.spack_family(name))
         if cand is None:
             raise StackError(f'{SPACK_ENV_VAR}={env_dir}: {name}@{version} at {prefix} has no '
                              'bin/mpicc')
         out.append(dataclasses.replace(cand, tool_prefixes=tuple(tools_of.get(prefix, ())),
-                                       env_name=spack_env_name(name, version, short_hash)))
+                                       env_name=spack_env_name(name, version, short_hash),
+                                       built_with=_built_with(compilers_of.get(prefix, ()))))
     return out
+
+
+def _built_with(spack_compilers) -> tuple:
+    '''((family, version), ...) of Spack's (compiler name, version) pairs;
+    'none' (a spec built without a compiler) left out.'''
+    return tuple(sorted({(spacklock.SpackCompiler(name, version).family, version)
+                         for name, version in spack_compilers if name != 'none'}))
 
 
 
@@ -218,6 +231,8 @@ def spack_lock_candidates(state: Path) -> list:
                              f'no bin/mpicc under {m.prefix or "any prefix"} (valid: an installed '
                              f'environment; set {SPACK_INSTALL_TREE_ENV_VAR} to its install tree)')
         out.append(dataclasses.replace(cand, tool_prefixes=tuple(t[3] for t in m.tools if t[3]),
-                                       env_name=spack_env_name(m.name, m.version, m.short_hash)))
+                                       env_name=spack_env_name(m.name, m.version, m.short_hash),
+                                       built_with=_built_with((c.name, c.version)
+                                                              for c in m.compilers)))
     return out
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # The Spack packages of the MPIs the suite knows: each family's spack_packages.
+from hpcnet.constants import CompilerFamily
 from hpcnet.mpi import environment_label, spack_family, spack_packages
 
 BENCHMARK_PACKAGES = ('osu-micro-benchmarks', 'intel-mpi-benchmarks')
@@ -34,10 +35,20 @@ class SpackLockError(ValueError):
     """A lock file that cannot be read as one; the message names the file."""
 
 
+#: Spack's compiler package names (1.x: llvm; 0.2x: clang) -> hpcnet's family.
+SPACK_COMPILER_FAMILIES = {'gcc': CompilerFamily.GCC, 'llvm': CompilerFamily.CLANG,
+                           'clang': CompilerFamily.CLANG, 'nvhpc': CompilerFamily.NVHPC}
+
+
 @dataclass(frozen=True)
 class SpackCompiler:
     name: str
     version: str
+
+    @property
+    def family(self) -> str:
+        """hpcnet's compiler family (gcc, clang, nvhpc), else Spack's own name."""
+        return SPACK_COMPILER_FAMILIES.get(self.name, self.name)
 
 
 @dataclass
@@ -165,7 +176,7 @@ def environment_names(locked: list) -> dict:
     for m in locked:
         family = spack_family(m.name) or m.name
         for c in m.compilers:
-            names[(m.hash, c)] = (f'{environment_label(c.name, c.version)}-'
+            names[(m.hash, c)] = (f'{environment_label(c.family, c.version)}-'
                                   f'{environment_label(family, m.version)}-{m.short_hash}')
     return names
 
