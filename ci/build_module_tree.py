@@ -1,5 +1,5 @@
 """Make an Lmod module tree of this machine's compilers and MPIs with
-EasyBuild (hpcnet.stacks.moduletree.build_tree: easybuild/site-modules/ for Debian's
+EasyBuild (hpcnet.testbed.moduletree.build_tree: easybuild/site-modules/ for Debian's
 Open MPI and MPICH and their gompi/gmpich toolchains, plus one module per
 PyPI MPI prefix of `hpcnet install-stacks`), then list the environments
 hpcnet makes of it.
@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 from hpcnet import stacks
-from hpcnet.stacks import modules, moduletree
+from hpcnet.stacks import modules
+from hpcnet.testbed import moduletree
 from hpcnet.variables import MODULEPATH_ENV
 
 

@@ -38,6 +38,13 @@ class SiteKey:
 BASELINE_FLOOR = 'baseline_floor'
 
 
+#: A site file's optional list of sections `hpcnet report` adds to a page of
+#: its system's sessions, each (heading, anchor, function of one session's
+#: report that returns the section's text, '' where it has nothing to show):
+#: a system's own pages live in its site file, not in the report.
+REPORT_SECTIONS = 'report_sections'
+
+
 #: A site file's optional list of its own fabrics (hpcnet.fabrics.FabricEntry),
 #: registered before its partitions are validated; their MPI settings are
 #: blocks of the fabric table HPCNET_FABRICS_FILE names.
@@ -128,12 +135,14 @@ class StackChoice:
 
 @dataclass(frozen=True)
 class SiteFile:
-    """A system file: its ReFrame system, the site's choice of environments
-    and its baseline's tolerance floor (BASELINE_FLOOR)."""
+    """A system file: its ReFrame system, the site's choice of environments,
+    its baseline's tolerance floor (BASELINE_FLOOR) and its report's own
+    sections (REPORT_SECTIONS)."""
     path: str
     system: dict
     stacks: StackChoice
     baseline_floor: float = TOLERANCE_FLOOR
+    report_sections: tuple = ()
 
 
 def _baseline_floor(value, where: str) -> float:
@@ -148,10 +157,23 @@ def _baseline_floor(value, where: str) -> float:
     return float(value)
 
 
+def _report_sections(value, where: str) -> tuple:
+    """Validate a site file's ``report_sections`` (from ``where``)."""
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)) and all(
+            isinstance(s, (list, tuple)) and len(s) == 3 and isinstance(s[0], str)
+            and isinstance(s[1], str) and callable(s[2]) for s in value):
+        return tuple(tuple(s) for s in value)
+    raise ConfigError(f'{where}: {REPORT_SECTIONS} is {value!r} (valid: a list of (heading, '
+                      "anchor, function of one session's report returning the section's text))")
+
+
 def load_site_files(*directories) -> list:
     """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
-    (a site is a file), and may define ``stacks`` (StackChoice) and
-    ``fabrics`` (its own fabrics, registered here).  Returned
+    (a site is a file), and may define ``stacks`` (StackChoice),
+    ``fabrics`` (its own fabrics, registered here), BASELINE_FLOOR and
+    REPORT_SECTIONS.  Returned
     validated (SiteFile), in the order ReFrame must try them: by file name,
     except that systems whose hostnames match any host (``.*``, the ``local``
     fallback) come last."""
@@ -166,7 +188,8 @@ def load_site_files(*directories) -> list:
         _register_fabrics(getattr(module, SITE_FABRICS, None), str(path))
         sites.append(SiteFile(str(path), check_system(module.system, str(path)),
                               StackChoice.from_site(getattr(module, 'stacks', None), str(path)),
-                              _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path))))
+                              _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path)),
+                              _report_sections(getattr(module, REPORT_SECTIONS, None), str(path))))
     names = [s.system['name'] for s in sites]
     for name in set(names):
         if names.count(name) > 1:

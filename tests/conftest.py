@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hpcnet import stacks
-from hpcnet.stacks import lmod, moduletree
+from hpcnet.stacks import lmod
+from hpcnet.testbed import moduletree
 from hpcnet.variables import MODULEPATH_ENV
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR

@@ -1,7 +1,8 @@
 """The layers of hpcnet/, read from the source: discovery (hpcnet.stacks),
 what runs inside checks (hpcnet.checklib), what judges sessions after the
 run (hpcnet.acceptance), the MPI family registry (hpcnet.mpi, a leaf), the
-commands on top (hpcnet.commands, one module each, assembled by hpcnet.cli).
+commands on top (hpcnet.commands, one module each, assembled by hpcnet.cli)
+and the lab beside them (hpcnet.testbed), which only commands import.
 
 Every ``import`` counts, also one inside a function: an import moved into a
 function to dodge a circle is still a circle. Circles are looked for
@@ -169,6 +170,21 @@ def test_the_command_line_assembles_every_command():
                                      'hpcnet.commands'])
 def test_layers_are_packages(package):
     assert package in MODULES and MODULES[package].name == '__init__.py'
+
+
+def test_the_product_never_imports_the_lab():
+    # The testbed, the Rocks paper and CI's module trees (hpcnet.testbed) sit
+    # above the product: only their commands reach them.
+    wrong = {m: sorted(i for i in GRAPH[m] if _in(i, 'hpcnet.testbed'))
+             for m in GRAPH if not (_in(m, 'hpcnet.testbed') or _in(m, 'hpcnet.commands'))}
+    assert {m: i for m, i in wrong.items() if i} == {}
+
+
+@pytest.mark.parametrize('module', ['hpcnet.acceptance.report', 'hpcnet.acceptance.reportplots',
+                                    'hpcnet.acceptance.reportparts'])
+def test_the_report_names_no_system(module):
+    # A system's own sections come from its site file (hpcnet.sites.REPORT_SECTIONS).
+    assert 'testbed' not in MODULES[module].read_text().lower()
 
 
 def test_judging_never_imports_discovery():

@@ -13,7 +13,8 @@ from conftest import env_regex, run_reframe
 from test_stacks import CC, make_fake_mpi
 
 from hpcnet import stacks
-from hpcnet.stacks import lmod, modulecache, modulenames, modules, moduletree
+from hpcnet.stacks import lmod, modulecache, modulenames, modules
+from hpcnet.testbed import moduletree
 from hpcnet.variables import MODULEPATH_ENV
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.mpi import MpiFamily

@@ -165,6 +165,6 @@ def test_an_entry_that_contradicts_the_registry_is_refused(fakempi):
 @pytest.mark.parametrize('module', ['mpi', 'stacks.candidate', 'stacks.sources', 'stacks.probe',
                                     'stacks.modules', 'stacks.lmod', 'stacks.modulenames',
                                     'stacks.spacklock', 'model', 'stacks',
-                                    'stacks.moduletree', 'checklib.sanity'])
+                                    'testbed.moduletree', 'checklib.sanity'])
 def test_each_module_imports_alone(module):
     subprocess.run([sys.executable, '-c', f'import hpcnet.{module}'], check=True)

@@ -1,7 +1,7 @@
-"""hpcnet paper: the Rocks cluster paper's tables beside a testbed session."""
+"""hpcnet paper (hpcnet.testbed.paper): the Rocks cluster paper's tables beside a testbed session."""
 import pytest
 
-from hpcnet.acceptance import paper
+from hpcnet.testbed import paper
 
 
 def _report(one_way_us):
@@ -34,3 +34,9 @@ def test_tables_set_ours_beside_the_paper():
 def test_a_report_without_two_node_runs_is_refused():
     with pytest.raises(paper.PaperError, match='no passed hpcnet_p2p'):
         paper.tables({'runs': [{'testcases': []}]})
+
+
+def test_the_report_section_is_the_tables_or_nothing():
+    report = _report({512: 10.0, 4 << 20: 36208.0})
+    assert paper.report_section(report) == paper.tables(report)
+    assert paper.report_section({'runs': [{'testcases': []}]}) == ''

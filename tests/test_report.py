@@ -98,15 +98,21 @@ def test_the_page_is_self_contained_small_and_without_sections_that_do_not_apply
         assert f'<h2>{absent}</h2>' not in text and f'>{absent}</a>' not in text
 
 
-def test_the_paper_section_is_for_testbed_sessions_only():
+def test_a_site_file_adds_its_sections_to_its_own_sessions_only():
+    # The testbed's site file adds the Rocks paper's tables (config/systems/testbed.py).
     curve = [{'size_bytes': size, 'median_us': 50.0} for size in (512, 2048)]
     case = {'name': 'hpcnet_p2p %scale=2_nodes %mode=pingpong', 'scale': '2_nodes',
             'mode': 'pingpong', 'result': 'pass', 'partition': 'eth', 'environ': 'gcc12-openmpi4',
             'curve': curve}
     testbed = {'runs': [{'testcases': [{**case, 'system': 'testbed'}]}]}
     site = {'runs': [{'testcases': [{**case, 'system': 'cluster'}]}]}
-    assert 'IMB PingPong over Gigabit Ethernet' in report.paper_tables([testbed])
-    assert report.paper_tables([site]) == ''
+    ((heading, anchor, content),) = report.site_sections([testbed, site])
+    assert (heading, anchor) == ('The Rocks cluster paper, Tables I-IV', 'paper')
+    assert content.count('<pre>') == 1 and 'IMB PingPong over Gigabit Ethernet' in content
+    assert report.site_sections([site]) == []
+    page = report.render([testbed], verdict='PASSED: 1 pass')
+    assert '<h2>The Rocks cluster paper, Tables I-IV</h2>' in page and '>The Rocks cluster paper' \
+        ', Tables I-IV</a>' in page
 
 
 def test_chromium_shows_the_verdict_in_the_first_viewport(page):

@@ -105,6 +105,9 @@ def test_without_stacks_a_site_gets_every_environment(tmp_path):
                              r"below the tolerance cap 0.4, e.g. 0.1 for 10 %; default 0.03\)$"),
     ("baseline_floor = '10 %'", r"mysite.py: baseline_floor is '10 %' \(valid: a fraction"),
     ("baseline_floor = True", r"mysite.py: baseline_floor is True \(valid: a fraction"),
+    ("report_sections = [('Mine', 'mine')]",
+     r"mysite.py: report_sections is \[\('Mine', 'mine'\)\] \(valid: a list of \(heading, anchor, "
+     r"function of one session's report returning the section's text\)\)$"),
 ])
 def test_a_bad_choice_is_one_line_naming_file_and_key(tmp_path, text, message):
     _site(tmp_path, text)

@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures
 
-from hpcnet.acceptance import paper
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
 from hpcnet.constants import CHECKS_DIR, SRC_DIR
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import REFERENCE_DIR_ENV, TESTBED_NODES_ENV
 from hpcnet.parsers.kernel import parse_kernel_output
-from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, softirq
+from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, paper, softirq
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
 from hpcnet.commands.testbed import testbed_main as run_cli
 

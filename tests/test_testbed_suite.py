@@ -17,7 +17,7 @@ import conftest
 import pytest
 from conftest import env_regex, run_reframe, running_testbed, unexplained_failures, values as recorded
 
-from hpcnet.acceptance import paper
+from hpcnet.testbed import paper
 from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration
 from hpcnet import testbed as tbm
 from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, P2PMode

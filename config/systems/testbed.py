@@ -12,6 +12,7 @@ import os
 from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric
 from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.model import partition_extras
+from hpcnet.testbed import paper
 
 #: What `hpcnet testbed up` makes by default: 4 compute nodes, 1 Gbit/s links.
 _nodes = int(os.environ.get(TESTBED_NODES_ENV, '4'))
@@ -44,6 +45,10 @@ system = {
 #: calibrated figures by more than the baseline's sessions show
 #: (docs/measurements.md, "A clean run right after a baseline (testbed)").
 baseline_floor = 0.10
+
+#: `hpcnet report` sets the Rocks cluster paper's tables beside this system's
+#: sessions (hpcnet.sites): the paper measured this kind of link, not a site's.
+report_sections = [('The Rocks cluster paper, Tables I-IV', 'paper', paper.report_section)]
 
 if _rdma_device:
     system['partitions'].append(

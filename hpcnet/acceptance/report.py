@@ -5,8 +5,9 @@ regressed or was not decided, each with its reason; skipped and not-judged
 cases counted by reason; the verdict matrix cut down to the cells that are
 not plain passes.  Below it, the evidence: message-size curves with their
 spread, the node-pair heatmaps with culprit nodes and links marked and named, collectives, TCP / UDP /
-MPI throughput of one link, the Rocks paper's tables (testbed sessions
-only), efficiency against the wire, and provenance.  A comparison adds
+MPI throughput of one link, the sections a system's site file adds
+(hpcnet.sites.REPORT_SECTIONS), efficiency against the wire, and
+provenance.  A comparison adds
 before/after curves overlaid with a ratio panel and the verdict table of
 `hpcnet compare`.  A section with nothing to show is left out.
 
@@ -19,7 +20,8 @@ import datetime
 import re
 from collections import defaultdict
 
-from hpcnet.acceptance import baseline, compare, paper
+from hpcnet import sites
+from hpcnet.acceptance import baseline, compare
 from hpcnet.acceptance.reportparts import display_name, esc, final_cases
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.acceptance.references import NOT_JUDGED, withheld
@@ -37,9 +39,6 @@ _BANNER = {WORDS[Exit.OK]: 'passed', WORDS[Exit.FAILED]: 'failed', WORDS[Exit.US
 #: Items of one kind on the first screen; the rest are counted, so the
 #: matrix stays in view.
 _FIRST_SCREEN_ITEMS = 6
-#: The system whose sessions the Rocks paper's tables are set beside: the
-#: paper measured the testbed's kind of link, not a site's.
-_PAPER_SYSTEM = 'testbed'
 #: The page checks itself in a browser: a plot that did not decode, or a
 #: script error, marks the body, and so does where the answer ends on the
 #: screen (tests/test_report.py reads them back).
@@ -238,18 +237,18 @@ def matrix_section(cases: list, retried: set) -> str:
             + verdict_matrix(cases, retried) + '</details>')
 
 
-def paper_tables(reports: list) -> str:
-    """The paper's tables beside each testbed session that holds the runs
-    they compare (paper.tables says which)."""
+def site_sections(reports: list) -> list:
+    """(heading, anchor, content) of each section the site file of a
+    session's system adds (sites.REPORT_SECTIONS): what it shows of every
+    session on that system, preformatted."""
     out = []
-    for report in reports:
-        if not any(tc['system'] == _PAPER_SYSTEM for tc in final_cases([report])):
-            continue
-        try:
-            out.append(f'<pre>{esc(paper.tables(report))}</pre>')
-        except paper.PaperError:
-            continue
-    return '\n'.join(out)
+    for site in sites.load_site_files(*sites.system_directories()):
+        mine = [r for r in reports
+                if any(tc['system'] == site.system['name'] for tc in final_cases([r]))]
+        for heading, anchor, section in site.report_sections if mine else ():
+            texts = [text for text in map(section, mine) if text]
+            out.append((heading, anchor, '\n'.join(f'<pre>{esc(t)}</pre>' for t in texts)))
+    return out
 
 
 def efficiencies(cases: list) -> str:
@@ -354,7 +353,7 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
                 ('Node pairs', 'pairs', reportplots.pair_heatmaps(cases)),
                 ('Collectives', 'collectives', reportplots.collective_curves(cases)),
                 ('One link: TCP, UDP and MPI', 'link', reportplots.link_throughput(reports)),
-                ('The Rocks cluster paper, Tables I-IV', 'paper', paper_tables(reports)),
+                *site_sections(reports),
                 ('Efficiency against the wire', 'efficiency', efficiencies(cases)),
                 ('Provenance', 'provenance', provenance(reports, cases))]
     evidence = [s for s in evidence if s[2]]

@@ -13,9 +13,9 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from hpcnet.acceptance import paper  # noqa: E402
 from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
-from hpcnet.acceptance.reportparts import display_name, esc, final_cases, plot_grid  # noqa: E402
+from hpcnet.acceptance.reportparts import (display_name, esc, final_cases, link_throughputs,  # noqa: E402
+                                           plot_grid)
 
 BANDS_UP_TO = 6     #: most series a curve plot shades the spread of
 
@@ -153,10 +153,7 @@ def pair_heatmaps(cases: list) -> str:
 def link_throughput(reports: list) -> str:
     out = []
     for report in reports:
-        try:
-            by_size = paper.link_throughputs(report)
-        except paper.PaperError:
-            continue
+        by_size = link_throughputs(report)
         fig, ax = figure()
         for proto in ('TCP', 'UDP', 'MPI'):
             pts = sorted((s, v[proto]) for s, v in by_size.items() if v.get(proto))

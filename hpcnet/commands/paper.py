@@ -5,10 +5,10 @@ from pathlib import Path
 
 from hpcnet import runner
 from hpcnet.acceptance import references
+from hpcnet.testbed import paper
 
 
 def run(args) -> int:
-    from hpcnet.acceptance import paper
     report = Path(args.report) if args.report else runner.reports_dir() / 'testbed-latest.json'
     try:
         print(paper.tables(references.load_report(report)))

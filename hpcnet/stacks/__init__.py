@@ -5,8 +5,7 @@ Lmod's modules, over :mod:`.lmod` and :mod:`.modulenames`) yield candidates
 (:mod:`.candidate`), :mod:`.probe` proves each one, and :mod:`.discover`
 turns every working pair into a ReFrame environment.
 :mod:`.spacklock` reads a Spack lock without Spack; :mod:`.modulecache`
-keeps what the module source found until a modulefile changes;
-:mod:`.moduletree` builds the EasyBuild module trees CI loads.
+keeps what the module source found until a modulefile changes.
 
 Imports go one way: :mod:`.discover` imports the others, none of them
 imports it or this package.  Callers use the names below

@@ -28,6 +28,11 @@ API for the ReFrame integration (see ``Testbed``)::
     tb.iface, tb.rate               # 'eth0', '1gbit' (or None)
 
 CLI: ``hpcnet testbed up|down|exec|status|shape`` (hpcnet.commands.testbed).
+
+The package is the lab beside the product, which never imports it: with the
+cluster live the Rocks paper's tables (:mod:`.paper`, `hpcnet paper` and the
+testbed site file's report section) and the EasyBuild module trees CI and
+the tests load (:mod:`.moduletree`).
 """
 from hpcnet.testbed.cluster import Testbed
 from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, burst_bytes, rate_bps

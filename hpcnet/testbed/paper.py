@@ -5,6 +5,8 @@ TCP, UDP and MPI throughput of the same link (the paper's Figure 7).
 
 It reads a ReFrame JSON report of `make testbed-run` (our p2p kernel at scale
 2_nodes in every environment, the socket kernel); it runs nothing itself.
+`hpcnet paper` prints the tables; `hpcnet report` sets them beside each
+testbed session (report_section, named in config/systems/testbed.py).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import csv
 import statistics
 from pathlib import Path
 
+from hpcnet.acceptance.reportparts import link_throughputs
 from hpcnet.constants import REFERENCE_DIR
 
 PAPER_CSV = REFERENCE_DIR / 'paper' / 'rocks-cluster-gbe-imb.csv'
@@ -57,27 +60,6 @@ def our_curves(report: dict, statistic: str = 'median_us') -> dict:
     return curves
 
 
-def link_throughputs(report: dict) -> dict:
-    '''size -> {'TCP': Mbit/s, 'UDP': ..., 'MPI': ...} on the same link: the
-    socket kernel's tcp_stream and udp_stream, our MPI streaming (bw).'''
-    out = {}
-    for run in report.get('runs', []):
-        for tc in run.get('testcases', []):
-            if tc.get('result') not in ('pass', 'xfail'):
-                continue
-            name = tc.get('name', '')
-            if name.startswith('hpcnet_sockets ') and tc.get('scale') == '2_nodes' and \
-                    tc.get('test') in ('tcp_stream', 'udp_stream'):
-                kind = tc['test'].split('_')[0].upper()
-                for r in tc.get('curve', []):
-                    out.setdefault(int(r['size_bytes']), {})[kind] = r['recv_MBps'] * 8
-            elif name.startswith('hpcnet_p2p ') and tc.get('scale') == '2_nodes' and \
-                    tc.get('mode') == 'bw':
-                for r in tc.get('curve', []):
-                    out.setdefault(int(r['size_bytes']), {}).setdefault('MPI', r['bw_MBps'] * 8)
-    return out
-
-
 def tables(report: dict, paper: dict | None = None) -> str:
     '''The paper's Tables I-IV with ours beside them, and Figure 7's data.'''
     paper = paper or paper_table()
@@ -117,3 +99,13 @@ def tables(report: dict, paper: dict | None = None) -> str:
                  'wire does.  Below that the paper\'s times include its NICs\' latency '
                  '(~45 us one way); ours are the host\'s (veth, no netem to add a NIC\'s).')
     return '\n'.join(lines)
+
+
+def report_section(report: dict) -> str:
+    """The tables beside one session in `hpcnet report` (the testbed site
+    file's report_sections, hpcnet.sites.REPORT_SECTIONS); '' where the
+    session holds none of the runs they compare."""
+    try:
+        return tables(report)
+    except PaperError:
+        return ''
