@@ -25,11 +25,27 @@ needs_lmod = pytest.mark.skipif(modules.lmod_command() is None,
                                 reason='Lmod is not installed (Debian package lmod; LMOD_CMD unset)')
 
 
-def _locked_mpis() -> dict:
-    '''package -> (full hash, version) of the MPIs the recorded lock built.'''
+#: Spack's name of the compiler package -> the family hpcnet names environments by.
+COMPILER_FAMILY = {'gcc': 'gcc', 'llvm': 'clang'}
+
+
+def _locked_builds() -> list:
+    '''(package, full hash, version, compiler label) of each MPI build the
+    recorded lock holds, read here from the lock's own structure (the 'c'
+    virtual of each MPI node names its compiler).'''
     specs = json.loads(LOCK.read_text())['concrete_specs']
-    return {node['name']: (hash_, str(node['version']))
-            for hash_, node in specs.items() if node['name'] in MPI_PACKAGES}
+    builds = []
+    for hash_, node in specs.items():
+        if node['name'] not in MPI_PACKAGES:
+            continue
+        (cc,) = [d for d in node['dependencies'] if 'c' in d['parameters']['virtuals']]
+        compiler = f"{COMPILER_FAMILY[cc['name']]}{specs[cc['hash']]['version'].split('.')[0]}"
+        builds.append((node['name'], hash_, str(node['version']), compiler))
+    return sorted(builds)
+
+
+def _expected_names() -> list:
+    return sorted(f'{compiler}-{name}4-{hash_[:7]}' for name, hash_, _, compiler in _locked_builds())
 
 
 def _reroot(text: str, root: Path) -> str:
@@ -46,8 +62,9 @@ def _fake_mpi_at(prefix: Path, family: str) -> Path:
 
 def test_the_recorded_build_has_both_mpis_built_not_external():
     locked = spacklock.matrix(LOCK)
-    assert sorted(m.name for m in locked) == ['mpich', 'openmpi']
+    assert sorted(m.name for m in locked) == ['mpich', 'openmpi', 'openmpi']
     assert not any(m.external for m in locked)
+    assert [b[3] for b in _locked_builds()].count('clang14') == 1
 
 
 def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
@@ -56,14 +73,12 @@ def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
     tree = tmp_path / 'opt'
     for line in (DATA / 'find-format.txt').read_text().splitlines():
         parts = line.split('|')
-        if len(parts) == 4 and parts[3].startswith('$SPACK_RUN/env/opt/'):
+        if len(parts) == 6 and parts[3].startswith('$SPACK_RUN/env/opt/'):
             Path(_reroot(parts[3], tmp_path).replace(f'{tmp_path}/env/opt', str(tree))).mkdir(
                 parents=True, exist_ok=True)
     locked = spacklock.matrix(LOCK, tree)
     names = spacklock.environment_names(locked)
-    hashes = _locked_mpis()
-    expected = {f'gcc12-{name}4-{hashes[name][0][:7]}' for name in MPI_PACKAGES}
-    assert set(names.values()) == expected
+    assert sorted(names.values()) == _expected_names()
     for m in locked:
         assert m.prefix and m.prefix.endswith(m.short_hash), m
         assert sorted(t[0] for t in m.tools) == ['intel-mpi-benchmarks', 'osu-micro-benchmarks']
@@ -94,11 +109,13 @@ def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatc
     (bindir / 'spack').chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))
+    # Every compiler of this machine kind, one C compiler behind them (the fakes need one):
+    # each build pairs only with its own.
+    here = [stacks.Compiler('gcc', '12.2.0', CC), stacks.Compiler('gcc', '11.3.0', CC),
+            stacks.Compiler('clang', '14.0.6', CC)]
     found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
-                            compilers=[stacks.Compiler('gcc', '99.1.0', CC)])
-    hashes = _locked_mpis()
-    assert sorted(env.name for env in found.environments) == sorted(
-        f'gcc99-{name}4-{hashes[name][0][:7]}' for name in MPI_PACKAGES), found.rejected
+                            compilers=here, fabrics=[])
+    assert sorted(env.name for env in found.environments) == _expected_names(), found.rejected
     for env in found.environments:
         assert len(env.mpi.candidate.tool_prefixes) == 2, env.mpi.candidate
 
@@ -113,8 +130,7 @@ def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, mo
         target = root / lua.relative_to(DATA / 'modules')
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(_reroot(lua.read_text(), tmp_path))
-    hashes = _locked_mpis()
-    for name, (hash_, _) in hashes.items():
+    for name, hash_, _, _ in _locked_builds():
         (lua,) = [p for p in root.rglob('*.lua') if p.parent.name == name and hash_[:7] in p.name]
         bindir = re.search(r'prepend_path\("PATH", "([^"]+)/bin"', lua.read_text()).group(1)
         _fake_mpi_at(Path(bindir), name)
@@ -126,5 +142,5 @@ def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, mo
     found = stacks.discover(tmp_path / 'state', sources=[module_candidates])
     names = sorted(env.name for env in found.environments)
     assert names, found.rejected
-    for name, (hash_, version) in hashes.items():
+    for name, hash_, version, _ in _locked_builds():
         assert any(n.endswith(f'{name}-{version.replace(".", "_")}-{hash_[:7]}') for n in names), names

@@ -232,18 +232,18 @@ def test_spack_environment_source(tmp_path, monkeypatch, compiler):
                      f'[ "$1 $2 $3 $4" = "-e {tmp_path}/env find --format" ] || exit 3\n'
                      "echo '==> In environment env'\n"
                      f'if [ "$5" = "{sources.SPACK_FORMAT}" ] && [ $# = 5 ]; then\n'
-                     f"  echo 'openmpi|9.8.7|abcdefg|{mpi}'\n"
-                     f"  echo 'osu-micro-benchmarks|7.4|hijklmn|{osu}'\n"
-                     "  echo 'zlib|1.3|opqrstu|/nowhere'\n"
+                     f"  echo 'openmpi|9.8.7|abcdefg|{mpi}|gcc|99.1.0'\n"
+                     f"  echo 'osu-micro-benchmarks|7.4|hijklmn|{osu}|gcc|99.1.0'\n"
+                     "  echo 'zlib|1.3|opqrstu|/nowhere|none|none'\n"
                      f'elif [ "$5 $6" = "{sources.SPACK_MPI_OF_FORMAT} {sources.SPACK_MPI_QUERY}" ]; then\n'
-                     f"  echo 'osu-micro-benchmarks|hijklmn|{mpi}'\n"
+                     f"  echo 'osu-micro-benchmarks|hijklmn|{mpi}|gcc|99.1.0'\n"
                      'else exit 4; fi\n')
     spack.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     monkeypatch.setenv(stacks.SPACK_ENV_VAR, str(tmp_path / 'env'))
     found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
-                            compilers=[compiler])
-    (env,) = found.environments
+                            compilers=[compiler, stacks.Compiler('clang', '14.0.6', CC)])
+    (env,) = found.environments          # gcc 99 built it: not paired with clang
     assert env.name == 'gcc99-openmpi9-abcdefg' and env.mpi.candidate.source == 'spack'
     assert 'osu' in env.features
     assert dict(env.mpi.tools)['osu_bw'] == str(pt2pt / 'osu_bw')
