@@ -14,21 +14,15 @@ whole-partition cases are "not decided" (exit 3), never a pass.
 Needs root and namespaces (CI has both); skipped with the reason otherwise.
 """
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 
 import pytest
-from conftest import running_testbed
+from conftest import hpcnet_on_head_node, running_testbed
 
 from hpcnet import testbed as tbm
 from hpcnet.exitcodes import Exit
-from hpcnet.paths import WORK_DIR
 from hpcnet.sites import load_site_files
-from hpcnet.variables import (MODULEPATH_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV,
-                              TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV)
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -91,18 +85,7 @@ def daybreak(tb, hierarchical_tree, tmp_path_factory):
     '''(hpcnet on the head node, scratch directory, the live init: its
     process, its wall time in s, the file it wrote).'''
     scratch = tmp_path_factory.mktemp('daybreak')
-    variables = {SYSTEMS_DIRS_ENV: str(scratch / 'systems'),
-                 MODULEPATH_ENV: str(hierarchical_tree.modulepath), 'MODULEPATH': '',
-                 STATE_DIR_ENV: str(scratch / 'state'), REPORTS_DIR_ENV: str(scratch / 'reports')}
-    env = tb.env({**os.environ, **variables})
-    for testbed_only in (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV):
-        env.pop(testbed_only, None)      # what config/systems/testbed.py reads: not ours
-
-    def hpcnet(*args, systems_dir=None, timeout=600):
-        run_env = {**env, SYSTEMS_DIRS_ENV: str(systems_dir)} if systems_dir else env
-        return subprocess.run([*tb.head_prefix(cwd=str(WORK_DIR)), sys.executable, '-m',
-                               'hpcnet.cli', *args], env=run_env, text=True, timeout=timeout,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    hpcnet = hpcnet_on_head_node(tb, scratch, hierarchical_tree.modulepath)
 
     started = time.monotonic()
     init = hpcnet('site', 'init', SITE)
