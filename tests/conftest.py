@@ -12,7 +12,9 @@ import pytest
 from hpcnet import stacks
 from hpcnet.stacks import lmod
 from hpcnet.testbed import moduletree
-from hpcnet.variables import MODULEPATH_ENV
+from hpcnet.paths import WORK_DIR
+from hpcnet.variables import (MODULEPATH_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV,
+                              TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV)
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR
 
@@ -180,6 +182,28 @@ def running_testbed(name: str):
         yield t
     finally:
         t.down()
+
+
+def hpcnet_on_head_node(tb, scratch: Path, modulepath: Path):
+    '''``hpcnet(*args, systems_dir=None, timeout=600)``: hpcnet run on the
+    testbed ``tb``'s head node as on a site's own cluster: site files in
+    ``scratch``/systems (``systems_dir`` instead), state and reports in
+    ``scratch``, the MPIs from the module tree at ``modulepath``, and none of
+    what config/systems/testbed.py reads.  ``hpcnet.env`` is its environment.'''
+    variables = {SYSTEMS_DIRS_ENV: str(scratch / 'systems'), MODULEPATH_ENV: str(modulepath),
+                 'MODULEPATH': '', STATE_DIR_ENV: str(scratch / 'state'),
+                 REPORTS_DIR_ENV: str(scratch / 'reports')}
+    env = tb.env({**os.environ, **variables})
+    for testbed_only in (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV):
+        env.pop(testbed_only, None)
+
+    def hpcnet(*args, systems_dir=None, timeout=600):
+        run_env = {**env, SYSTEMS_DIRS_ENV: str(systems_dir)} if systems_dir else env
+        return subprocess.run([*tb.head_prefix(cwd=str(WORK_DIR)), sys.executable, '-m',
+                               'hpcnet.cli', *args], env=run_env, text=True, timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    hpcnet.env = env
+    return hpcnet
 
 
 # --------------------------------------------------------------------------

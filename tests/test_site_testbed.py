@@ -11,22 +11,17 @@ MPI cannot use (Debian's Open MPI 4.1 has no PMI-2: docs/testbed.md).
 Needs root and namespaces (CI has both); skipped with the reason otherwise.
 """
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import case_verdicts, running_testbed
+from conftest import case_verdicts, hpcnet_on_head_node, running_testbed
 
 from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, CONFIG_DIR
-from hpcnet.paths import WORK_DIR
-from hpcnet.variables import (REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV, TESTBED_NODES_ENV,
-                              TESTBED_RATE_ENV, TESTBED_RDMA_ENV)
 from hpcnet.sites import load_site_files
-from hpcnet.variables import MODULEPATH_ENV
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -48,24 +43,10 @@ def tb():
 def stranger(tb, hierarchical_tree, tmp_path_factory):
     '''(hpcnet on the head node, the site file `site init` wrote there).'''
     scratch = tmp_path_factory.mktemp('stranger')
-    systems = scratch / 'systems'
-    variables = {SYSTEMS_DIRS_ENV: str(systems), MODULEPATH_ENV: str(hierarchical_tree.modulepath),
-                 'MODULEPATH': '', STATE_DIR_ENV: str(scratch / 'state'),
-                 REPORTS_DIR_ENV: str(scratch / 'reports')}
-    env = tb.env({**os.environ, **variables})
-    for testbed_only in (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV):
-        env.pop(testbed_only, None)      # what config/systems/testbed.py reads: not ours
-
-    def hpcnet(*args, systems_dir=None, timeout=600):
-        run_env = {**env, SYSTEMS_DIRS_ENV: str(systems_dir)} if systems_dir else env
-        return subprocess.run([*tb.head_prefix(cwd=str(WORK_DIR)), sys.executable, '-m',
-                               'hpcnet.cli', *args], env=run_env, text=True, timeout=timeout,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-    hpcnet.env = env            # for plain reframe on the head node, as the site types it
+    hpcnet = hpcnet_on_head_node(tb, scratch, hierarchical_tree.modulepath)
     proc = hpcnet('site', 'init', SITE)
     assert proc.returncode == 0, proc.stderr
-    return hpcnet, systems / f'{SITE}.py', scratch
+    return hpcnet, scratch / 'systems' / f'{SITE}.py', scratch
 
 
 def test_site_init_writes_a_valid_site_file(stranger):
