@@ -135,20 +135,31 @@ def _level_median(kept: list, segment: list) -> float:
     return statistics.median(kept or segment)
 
 
-def _levels_differ(before: list, after: list, *, segments: tuple, relative: bool,
-                   min_segment: int, alpha: float, threshold: float) -> tuple:
+def _sorted_median(ordered: np.ndarray) -> float:
+    """statistics.median of a sorted float array, the same float."""
+    k = len(ordered) // 2
+    return float(ordered[k]) if len(ordered) % 2 else float((ordered[k - 1] + ordered[k]) / 2)
+
+
+def _levels_differ(before: np.ndarray, after: np.ndarray, *, medians: tuple, relative: bool,
+                   min_segment: int, alpha: float, threshold: float, distinct: bool) -> tuple:
     """(whether the two levels differ, p, median before, after): the
     two-sided Mann-Whitney U p times the number of places the levels' border
     could have been put (Bonferroni: the search tried them all); levels of
     fewer than ``min_segment`` values (outliers taken out) never differ.
-    ``segments``: the two levels' values, outliers included."""
-    low, high = _level_median(before, segments[0]), _level_median(after, segments[1])
+    ``before``, ``after``: each level's values, outliers taken out, sorted;
+    ``medians``: the median of all of each level's values, outliers included
+    (a level's median when all of its values are outliers, _level_median);
+    ``distinct``: no two values of the series are equal."""
+    low = _sorted_median(before) if len(before) else medians[0]
+    high = _sorted_median(after) if len(after) else medians[1]
     if min(len(before), len(after)) < min_segment:
         # A level whose sessions disagree (outliers taken out) is no level.
         return False, 1.0, low, high
     direction = 'greater' if high > low else 'less'
     borders = max(1, len(before) + len(after) - 2 * min_segment + 1)
-    p = min(1.0, 2 * borders * statcompare.mann_whitney_p(before, after, direction))
+    p = min(1.0, 2 * borders * statcompare.mann_whitney_p_sorted(
+        before, after, direction, distinct=distinct))
     moved = abs(high / low - 1) > threshold if relative else high != low
     return p < alpha and moved, p, low, high
 
@@ -234,11 +245,65 @@ def _ends(values: list, bounds: list, relative: bool, threshold: float,
     return tail, head
 
 
-def _retest(tests: list, level: int) -> None:
-    """Forget the tests of level ``level`` (against the one before and after)."""
-    for i in (level - 1, level):
-        if 0 <= i < len(tests):
-            tests[i] = None
+class _Elimination:
+    """The state of _eliminate: the change points left, each one's test (by
+    its position) and the residual of each value from its level's median."""
+
+    def __init__(self, values: list, kept: list, *, relative: bool, min_segment: int,
+                 alpha: float, threshold: float):
+        self.median_of = _LevelMedians(values)
+        self.array = self.median_of.array
+        self.kept = list(kept)
+        self.relative, self.threshold = relative, threshold
+        self.rule = {'relative': relative, 'min_segment': min_segment, 'alpha': alpha,
+                     'threshold': threshold, 'distinct': len(set(values)) == len(values)}
+        self.residuals = _residuals(values, self.bounds(), relative, self.median_of)
+        self.outside = np.zeros(len(values), dtype=bool)
+        self.out: set = set()
+        self.tests: dict = {}
+        #: The failing tests by position: (p, -|medians moved|, -position), the
+        #: order the weakest is taken out by.
+        self.weak: dict = {}
+
+    def bounds(self) -> list:
+        return [0, *self.kept, len(self.array)]
+
+    def level(self, start: int, end: int) -> np.ndarray:
+        """The level's values, its outliers taken out, sorted."""
+        return np.sort(self.array[start:end][~self.outside[start:end]])
+
+    def test(self, i: int, bounds: list) -> None:
+        """_levels_differ of the i-th change point's two levels."""
+        left, position, right = bounds[i:i + 3]
+        test = _levels_differ(self.level(left, position), self.level(position, right),
+                              medians=(self.median_of(left, position),
+                                       self.median_of(position, right)), **self.rule)
+        self.tests[position] = test
+        self.weak.pop(position, None)
+        if not test[0]:
+            self.weak[position] = (test[1], -abs(test[3] - test[2]), -position)
+
+    def update_outliers(self, untested: set) -> None:
+        """The outliers by the residuals now; the change points beside a
+        level that gained or lost one join ``untested``."""
+        now = set(spread_outliers(self.residuals, self.threshold if self.relative else 0.0))
+        for position in now ^ self.out:
+            level = bisect.bisect_right(self.kept, position)
+            untested.update(i for i in (level - 1, level) if 0 <= i < len(self.kept))
+            self.outside[position] = position in now
+        self.out = now
+
+    def remove(self, position: int) -> set:
+        """Take the change point at ``position`` out: its two levels merge.
+        The indices of the change points beside the merged level."""
+        i = self.kept.index(position)
+        bounds = self.bounds()
+        start, end = bounds[i], bounds[i + 2]
+        del self.kept[i], self.tests[position], self.weak[position]
+        median = self.median_of(start, end)
+        part = self.array[start:end]
+        self.residuals[start:end] = part / median if self.relative else part - median
+        return {j for j in (i - 1, i) if 0 <= j < len(self.kept)}
 
 
 def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, alpha: float,
@@ -249,33 +314,20 @@ def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, al
     values and outliers, so only those whose levels changed run again: the
     two beside the candidate that went (its levels merged), and those whose
     levels gained or lost an outlier."""
-    n = len(values)
-    median_of = _LevelMedians(values)
-    kept = list(kept)
-    out: set = set()
-    tests: list = [None] * len(kept)
+    search = _Elimination(values, kept, relative=relative, min_segment=min_segment,
+                          alpha=alpha, threshold=threshold)
+    untested = set(range(len(search.kept)))
     while True:
-        bounds = [0, *kept, n]
         # One bad night says nothing about the level it stands in.
-        now = set(_outliers(values, bounds, relative, threshold, median_of))
-        for position in now ^ out:
-            _retest(tests, bisect.bisect_right(kept, position))
-        out = now
-        for i, test in enumerate(tests):
-            if test is None:
-                before, after = (values[bounds[j]:bounds[j + 1]] for j in (i, i + 1))
-                tests[i] = _levels_differ(
-                    [v for j, v in enumerate(before, bounds[i]) if j not in out],
-                    [v for j, v in enumerate(after, bounds[i + 1]) if j not in out],
-                    segments=(before, after), relative=relative, min_segment=min_segment,
-                    alpha=alpha, threshold=threshold)
-        weak = [i for i, t in enumerate(tests) if not t[0]]
-        if not weak:
-            return kept, out, tests
-        # The weakest goes first: its neighbours' levels grow and are tested again.
-        gone = max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))
-        del kept[gone], tests[gone]
-        _retest(tests, gone)
+        search.update_outliers(untested)
+        bounds = search.bounds()
+        for i in untested:
+            search.test(i, bounds)
+        if not search.weak:
+            return search.kept, search.out, [search.tests[b] for b in search.kept]
+        # The weakest goes first (the first of equals): its neighbours'
+        # levels grow and are tested again.
+        untested = search.remove(-max(search.weak.values())[2])
 
 
 def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
