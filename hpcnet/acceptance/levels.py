@@ -260,6 +260,8 @@ class _Elimination:
         self.residuals = _residuals(values, self.bounds(), relative, self.median_of)
         self.outside = np.zeros(len(values), dtype=bool)
         self.out: set = set()
+        #: Each level's values, its outliers taken out, sorted, by (start, end).
+        self.sorted_levels: dict = {}
         self.tests: dict = {}
         #: The failing tests by position: (p, -|medians moved|, -position), the
         #: order the weakest is taken out by.
@@ -270,7 +272,10 @@ class _Elimination:
 
     def level(self, start: int, end: int) -> np.ndarray:
         """The level's values, its outliers taken out, sorted."""
-        return np.sort(self.array[start:end][~self.outside[start:end]])
+        key = (start, end)
+        if key not in self.sorted_levels:
+            self.sorted_levels[key] = np.sort(self.array[start:end][~self.outside[start:end]])
+        return self.sorted_levels[key]
 
     def test(self, i: int, bounds: list) -> None:
         """_levels_differ of the i-th change point's two levels."""
@@ -287,10 +292,12 @@ class _Elimination:
         """The outliers by the residuals now; the change points beside a
         level that gained or lost one join ``untested``."""
         now = set(spread_outliers(self.residuals, self.threshold if self.relative else 0.0))
+        bounds = self.bounds()
         for position in now ^ self.out:
             level = bisect.bisect_right(self.kept, position)
             untested.update(i for i in (level - 1, level) if 0 <= i < len(self.kept))
             self.outside[position] = position in now
+            self.sorted_levels.pop((bounds[level], bounds[level + 1]), None)
         self.out = now
 
     def remove(self, position: int) -> set:

@@ -131,7 +131,7 @@ def mann_whitney_p_sorted(before: np.ndarray, after: np.ndarray, alternative: st
     # sum(t^3 - t) alone (all exact in floating point): the normal one is
     # computed from them here, and the exact one is kept by them, since
     # `hpcnet history` tests many pairs that agree on them.
-    u = _u_of_after(before, after)
+    u = _u_of_after(before, after, distinct)
     if method == 'asymptotic':
         return _normal_p(u, len(after), len(before), ties, alternative)
     key = (alternative, len(after), len(before), u)
@@ -180,12 +180,14 @@ def _normal_p(u_after: float, n_after: int, n_before: int, ties: int, alternativ
     return float(min(1.0, max(0.0, special.ndtr(-z))))
 
 
-def _u_of_after(ranked: np.ndarray, after: np.ndarray) -> float:
+def _u_of_after(ranked: np.ndarray, after: np.ndarray, distinct: bool = False) -> float:
     """The U statistic of ``after``: the pairs it wins over the sorted
-    ``ranked``, a tie counted half (every term a multiple of 1/2: exact)."""
-    wins = (np.searchsorted(ranked, after, 'left').sum()
-            + np.searchsorted(ranked, after, 'right').sum())
-    return float(wins) / 2
+    ``ranked``, a tie counted half (every term a multiple of 1/2: exact);
+    ``distinct``: no value of after is one of ranked's."""
+    below = np.searchsorted(ranked, after, 'left').sum()
+    if distinct:
+        return float(below)
+    return float(below + np.searchsorted(ranked, after, 'right').sum()) / 2
 
 
 #: The exact mann_whitney_p by (alternative, n after, n before, U of after)
