@@ -38,11 +38,10 @@ import statistics
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.acceptance.binseg import binseg_l1
-from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
+from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers, robust_sigma
 
 #: The fewest sessions of one level: a change needs this many nights on each
 #: side, so up to MIN_SEGMENT - 1 bad nights in a row in the middle of a
@@ -208,37 +207,45 @@ def _candidates(values: list, relative: bool, min_segment: int) -> list:
 
 
 def _end(values: list, bounds: list, *, newest: bool, relative: bool, threshold: float,
-         min_segment: int, exclude: frozenset = frozenset()) -> Apart | None:
+         min_segment: int, residuals: np.ndarray,
+         exclude: frozenset = frozenset()) -> Apart | None:
     """The longest run of values at the newest (else the oldest) end of the
     series that stand apart from the rest of their level, all on one side:
     each beyond ``threshold`` and OUTLIER_Z robust sd of the other values
-    around their levels; the rest keeps ``min_segment`` values."""
-    n = len(values)
-    start, stop = (bounds[-2], n) if newest else (0, bounds[1])
-    others = [r for i, r in enumerate(_residuals(values, bounds, relative))
-              if not start <= i < stop]
+    around their levels; the rest keeps ``min_segment`` values.
+    ``residuals``: _residuals of the levels ``bounds``."""
+    start, stop = (bounds[-2], len(values)) if newest else (0, bounds[1])
+    others = np.concatenate((residuals[:start], residuals[stop:]))
+    level_values = np.asarray(values[start:stop], dtype=float)
+    usable = np.array([i not in exclude for i in range(start, stop)], dtype=bool)
     centre = 1.0 if relative else 0.0
     found = None
     for k in range(1, stop - start - min_segment + 1):
         part = range(stop - k, stop) if newest else range(start, start + k)
         if set(part) & exclude:
             break
-        rest = [values[i] for i in range(start, stop) if i not in part and i not in exclude]
-        level = statistics.median(rest)
-        residual = [v / level if relative else v - level for v in rest + [values[i] for i in part]]
-        spread = stats.median_abs_deviation([*others, *residual[:len(rest)]], scale='normal')
-        limit = max(OUTLIER_Z * float(spread), threshold if relative else 0.0)
-        off = [r - centre for r in residual[len(rest):]]
-        if not (all(d > limit for d in off) or all(d < -limit for d in off)):
+        in_part = np.zeros(stop - start, dtype=bool)
+        in_part[part.start - start:part.stop - start] = True
+        rest = level_values[usable & ~in_part]
+        level = statistics.median(rest.tolist())
+        spread = robust_sigma(np.concatenate((others, rest / level if relative else rest - level)))
+        limit = max(OUTLIER_Z * spread, threshold if relative else 0.0)
+        apart = level_values[in_part]
+        off = (apart / level if relative else apart - level) - centre
+        if not (np.all(off > limit) or np.all(off < -limit)):
             break
-        found = Apart(part.start, part.stop, statistics.median(values[i] for i in part), level)
+        found = Apart(part.start, part.stop, statistics.median(apart.tolist()), level)
     return found
 
 
 def _ends(values: list, bounds: list, relative: bool, threshold: float,
-          min_segment: int) -> tuple:
-    """(tail, head) of the series (module docstring, 5)."""
-    kw = {'relative': relative, 'threshold': threshold, 'min_segment': min_segment}
+          min_segment: int, residuals: np.ndarray | None = None) -> tuple:
+    """(tail, head) of the series (module docstring, 5.); ``residuals``:
+    _residuals of the levels ``bounds``, where known."""
+    if residuals is None:
+        residuals = _residuals(values, bounds, relative)
+    kw = {'relative': relative, 'threshold': threshold, 'min_segment': min_segment,
+          'residuals': residuals}
     tail = _end(values, bounds, newest=True, **kw)
     head = _end(values, bounds, newest=False,
                 exclude=frozenset(range(tail.start, tail.end)) if tail else frozenset(), **kw)
@@ -315,9 +322,9 @@ class _Elimination:
 
 def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, alpha: float,
                threshold: float) -> tuple:
-    """(the change points left, the outliers, _levels_differ of each) once
-    every candidate left passes (module docstring, 3. and 4.): the weakest
-    that fails goes, one at a time.  A test depends only on its two levels'
+    """(the change points left, the outliers, _levels_differ of each, the
+    residuals of their levels) once every candidate left passes (module
+    docstring, 3. and 4.): the weakest that fails goes, one at a time.  A test depends only on its two levels'
     values and outliers, so only those whose levels changed run again: the
     two beside the candidate that went (its levels merged), and those whose
     levels gained or lost an outlier."""
@@ -331,7 +338,8 @@ def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, al
         for i in untested:
             search.test(i, bounds)
         if not search.weak:
-            return search.kept, search.out, [search.tests[b] for b in search.kept]
+            return (search.kept, search.out, [search.tests[b] for b in search.kept],
+                    search.residuals)
         # The weakest goes first (the first of equals): its neighbours'
         # levels grow and are tested again.
         untested = search.remove(-max(search.weak.values())[2])
@@ -349,9 +357,9 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
         return Finding((), (), ((0, n, statistics.median(values) if values else math.nan),),
                        True, tail, head)
     relative = _relative(values)
-    kept, out, tests = _eliminate(values, _candidates(values, relative, min_segment),
-                                  relative=relative, min_segment=min_segment, alpha=alpha,
-                                  threshold=threshold)
+    kept, out, tests, residuals = _eliminate(
+        values, _candidates(values, relative, min_segment), relative=relative,
+        min_segment=min_segment, alpha=alpha, threshold=threshold)
     bounds = [0, *kept, n]
     segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
     levels = [[values[j] for j in range(start, end) if j not in out]
@@ -359,7 +367,7 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
     changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
                            len(levels[i + 1])) for i, b in enumerate(kept))
     medians = [_level_median(level, segment) for level, segment in zip(levels, segments)]
-    tail, head = _ends(values, bounds, relative, threshold, min_segment)
+    tail, head = _ends(values, bounds, relative, threshold, min_segment, residuals)
     at_ends = {i for end in (tail, head) if end for i in range(end.start, end.end)}
     found = [Outlier(i, values[i], median)
              for (start, end), median in zip(zip(bounds, bounds[1:]), medians)
