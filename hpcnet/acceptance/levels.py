@@ -140,18 +140,16 @@ def _sorted_median(ordered: np.ndarray) -> float:
     return float(ordered[k]) if len(ordered) % 2 else float((ordered[k - 1] + ordered[k]) / 2)
 
 
-def _levels_differ(before: np.ndarray, after: np.ndarray, *, medians: tuple, relative: bool,
-                   min_segment: int, alpha: float, threshold: float, distinct: bool) -> tuple:
+def _levels_differ(before: np.ndarray, after: np.ndarray, low: float, high: float, *,
+                   relative: bool, min_segment: int, alpha: float, threshold: float,
+                   distinct: bool) -> tuple:
     """(whether the two levels differ, p, median before, after): the
     two-sided Mann-Whitney U p times the number of places the levels' border
     could have been put (Bonferroni: the search tried them all); levels of
     fewer than ``min_segment`` values (outliers taken out) never differ.
     ``before``, ``after``: each level's values, outliers taken out, sorted;
-    ``medians``: the median of all of each level's values, outliers included
-    (a level's median when all of its values are outliers, _level_median);
-    ``distinct``: no two values of the series are equal."""
-    low = _sorted_median(before) if len(before) else medians[0]
-    high = _sorted_median(after) if len(after) else medians[1]
+    ``low``, ``high``: their _level_median; ``distinct``: no two values of
+    the series are equal."""
     if min(len(before), len(after)) < min_segment:
         # A level whose sessions disagree (outliers taken out) is no level.
         return False, 1.0, low, high
@@ -267,7 +265,8 @@ class _Elimination:
         self.residuals = _residuals(values, self.bounds(), relative, self.median_of)
         self.outside = np.zeros(len(values), dtype=bool)
         self.out: set = set()
-        #: Each level's values, its outliers taken out, sorted, by (start, end).
+        #: Each level's values, its outliers taken out, sorted, and its
+        #: median, by (start, end).
         self.sorted_levels: dict = {}
         self.tests: dict = {}
         #: The failing tests by position: (p, -|medians moved|, -position), the
@@ -277,19 +276,21 @@ class _Elimination:
     def bounds(self) -> list:
         return [0, *self.kept, len(self.array)]
 
-    def level(self, start: int, end: int) -> np.ndarray:
-        """The level's values, its outliers taken out, sorted."""
+    def level(self, start: int, end: int) -> tuple:
+        """The level's values, its outliers taken out, sorted, and its
+        _level_median."""
         key = (start, end)
         if key not in self.sorted_levels:
-            self.sorted_levels[key] = np.sort(self.array[start:end][~self.outside[start:end]])
+            kept = np.sort(self.array[start:end][~self.outside[start:end]])
+            self.sorted_levels[key] = (
+                kept, _sorted_median(kept) if len(kept) else self.median_of(start, end))
         return self.sorted_levels[key]
 
     def test(self, i: int, bounds: list) -> None:
         """_levels_differ of the i-th change point's two levels."""
         left, position, right = bounds[i:i + 3]
-        test = _levels_differ(self.level(left, position), self.level(position, right),
-                              medians=(self.median_of(left, position),
-                                       self.median_of(position, right)), **self.rule)
+        (before, low), (after, high) = self.level(left, position), self.level(position, right)
+        test = _levels_differ(before, after, low, high, **self.rule)
         self.tests[position] = test
         self.weak.pop(position, None)
         if not test[0]:
