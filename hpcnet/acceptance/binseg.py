@@ -41,23 +41,25 @@ def _prefix_costs(deviations: np.ndarray) -> np.ndarray:
     lower: list = []        # negated: a max-heap
     upper: list = []
     sum_lower = sum_upper = 0.0
-    costs = []
+    costs: list = []
+    # Local names: this loop runs for every value of every segment searched.
+    push, pushpop, append = heapq.heappush, heapq.heappushpop, costs.append
     for count, value in enumerate(deviations.tolist(), 1):
         if count % 2:
             # Lower gains one: the smallest of upper and the value.
-            moved = heapq.heappushpop(upper, value) if upper else value
-            heapq.heappush(lower, -moved)
+            moved = pushpop(upper, value) if upper else value
+            push(lower, -moved)
             sum_upper += value - moved
             sum_lower += moved
             # The median, lower's largest, is in neither half.
-            costs.append(sum_upper - sum_lower - lower[0])
+            append(sum_upper - sum_lower - lower[0])
         else:
             # Upper gains one: the largest of lower and the value.
-            moved = -heapq.heappushpop(lower, -value)
-            heapq.heappush(upper, moved)
+            moved = -pushpop(lower, -value)
+            push(upper, moved)
             sum_lower += value - moved
             sum_upper += moved
-            costs.append(sum_upper - sum_lower)
+            append(sum_upper - sum_lower)
     return np.asarray(costs)
 
 
