@@ -7,10 +7,12 @@ import random
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy import stats
 
 from hpcnet.acceptance import history, statcompare
+from hpcnet.acceptance.spread import robust_sigma
 from hpcnet.acceptance.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison, Tolerance,
                                            Verdict, compare_samples, mann_whitney_p, modes,
                                            shift_bounds, tolerance_of, u_critical)
@@ -358,3 +360,34 @@ def test_the_exact_p_is_scipys_to_the_last_bit():
                     after, before, alternative=alternative, method='exact').pvalue)
                 checked += 1
     assert checked == 2 * (17 + 37 + 37 + 86 + 401 + 31 + 401)
+
+
+def test_the_p_of_sorted_samples_without_ties_is_mann_whitney_p():
+    """`hpcnet history` reads the p of two sorted levels, told that no value
+    repeats: the same float as mann_whitney_p, at every split of every
+    recorded series without ties, both ways."""
+    checked = 0
+    for values in _recorded_series():
+        if len(set(values)) < len(values):
+            continue
+        for cut in range(1, len(values)):
+            before, after = np.sort(values[:cut]), np.sort(values[cut:])
+            for alternative in ('less', 'greater'):
+                assert statcompare.mann_whitney_p_sorted(
+                    before, after, alternative, distinct=True) == mann_whitney_p(
+                    values[:cut], values[cut:], alternative), (values, cut, alternative)
+                checked += 1
+    assert checked > 100
+
+
+def test_the_robust_sigma_is_scipys_mad_to_the_last_bit():
+    """spread.robust_sigma, which the history search asks at every step, is
+    scipy.stats.median_abs_deviation(scale='normal'): equal, not close, on
+    every recorded series and every prefix of it."""
+    checked = 0
+    for values in _recorded_series():
+        for end in range(1, len(values) + 1):
+            assert robust_sigma(values[:end]) == float(
+                stats.median_abs_deviation(values[:end], scale='normal')), (values, end)
+            checked += 1
+    assert checked > 100

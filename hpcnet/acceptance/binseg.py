@@ -28,6 +28,9 @@ from hpcnet.acceptance.spread import median_of
 #: the best are decided by ruptures' CostL1 figures: far above the rounding
 #: of either way of summing (n x machine epsilon of the cost).
 TIE = 1e-9
+#: A bound of the rounding of one sum of floats, per value summed, in
+#: machine epsilons: 3 roundings a value, and a margin.
+_ROUNDING = 8 * float(np.finfo(float).eps)
 
 
 def _prefix_costs(deviations: np.ndarray) -> np.ndarray:
@@ -38,23 +41,25 @@ def _prefix_costs(deviations: np.ndarray) -> np.ndarray:
     lower: list = []        # negated: a max-heap
     upper: list = []
     sum_lower = sum_upper = 0.0
-    costs = []
+    costs: list = []
+    # Local names: this loop runs for every value of every segment searched.
+    push, pushpop, append = heapq.heappush, heapq.heappushpop, costs.append
     for count, value in enumerate(deviations.tolist(), 1):
         if count % 2:
             # Lower gains one: the smallest of upper and the value.
-            moved = heapq.heappushpop(upper, value) if upper else value
-            heapq.heappush(lower, -moved)
+            moved = pushpop(upper, value) if upper else value
+            push(lower, -moved)
             sum_upper += value - moved
             sum_lower += moved
             # The median, lower's largest, is in neither half.
-            costs.append(sum_upper - sum_lower - lower[0])
+            append(sum_upper - sum_lower - lower[0])
         else:
             # Upper gains one: the largest of lower and the value.
-            moved = -heapq.heappushpop(lower, -value)
-            heapq.heappush(upper, moved)
+            moved = -pushpop(lower, -value)
+            push(upper, moved)
             sum_lower += value - moved
             sum_upper += moved
-            costs.append(sum_upper - sum_lower)
+            append(sum_upper - sum_lower)
     return np.asarray(costs)
 
 
@@ -66,6 +71,12 @@ class _Segmenter:
         self.min_size = max(min_size, CostL1().min_size)
         self.best: dict = {}
         self.costs: dict = {}
+        #: The fast L1 costs of the prefixes from a start, of the suffixes to
+        #: an end: (costs, the median the deviations were taken from).  A
+        #: split's left side starts where its segment starts and its right
+        #: side ends where it ends: each reads one of them from its segment.
+        self.prefixes: dict = {}
+        self.suffixes: dict = {}
 
     def error(self, start: int, end: int) -> float:
         """CostL1().fit(signal).error(start, end), the same float: the sum of
@@ -84,6 +95,25 @@ class _Segmenter:
             self.best[key] = self._single_bkp(start, end)
         return self.best[key]
 
+    def _fast_costs(self, start: int, end: int, segment_cost: float, *, prefixes: bool):
+        """The fast L1 cost of every prefix (else suffix) of [start, end),
+        the k-th that of k values: the enclosing segment's, where their
+        rounding is far below TIE x the segment's cost; else from this
+        segment's own median."""
+        known, key = (self.prefixes, start) if prefixes else (self.suffixes, end)
+        values = self.signal[start:end]
+        if key in known:
+            costs, centre = known[key]
+            # Each fast cost is at most 3k roundings of sums no larger than
+            # the sum of |deviation| of the k values.
+            bound = _ROUNDING * len(values) * float(np.abs(values - centre).sum())
+            if bound < TIE * segment_cost / 1000:
+                return costs
+        centre = median_of(values)
+        deviations = values - centre
+        known[key] = _prefix_costs(deviations if prefixes else deviations[::-1]), centre
+        return known[key][0]
+
     def _single_bkp(self, start: int, end: int) -> tuple:
         if end - start < 2 * self.min_size:
             return None, 0
@@ -92,30 +122,31 @@ class _Segmenter:
         if segment_cost == 0:
             # A constant segment: every place gains 0, and the last wins.
             return end - self.min_size, 0.0
-        values = self.signal[start:end]
-        deviations = values - median_of(values)
-        left = _prefix_costs(deviations)
-        right = _prefix_costs(deviations[::-1])[::-1]
-        # Place b splits [start, b) and [b, end): left[b - start - 1], right[b - start].
-        places = np.arange(start + self.min_size, end - self.min_size + 1)
-        fast = segment_cost - left[places - start - 1] - right[places - start]
-        close = places[fast >= fast.max() - TIE * max(segment_cost, 1e-300)]
-        return max((segment_cost - error(start, int(b)) - error(int(b), end), int(b))
-                   for b in close)[::-1]
+        left = self._fast_costs(start, end, segment_cost, prefixes=True)
+        right = self._fast_costs(start, end, segment_cost, prefixes=False)
+        # Place b, from start + min_size on, splits [start, b) and [b, end):
+        # the b - start values from start, the end - b values to end.
+        shortest, longest = self.min_size - 1, end - start - self.min_size
+        fast = segment_cost - left[shortest:longest] - right[shortest:longest][::-1]
+        close = np.flatnonzero(fast >= fast.max() - TIE * max(segment_cost, 1e-300))
+        return max((segment_cost - error(start, b) - error(b, end), b)
+                   for b in (start + self.min_size + close).tolist())[::-1]
 
     def predict(self, n_bkps: int) -> list:
         n = len(self.signal)
         # found[i]: the best split of the i-th segment, the one ending at bkps[i].
         bkps, found = [n], [self.single_bkp(0, n)]
+        gains = [found[0][1]]
         while len(bkps) - 1 < n_bkps:
             # The first segment of the largest gain, as max() over them in order.
-            at = max(range(len(found)), key=lambda i: found[i][1])
+            at = gains.index(max(gains))
             bkp = found[at][0]
             if bkp is None:
                 break
             start, end = bkps[at - 1] if at else 0, bkps[at]
             bkps.insert(at, bkp)
             found[at:at + 1] = [self.single_bkp(start, bkp), self.single_bkp(bkp, end)]
+            gains[at:at + 1] = [found[at][1], found[at + 1][1]]
         return bkps
 
 

@@ -38,11 +38,10 @@ import statistics
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.acceptance.binseg import binseg_l1
-from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers
+from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers, robust_sigma
 
 #: The fewest sessions of one level: a change needs this many nights on each
 #: side, so up to MIN_SEGMENT - 1 bad nights in a row in the middle of a
@@ -135,20 +134,29 @@ def _level_median(kept: list, segment: list) -> float:
     return statistics.median(kept or segment)
 
 
-def _levels_differ(before: list, after: list, *, segments: tuple, relative: bool,
-                   min_segment: int, alpha: float, threshold: float) -> tuple:
+def _sorted_median(ordered: np.ndarray) -> float:
+    """statistics.median of a sorted float array, the same float."""
+    k = len(ordered) // 2
+    return float(ordered[k]) if len(ordered) % 2 else float((ordered[k - 1] + ordered[k]) / 2)
+
+
+def _levels_differ(before: np.ndarray, after: np.ndarray, low: float, high: float, *,
+                   relative: bool, min_segment: int, alpha: float, threshold: float,
+                   distinct: bool) -> tuple:
     """(whether the two levels differ, p, median before, after): the
     two-sided Mann-Whitney U p times the number of places the levels' border
     could have been put (Bonferroni: the search tried them all); levels of
     fewer than ``min_segment`` values (outliers taken out) never differ.
-    ``segments``: the two levels' values, outliers included."""
-    low, high = _level_median(before, segments[0]), _level_median(after, segments[1])
+    ``before``, ``after``: each level's values, outliers taken out, sorted;
+    ``low``, ``high``: their _level_median; ``distinct``: no two values of
+    the series are equal."""
     if min(len(before), len(after)) < min_segment:
         # A level whose sessions disagree (outliers taken out) is no level.
         return False, 1.0, low, high
     direction = 'greater' if high > low else 'less'
     borders = max(1, len(before) + len(after) - 2 * min_segment + 1)
-    p = min(1.0, 2 * borders * statcompare.mann_whitney_p(before, after, direction))
+    p = min(1.0, 2 * borders * statcompare.mann_whitney_p_sorted(
+        before, after, direction, distinct=distinct))
     moved = abs(high / low - 1) > threshold if relative else high != low
     return p < alpha and moved, p, low, high
 
@@ -197,85 +205,145 @@ def _candidates(values: list, relative: bool, min_segment: int) -> list:
 
 
 def _end(values: list, bounds: list, *, newest: bool, relative: bool, threshold: float,
-         min_segment: int, exclude: frozenset = frozenset()) -> Apart | None:
+         min_segment: int, residuals: np.ndarray,
+         exclude: frozenset = frozenset()) -> Apart | None:
     """The longest run of values at the newest (else the oldest) end of the
     series that stand apart from the rest of their level, all on one side:
     each beyond ``threshold`` and OUTLIER_Z robust sd of the other values
-    around their levels; the rest keeps ``min_segment`` values."""
-    n = len(values)
-    start, stop = (bounds[-2], n) if newest else (0, bounds[1])
-    others = [r for i, r in enumerate(_residuals(values, bounds, relative))
-              if not start <= i < stop]
+    around their levels; the rest keeps ``min_segment`` values.
+    ``residuals``: _residuals of the levels ``bounds``."""
+    start, stop = (bounds[-2], len(values)) if newest else (0, bounds[1])
+    others = np.concatenate((residuals[:start], residuals[stop:]))
+    level_values = np.asarray(values[start:stop], dtype=float)
+    usable = np.array([i not in exclude for i in range(start, stop)], dtype=bool)
     centre = 1.0 if relative else 0.0
     found = None
     for k in range(1, stop - start - min_segment + 1):
         part = range(stop - k, stop) if newest else range(start, start + k)
         if set(part) & exclude:
             break
-        rest = [values[i] for i in range(start, stop) if i not in part and i not in exclude]
-        level = statistics.median(rest)
-        residual = [v / level if relative else v - level for v in rest + [values[i] for i in part]]
-        spread = stats.median_abs_deviation([*others, *residual[:len(rest)]], scale='normal')
-        limit = max(OUTLIER_Z * float(spread), threshold if relative else 0.0)
-        off = [r - centre for r in residual[len(rest):]]
-        if not (all(d > limit for d in off) or all(d < -limit for d in off)):
+        in_part = np.zeros(stop - start, dtype=bool)
+        in_part[part.start - start:part.stop - start] = True
+        rest = level_values[usable & ~in_part]
+        level = statistics.median(rest.tolist())
+        spread = robust_sigma(np.concatenate((others, rest / level if relative else rest - level)))
+        limit = max(OUTLIER_Z * spread, threshold if relative else 0.0)
+        apart = level_values[in_part]
+        off = (apart / level if relative else apart - level) - centre
+        if not (np.all(off > limit) or np.all(off < -limit)):
             break
-        found = Apart(part.start, part.stop, statistics.median(values[i] for i in part), level)
+        found = Apart(part.start, part.stop, statistics.median(apart.tolist()), level)
     return found
 
 
 def _ends(values: list, bounds: list, relative: bool, threshold: float,
-          min_segment: int) -> tuple:
-    """(tail, head) of the series (module docstring, 5)."""
-    kw = {'relative': relative, 'threshold': threshold, 'min_segment': min_segment}
+          min_segment: int, residuals: np.ndarray | None = None) -> tuple:
+    """(tail, head) of the series (module docstring, 5.); ``residuals``:
+    _residuals of the levels ``bounds``, where known."""
+    if residuals is None:
+        residuals = _residuals(values, bounds, relative)
+    kw = {'relative': relative, 'threshold': threshold, 'min_segment': min_segment,
+          'residuals': residuals}
     tail = _end(values, bounds, newest=True, **kw)
     head = _end(values, bounds, newest=False,
                 exclude=frozenset(range(tail.start, tail.end)) if tail else frozenset(), **kw)
     return tail, head
 
 
-def _retest(tests: list, level: int) -> None:
-    """Forget the tests of level ``level`` (against the one before and after)."""
-    for i in (level - 1, level):
-        if 0 <= i < len(tests):
-            tests[i] = None
+class _Elimination:
+    """The state of _eliminate: the change points left, each one's test (by
+    its position) and the residual of each value from its level's median."""
+
+    def __init__(self, values: list, kept: list, *, relative: bool, min_segment: int,
+                 alpha: float, threshold: float):
+        self.median_of = _LevelMedians(values)
+        self.array = self.median_of.array
+        self.kept = list(kept)
+        self.relative, self.threshold = relative, threshold
+        self.rule = {'relative': relative, 'min_segment': min_segment, 'alpha': alpha,
+                     'threshold': threshold, 'distinct': len(set(values)) == len(values)}
+        self.residuals = _residuals(values, self.bounds(), relative, self.median_of)
+        self.outside = np.zeros(len(values), dtype=bool)
+        self.out: set = set()
+        #: Each level's values, its outliers taken out, sorted, and its
+        #: median, by (start, end).
+        self.sorted_levels: dict = {}
+        self.tests: dict = {}
+        #: The failing tests by position: (p, -|medians moved|, -position), the
+        #: order the weakest is taken out by.
+        self.weak: dict = {}
+
+    def bounds(self) -> list:
+        return [0, *self.kept, len(self.array)]
+
+    def level(self, start: int, end: int) -> tuple:
+        """The level's values, its outliers taken out, sorted, and its
+        _level_median."""
+        key = (start, end)
+        if key not in self.sorted_levels:
+            kept = np.sort(self.array[start:end][~self.outside[start:end]])
+            self.sorted_levels[key] = (
+                kept, _sorted_median(kept) if len(kept) else self.median_of(start, end))
+        return self.sorted_levels[key]
+
+    def test(self, i: int, bounds: list) -> None:
+        """_levels_differ of the i-th change point's two levels."""
+        left, position, right = bounds[i:i + 3]
+        (before, low), (after, high) = self.level(left, position), self.level(position, right)
+        test = _levels_differ(before, after, low, high, **self.rule)
+        self.tests[position] = test
+        self.weak.pop(position, None)
+        if not test[0]:
+            self.weak[position] = (test[1], -abs(test[3] - test[2]), -position)
+
+    def update_outliers(self, untested: set) -> None:
+        """The outliers by the residuals now; the change points beside a
+        level that gained or lost one join ``untested``."""
+        now = set(spread_outliers(self.residuals, self.threshold if self.relative else 0.0))
+        bounds = self.bounds()
+        for position in now ^ self.out:
+            level = bisect.bisect_right(self.kept, position)
+            untested.update(i for i in (level - 1, level) if 0 <= i < len(self.kept))
+            self.outside[position] = position in now
+            self.sorted_levels.pop((bounds[level], bounds[level + 1]), None)
+        self.out = now
+
+    def remove(self, position: int) -> set:
+        """Take the change point at ``position`` out: its two levels merge.
+        The indices of the change points beside the merged level."""
+        i = self.kept.index(position)
+        bounds = self.bounds()
+        start, end = bounds[i], bounds[i + 2]
+        del self.kept[i], self.tests[position], self.weak[position]
+        median = self.median_of(start, end)
+        part = self.array[start:end]
+        self.residuals[start:end] = part / median if self.relative else part - median
+        return {j for j in (i - 1, i) if 0 <= j < len(self.kept)}
 
 
 def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, alpha: float,
                threshold: float) -> tuple:
-    """(the change points left, the outliers, _levels_differ of each) once
-    every candidate left passes (module docstring, 3. and 4.): the weakest
-    that fails goes, one at a time.  A test depends only on its two levels'
+    """(the change points left, the outliers, _levels_differ of each, the
+    residuals of their levels) once every candidate left passes (module
+    docstring, 3. and 4.): the weakest that fails goes, one at a time.  A test depends only on its two levels'
     values and outliers, so only those whose levels changed run again: the
     two beside the candidate that went (its levels merged), and those whose
     levels gained or lost an outlier."""
-    n = len(values)
-    median_of = _LevelMedians(values)
-    kept = list(kept)
-    out: set = set()
-    tests: list = [None] * len(kept)
+    search = _Elimination(values, kept, relative=relative, min_segment=min_segment,
+                          alpha=alpha, threshold=threshold)
+    untested = set(range(len(search.kept)))
     while True:
-        bounds = [0, *kept, n]
         # One bad night says nothing about the level it stands in.
-        now = set(_outliers(values, bounds, relative, threshold, median_of))
-        for position in now ^ out:
-            _retest(tests, bisect.bisect_right(kept, position))
-        out = now
-        for i, test in enumerate(tests):
-            if test is None:
-                before, after = (values[bounds[j]:bounds[j + 1]] for j in (i, i + 1))
-                tests[i] = _levels_differ(
-                    [v for j, v in enumerate(before, bounds[i]) if j not in out],
-                    [v for j, v in enumerate(after, bounds[i + 1]) if j not in out],
-                    segments=(before, after), relative=relative, min_segment=min_segment,
-                    alpha=alpha, threshold=threshold)
-        weak = [i for i, t in enumerate(tests) if not t[0]]
-        if not weak:
-            return kept, out, tests
-        # The weakest goes first: its neighbours' levels grow and are tested again.
-        gone = max(weak, key=lambda i: (tests[i][1], -abs(tests[i][3] - tests[i][2])))
-        del kept[gone], tests[gone]
-        _retest(tests, gone)
+        search.update_outliers(untested)
+        bounds = search.bounds()
+        for i in untested:
+            search.test(i, bounds)
+        if not search.weak:
+            return (search.kept, search.out, [search.tests[b] for b in search.kept],
+                    search.residuals)
+        # The weakest goes first (the first of equals): its neighbours'
+        # levels grow and are tested again.
+        untested = search.remove(-max(search.weak.values())[2])
 
 
 def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
@@ -290,9 +358,9 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
         return Finding((), (), ((0, n, statistics.median(values) if values else math.nan),),
                        True, tail, head)
     relative = _relative(values)
-    kept, out, tests = _eliminate(values, _candidates(values, relative, min_segment),
-                                  relative=relative, min_segment=min_segment, alpha=alpha,
-                                  threshold=threshold)
+    kept, out, tests, residuals = _eliminate(
+        values, _candidates(values, relative, min_segment), relative=relative,
+        min_segment=min_segment, alpha=alpha, threshold=threshold)
     bounds = [0, *kept, n]
     segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
     levels = [[values[j] for j in range(start, end) if j not in out]
@@ -300,7 +368,7 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
     changes = tuple(Change(b, tests[i][2], tests[i][3], tests[i][1], len(levels[i]),
                            len(levels[i + 1])) for i, b in enumerate(kept))
     medians = [_level_median(level, segment) for level, segment in zip(levels, segments)]
-    tail, head = _ends(values, bounds, relative, threshold, min_segment)
+    tail, head = _ends(values, bounds, relative, threshold, min_segment, residuals)
     at_ends = {i for end in (tail, head) if end for i in range(end.start, end.end)}
     found = [Outlier(i, values[i], median)
              for (start, end), median in zip(zip(bounds, bounds[1:]), medians)

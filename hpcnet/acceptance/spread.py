@@ -113,7 +113,7 @@ def median_of(x: np.ndarray) -> float:
     return float((part[k - 1] + part[k]) / 2)
 
 
-def _sigma(values) -> float:
+def robust_sigma(values) -> float:
     """Robust standard deviation: scipy.stats.median_abs_deviation(values,
     scale='normal'), the same operations without its argument handling
     (`hpcnet history` asks it at every step of every series' search)."""
@@ -200,7 +200,9 @@ def outliers(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None
         return []
     x = np.asarray(values, dtype=float)
     median = median_of(x)
-    limit = max(OUTLIER_Z * _sigma(x), floor * abs(median))
+    distance = np.abs(x - median)
+    # robust_sigma(x), of the distances taken once.
+    limit = max(OUTLIER_Z * (median_of(distance) / _NORMAL_MAD), floor * abs(median))
     by_session: dict = {}
     if sessions is not None and len(set(sessions)) > 1:
         for v, s in zip(values, sessions):
@@ -217,10 +219,9 @@ def outliers(values: list, floor: float = TOLERANCE_FLOOR, sessions: list | None
         if not own or len(own) < 2:
             return False
         centre = float(np.median(own))
-        return abs(x[i] - centre) <= max(OUTLIER_Z * _sigma(own), floor * abs(centre))
+        return abs(x[i] - centre) <= max(OUTLIER_Z * robust_sigma(own), floor * abs(centre))
 
-    return [int(i) for i in np.flatnonzero(np.abs(x - median) > limit)
-            if not near_its_session(int(i))]
+    return [int(i) for i in np.flatnonzero(distance > limit) if not near_its_session(int(i))]
 
 
 def _session_medians(values: list, sessions: list) -> list:

@@ -47,8 +47,6 @@ may be", so improvements never block and a small wobble is decided.
 """
 from __future__ import annotations
 
-import bisect
-import collections
 import functools
 import math
 import statistics
@@ -112,19 +110,29 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
         raise ValueError(f'alternative must be "less" or "greater", not {alternative!r}')
     before = _finite_sample(before, 'before')
     after = _finite_sample(after, 'after')
-    counts = collections.Counter(before + after)
-    if len(counts) == 1:
-        return 1.0
-    has_ties = len(counts) < len(before) + len(after)
+    return mann_whitney_p_sorted(np.sort(before), np.sort(after), alternative)
+
+
+def mann_whitney_p_sorted(before: np.ndarray, after: np.ndarray, alternative: str, *,
+                          distinct: bool = False) -> float:
+    """mann_whitney_p of two finite samples, each a sorted float array
+    (`hpcnet history` tests many pairs of levels it keeps sorted);
+    ``distinct``: no value of either is equal to another (no ties)."""
+    if distinct:
+        count, ties = len(before) + len(after), 0
+    else:
+        count, ties = _ties(np.sort(np.concatenate((before, after))))
+        if count == 1:
+            return 1.0
+    has_ties = count < len(before) + len(after)
     method = ('exact' if not has_ties and len(before) * len(after) <= EXACT_MAX_PAIRS
               else 'asymptotic')
     # scipy's p is a function of U, the sample counts and the ties' term
     # sum(t^3 - t) alone (all exact in floating point): the normal one is
     # computed from them here, and the exact one is kept by them, since
     # `hpcnet history` tests many pairs that agree on them.
-    u = _u_of_after(before, after)
+    u = _u_of_after(before, after, distinct)
     if method == 'asymptotic':
-        ties = sum(t ** 3 - t for t in counts.values() if t > 1)
         return _normal_p(u, len(after), len(before), ties, alternative)
     key = (alternative, len(after), len(before), u)
     if key not in _MANN_WHITNEY_P:
@@ -132,6 +140,14 @@ def mann_whitney_p(before: Sequence[float], after: Sequence[float], alternative:
             _MANN_WHITNEY_P.clear()
         _MANN_WHITNEY_P[key] = _exact_p(u, len(after), len(before), alternative)
     return _MANN_WHITNEY_P[key]
+
+
+def _ties(merged: np.ndarray) -> tuple:
+    """(the distinct values, sum(t^3 - t) over each run of t equal values)
+    of a sorted array."""
+    starts = np.flatnonzero(merged[1:] != merged[:-1]) + 1
+    runs = np.diff(starts, prepend=0, append=len(merged))
+    return len(runs), int((runs ** 3 - runs).sum())
 
 
 def _exact_p(u_after: float, n_after: int, n_before: int, alternative: str) -> float:
@@ -164,14 +180,14 @@ def _normal_p(u_after: float, n_after: int, n_before: int, ties: int, alternativ
     return float(min(1.0, max(0.0, special.ndtr(-z))))
 
 
-def _u_of_after(before: list, after: list) -> float:
-    """The U statistic of ``after``: the pairs it wins, a tie counted half."""
-    ranked = sorted(before)
-    u = 0.0
-    for value in after:
-        below = bisect.bisect_left(ranked, value)
-        u += below + (bisect.bisect_right(ranked, value) - below) / 2
-    return u
+def _u_of_after(ranked: np.ndarray, after: np.ndarray, distinct: bool = False) -> float:
+    """The U statistic of ``after``: the pairs it wins over the sorted
+    ``ranked``, a tie counted half (every term a multiple of 1/2: exact);
+    ``distinct``: no value of after is one of ranked's."""
+    below = np.searchsorted(ranked, after, 'left').sum()
+    if distinct:
+        return float(below)
+    return float(below + np.searchsorted(ranked, after, 'right').sum()) / 2
 
 
 #: The exact mann_whitney_p by (alternative, n after, n before, U of after)
