@@ -125,7 +125,7 @@ def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatc
 def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, monkeypatch):
     '''The Lmod tree Spack wrote (hierarchy [mpi], gcc 12 the core compiler),
     re-rooted; each MPI module's PATH leads to a fake MPI.'''
-    root = tmp_path / 'modules'
+    root = tmp_path / 'env' / 'modules'     # where the files' own MODULEPATH lines point
     for lua in (DATA / 'modules').rglob('*.lua'):
         target = root / lua.relative_to(DATA / 'modules')
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -142,5 +142,11 @@ def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, mo
     found = stacks.discover(tmp_path / 'state', sources=[module_candidates])
     names = sorted(env.name for env in found.environments)
     assert names, found.rejected
-    for name, hash_, version, _ in _locked_builds():
-        assert any(n.endswith(f'{name}-{version.replace(".", "_")}-{hash_[:7]}') for n in names), names
+    # Each MPI, the clang build too: behind Spack's llvm module, whose name leads its own
+    # (llvm-14_0_6-z2m2fo2-openmpi-4_1_4-bcff2c3).
+    builds = _locked_builds()
+    assert len(names) == len(builds), found.rejected
+    for name, hash_, version, compiler in builds:
+        wanted = f"{name}-{version.replace('.', '_')}-{hash_[:7]}"
+        assert any(n.endswith(wanted) and (compiler != 'clang14' or n.startswith('llvm-14_0_6'))
+                   for n in names), names

@@ -135,6 +135,12 @@ concretize() {
 }
 
 install() {
+    # IMB's Makefile takes one TARGET; its recipe passes several, so make builds every
+    # program, IMB-MT (OpenMP) too, whatever ~mt says: clang needs Debian's OpenMP headers.
+    if ! printf '#include <omp.h>\n' | clang -E -x c - > /dev/null 2>&1; then
+        echo "build.sh: clang finds no omp.h (IMB-MT needs it): apt-get install libomp-14-dev" >&2
+        exit 2
+    fi
     spack_env
     # --no-checksum: the MPI and OSU archives are not the recipes' bytes (see mirror()).
     spack -e "$ENV_DIR" install --no-checksum --no-cache -j 2 "$@"
@@ -147,8 +153,9 @@ modules() {
 
 record() {
     local dest=${1:?record needs a destination directory}
-    spack_env
     mkdir -p "$dest/modules"
+    dest=$(cd "$dest" && pwd)        # the module files are copied from inside the tree
+    spack_env
     cp "$ENV_DIR/spack.yaml" "$dest/spack.yaml"
     sed "s#$RUN#\$SPACK_RUN#g" "$ENV_DIR/spack.lock" > "$dest/spack.lock"
     spack -e "$ENV_DIR" find --json | sed "s#$RUN#\$SPACK_RUN#g" > "$dest/find.json"

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:03.604175
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:33.638033
 --
 -- findutils@4.9.0 build_system=autotools platform=linux os=debian12 target=x86_64/dxo54gu
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:03.818369
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:33.766249
 --
 -- gcc-runtime@12.2.0 build_system=generic platform=linux os=debian12 target=zen2/o2jefya
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:03.734171
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:33.715167
 --
 -- gcc@12.2.0~binutils+bootstrap~graphite~mold~nvptx~piclibs~profiled~strip build_system=autotools build_type=RelWithDebInfo languages:='c,c++,fortran' platform=linux os=debian12 target=x86_64/2piry45
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.011489
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:33.863814
 --
 -- gmake@4.3~guile build_system=generic platform=linux os=debian12 target=x86_64/fsqmw7b
 --

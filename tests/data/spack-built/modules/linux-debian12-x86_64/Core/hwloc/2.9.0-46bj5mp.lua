@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.059975
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:33.920649
 --
 -- hwloc@2.9.0~cairo~cuda~gl~level_zero~libudev+libxml2~netloc~nvml~opencl+pci~rocm build_system=autotools libs:=shared,static platform=linux os=debian12 target=x86_64/46bj5mp
 --

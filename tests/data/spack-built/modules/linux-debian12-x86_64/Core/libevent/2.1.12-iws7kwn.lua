@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.239276
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.130345
 --
 -- libevent@2.1.12+openssl build_system=autotools platform=linux os=debian12 target=x86_64/iws7kwn
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.289732
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.178754
 --
 -- libxml2@2.9.14~http+pic~python+shared build_system=autotools platform=linux os=debian12 target=x86_64/oiyj3no
 --

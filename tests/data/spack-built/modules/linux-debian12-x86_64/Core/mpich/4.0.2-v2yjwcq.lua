@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.353769
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.317936
 --
 -- mpich@4.0.2~argobots~cuda+fortran~hcoll+hwloc+hydra~level_zero+libxml2~pci~rocm+romio~slurm~vci~verbs+wrapperrpath~xpmem build_system=autotools datatype-engine=dataloop device=ch4 netmod=ucx patches:=d4c0e99,db4173c,de0de41 pmi=default platform=linux os=debian12 target=zen2/v2yjwcq
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.415967
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.372135
 --
 -- numactl@2.0.16 build_system=autotools platform=linux os=debian12 target=x86_64/k5ykrsh
 --

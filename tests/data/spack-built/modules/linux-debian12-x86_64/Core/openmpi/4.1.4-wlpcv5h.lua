@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.485005
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.504662
 --
 -- openmpi@4.1.4+atomics~cuda~cxx~cxx_exceptions~debug+fortran~gpfs~internal-hwloc~internal-libevent~internal-pmix~ipv6~java~legacylaunchers~lustre~memchecker~openshmem~orterunprefix~pmi~rocm+romio+rsh~static~two_level_namespace+vt+wrapper-rpath build_system=autotools fabrics:=ucx patches:=12f3aab romio-filesystem:=none schedulers:=slurm platform=linux os=debian12 target=zen2/wlpcv5h
 --

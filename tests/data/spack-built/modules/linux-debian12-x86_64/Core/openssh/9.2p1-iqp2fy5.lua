@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.547900
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.562946
 --
 -- openssh@9.2p1+gssapi build_system=autotools platform=linux os=debian12 target=x86_64/iqp2fy5
 --

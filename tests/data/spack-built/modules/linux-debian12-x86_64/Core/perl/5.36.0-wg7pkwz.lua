@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.725949
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.776544
 --
 -- perl@5.36.0~cpanm+opcode+open+shared+threads build_system=generic platform=linux os=debian12 target=x86_64/wg7pkwz
 --

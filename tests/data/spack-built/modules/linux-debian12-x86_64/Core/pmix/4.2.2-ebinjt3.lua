@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.842350
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.872764
 --
 -- pmix@4.2.2~munge~python~restful build_system=autotools platform=linux os=debian12 target=x86_64/ebinjt3
 --

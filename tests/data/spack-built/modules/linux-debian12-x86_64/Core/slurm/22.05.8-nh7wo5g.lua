@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.925521
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.920671
 --
 -- slurm@22.05.8~cgroup~gtk~hdf5~hwloc~mariadb~nvml~pam~pmix+readline~restd~rsmi build_system=autotools sysconfdir=PREFIX/etc platform=linux os=debian12 target=x86_64/nh7wo5g
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:05.006195
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.972057
 --
 -- ucx@1.13.1~assertions~backtrace_detail+cma~cuda~dc~debug~dm+examples~gdrcopy~gtest~ib_hw_tm~java~knem~logging~mlx5_dv+numa+openmp+optimizations~parameter_checking+pic~rc~rdmacm~rocm+thread_multiple~ucg~ud+verbs~vfs~xpmem build_system=autotools libs:=shared,static opt=3 simd:=auto platform=linux os=debian12 target=x86_64/4bgtrif
 --

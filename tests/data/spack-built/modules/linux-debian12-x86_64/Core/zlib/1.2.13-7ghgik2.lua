@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:05.083763
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:35.020839
 --
 -- zlib@1.2.13+optimize+pic+shared build_system=makefile platform=linux os=debian12 target=x86_64/7ghgik2
 --

@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.123526
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:33.971538
 --
 -- intel-mpi-benchmarks@2021.7~check+ext+io+mpi1+mt+nbc+p2p+rma build_system=makefile platform=linux os=debian12 target=zen2/ayclyf2
 --

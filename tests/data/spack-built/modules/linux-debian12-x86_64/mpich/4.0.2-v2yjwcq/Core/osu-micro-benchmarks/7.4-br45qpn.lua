@@ -1,5 +1,5 @@
 -- -*- lua -*-
--- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 17:11:04.599964
+-- Module file created by spack (https://github.com/spack/spack) on 2026-11-27 20:01:34.610989
 --
 -- osu-micro-benchmarks@7.4~cuda~graphing~papi~rocm build_system=autotools platform=linux os=debian12 target=zen2/br45qpn
 --
