@@ -15,6 +15,10 @@ is OMB's own (0 or 1 depending on benchmark and release). ``-f`` (min, max,
 iterations) for collectives (``full_stats``); ``-x``/``-i`` only when set
 (``warmup``, ``iterations``): OMB's defaults already use fewer iterations for
 large messages, which ``-i`` would undo.
+
+Time limit: OSU_TIME_FACTOR times the seconds OMB's default sweep keeps the
+partition's link busy, plus a start-up margin, where that is longer than the
+partition's own limit (benchlib.osu_time_limit).
 """
 import reframe as rfm
 import reframe.utility.sanity as sn
@@ -24,7 +28,8 @@ from reframe.core.exceptions import SanityError
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.checklib.sanity import sanity_from_output_errors
 from hpcnet.checklib.benchlib import (OSU_COLLECTIVE_MAX_SIZE, OSU_MIN_REQUIRED_SIZE,
-                                      OSU_PT2PT_MAX_SIZE, OsuProgram, ToolBenchmark)
+                                      OSU_PT2PT_MAX_SIZE, OsuProgram, ToolBenchmark,
+                                      osu_time_limit)
 from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Feature, Unit
 from hpcnet.metrics import MSG_RATE_SIZES
 from hpcnet.parsers import parsed_once
@@ -84,6 +89,13 @@ class hpcnet_osu(ToolBenchmark):
         if self.iterations is not None:
             opts += ['-i', str(self.iterations)]
         self.executable_opts = opts
+        # OMB's own iteration counts: a budget from the bytes they move on the link,
+        # where it is longer than the partition's own limit.
+        if self.time_limit is None and self.warmup is None and self.iterations is None:
+            budget = osu_time_limit(self.benchmark, self.size_max(), self.link_rate_bps)
+            own = self.current_partition.time_limit
+            if budget is not None and (own is None or budget > typ.Duration(own)):
+                self.time_limit = budget
 
     @parsed_once
     def osu_output(self):

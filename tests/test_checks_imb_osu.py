@@ -195,6 +195,19 @@ def test_imb_volume_follows_the_link():
     assert benchlib.imb_volume_mb(10**7) == 1
 
 
+def test_osu_time_limit_follows_what_omb_moves_on_the_link():
+    # osu_latency to 16 KiB: 1-8192 B with 10100 round trips, 16 KiB with 1010.
+    wire = benchlib.osu_wire_seconds('osu_latency', 16384, 10**9)
+    assert wire == pytest.approx((16383 * 2 * 10100 + 16384 * 2 * 1010) * 8 / 1e9)
+    # osu_bw: a window of 64 per iteration, 110 then 22 iterations.
+    assert benchlib.osu_wire_seconds('osu_bw', 16384, 10**9) == pytest.approx(
+        (16383 * 64 * 110 + 16384 * 64 * 22) * 8 / 1e9)
+    # The default sweep to 4 MiB on 1 Gbit/s is longer than the suite's 3 min default:
+    # the testbed's osu_latency ran 2 min 44 s to 2 min 48 s (docs/measurements.md).
+    assert benchlib.osu_time_limit('osu_latency', 4 << 20, 10**9) > 2 * 168 > 180
+    assert benchlib.osu_time_limit('osu_latency', 4 << 20, None) is None
+
+
 def test_imb_timeout_is_named():
     # The line IMB 2021.11 printed here when -time ran out (Uniband over TCP).
     text = ((IMB_DATA / 'IMB-MPI1_PingPong.impi-2021.19.txt').read_text()

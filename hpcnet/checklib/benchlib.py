@@ -17,6 +17,7 @@ what they need and raise with a message a site engineer can act on.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -173,11 +174,47 @@ OSU_COLLECTIVE_MAX_SIZE = 1024 * 1024
 #: datatype are skipped by OMB (MPI_FLOAT reductions start at 4 B), and the
 #: first size differs between releases (0 or 1).
 OSU_MIN_REQUIRED_SIZE = 8
+#: OMB's own iteration counts (c/util/osu_util.h of 7.x): (iterations + warm-up)
+#: up to OSU_LARGE_MESSAGE_SIZE and above it, per kind of program.
+OSU_LARGE_MESSAGE_SIZE = 8192
+OSU_LOOPS = {'latency': (10000 + 100, 1000 + 10), 'bandwidth': (100 + 10, 20 + 2),
+             'collective': (1000 + 100, 100 + 10)}
+#: Messages in flight per iteration of the bandwidth programs (OMB's window).
+OSU_WINDOW = 64
+#: The job's time limit: this many times the seconds OMB's sweep keeps the
+#: partition's link busy (a full sweep to 4 MiB is minutes on 1 Gbit/s), plus
+#: launch, MPI_Init and finalize (as for IMB).
+OSU_TIME_FACTOR = 3
 
 
 # --------------------------------------------------------------------------
 # Pure functions
 # --------------------------------------------------------------------------
+
+
+def osu_wire_seconds(program: str, max_size: int, link_rate_bps: int) -> float:
+    '''Seconds the OMB ``program``'s default sweep up to ``max_size`` keeps
+    one direction of a ``link_rate_bps`` link busy: a latency program sends
+    each message there and back in turn; a bandwidth program a window of them
+    per iteration (both directions at once for osu_bibw); a collective of two
+    ranks about a message each way.'''
+    kind = ('latency' if program in OsuProgram.PT2PT_LATENCY else
+            'collective' if program in OsuProgram.COLLECTIVES else 'bandwidth')
+    per_iteration = {'latency': 2, 'bandwidth': OSU_WINDOW, 'collective': 2}[kind]
+    small, large = OSU_LOOPS[kind]
+    total_bytes = sum(size * per_iteration * (large if size > OSU_LARGE_MESSAGE_SIZE else small)
+                      for size in message_sizes(1, max_size))
+    return total_bytes * 8 / link_rate_bps
+
+
+def osu_time_limit(program: str, max_size: int, link_rate_bps: int | None) -> int | None:
+    '''The job's time limit in seconds for that sweep (OSU_TIME_FACTOR times
+    its wire time, plus IMB_STARTUP_MARGIN_S); None on a partition without a
+    declared link rate (its own time limit holds).'''
+    if not link_rate_bps:
+        return None
+    return math.ceil(IMB_STARTUP_MARGIN_S
+                     + OSU_TIME_FACTOR * osu_wire_seconds(program, max_size, link_rate_bps))
 
 
 def imb_volume_mb(link_rate_bps: int | None) -> int:
