@@ -202,9 +202,14 @@ def test_osu_time_limit_follows_what_omb_moves_on_the_link():
     # osu_bw: a window of 64 per iteration, 110 then 22 iterations.
     assert benchlib.osu_wire_seconds('osu_bw', 16384, 10**9) == pytest.approx(
         (16383 * 64 * 110 + 16384 * 64 * 22) * 8 / 1e9)
+    # osu_mbw_mr keeps 110 iterations of its window at every size (osu_mbw_mr.c).
+    assert benchlib.osu_wire_seconds('osu_mbw_mr', 16384, 10**9) == pytest.approx(
+        (16383 + 16384) * 64 * 110 * 8 / 1e9)
     # The default sweep to 4 MiB on 1 Gbit/s is longer than the suite's 3 min default:
-    # the testbed's osu_latency ran 2 min 44 s to 2 min 48 s (docs/measurements.md).
+    # the testbed's osu_latency ran 2 min 44 s to 2 min 48 s, and osu_mbw_mr, timed out
+    # at 5 min 46 s, had reached 2 MiB (docs/measurements.md).
     assert benchlib.osu_time_limit('osu_latency', 4 << 20, 10**9) > 2 * 168 > 180
+    assert benchlib.osu_time_limit('osu_mbw_mr', 2 << 20, 10**9) > 2 * 346
     assert benchlib.osu_time_limit('osu_latency', 4 << 20, None) is None
 
 

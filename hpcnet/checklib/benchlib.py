@@ -178,7 +178,8 @@ OSU_MIN_REQUIRED_SIZE = 8
 #: up to OSU_LARGE_MESSAGE_SIZE and above it, per kind of program.
 OSU_LARGE_MESSAGE_SIZE = 8192
 OSU_LOOPS = {'latency': (10000 + 100, 1000 + 10), 'bandwidth': (100 + 10, 20 + 2),
-             'collective': (1000 + 100, 100 + 10)}
+             'collective': (1000 + 100, 100 + 10),
+             'message rate': (100 + 10, 100 + 10)}    # osu_mbw_mr: no fewer for large ones
 #: Messages in flight per iteration of the bandwidth programs (OMB's window).
 OSU_WINDOW = 64
 #: The job's time limit: this many times the seconds OMB's sweep keeps the
@@ -199,8 +200,9 @@ def osu_wire_seconds(program: str, max_size: int, link_rate_bps: int) -> float:
     per iteration (both directions at once for osu_bibw); a collective of two
     ranks about a message each way.'''
     kind = ('latency' if program in OsuProgram.PT2PT_LATENCY else
-            'collective' if program in OsuProgram.COLLECTIVES else 'bandwidth')
-    per_iteration = {'latency': 2, 'bandwidth': OSU_WINDOW, 'collective': 2}[kind]
+            'collective' if program in OsuProgram.COLLECTIVES else
+            'message rate' if program in OsuProgram.MESSAGE_RATE else 'bandwidth')
+    per_iteration = {'latency': 2, 'collective': 2}.get(kind, OSU_WINDOW)
     small, large = OSU_LOOPS[kind]
     total_bytes = sum(size * per_iteration * (large if size > OSU_LARGE_MESSAGE_SIZE else small)
                       for size in message_sizes(1, max_size))
