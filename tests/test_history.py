@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcnet.acceptance import accepted_changes as accepted, baseline, history, history_text, levels
+from hpcnet.acceptance import (accepted_changes as accepted, baseline, history, history_text, levels,
+                               pooled_outliers, spread)
 from hpcnet.acceptance.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
 
@@ -99,6 +100,40 @@ def test_two_changes_are_both_found():
     values[6:] = [v * 0.85 for v in values[6:]]
     values[12:] = [v * 1.3 for v in values[12:]]
     assert _positions(levels.find_changes(values)) == [6, 12]
+
+
+@pytest.mark.parametrize('relative', [True, False])
+def test_the_outliers_kept_through_the_search_are_those_of_the_residuals_at_each_step(
+        relative, monkeypatch):
+    # A series with a step and bad nights, its levels merged one at a time
+    # as the search merges them: at every step the outliers kept up to date
+    # are spread.outliers of the residuals then, whether judged again in
+    # part or computed whole (both happen).
+    values = _noisy(60, seed=3) + list(0.9 * np.array(_noisy(60, seed=4)))
+    for bad in (7, 30, 31, 77, 100):
+        values[bad] *= 0.7
+    if not relative:
+        values = [round(v) for v in values]
+    bounds = list(range(0, 121, 4))
+    floor = levels.THRESHOLD if relative else 0.0
+    median_of = levels._LevelMedians(values)
+    residuals = levels._residuals(values, bounds, relative, median_of)
+    pooled = pooled_outliers.PooledOutliers(residuals, floor)
+    whole = []
+    monkeypatch.setattr(pooled, '_whole', functools.partial(
+        lambda compute: whole.append(1) or compute(), pooled._whole))
+    rng = np.random.default_rng(5)
+    while len(bounds) > 2:
+        assert pooled.outliers() == set(spread.outliers(residuals, floor))
+        i = int(rng.integers(1, len(bounds) - 1))
+        start, end = bounds[i - 1], bounds[i + 1]
+        pooled.changed(start, end)
+        level = median_of(start, end)
+        part = median_of.array[start:end]
+        residuals[start:end] = part / level if relative else part - level
+        del bounds[i]
+    assert pooled.outliers() == set(spread.outliers(residuals, floor))
+    assert 1 < len(whole) < 29
 
 
 def test_a_level_that_is_all_outliers_still_has_a_median(monkeypatch):

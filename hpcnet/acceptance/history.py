@@ -38,6 +38,7 @@ else OK.
 """
 from __future__ import annotations
 
+import bisect
 import datetime
 import re
 import statistics
@@ -163,16 +164,17 @@ def _check_of(test: str) -> str:
     return test.split()[0]
 
 
-def _stop(series: Series, read: list, checks_ran: list) -> Stop | None:
+def _stop(series: Series, read: list, checks_ran: list, indices: list) -> Stop | None:
     """The sessions after the series' last value or busy night that ran its
     check on its partition, with why each has no value of it; ``checks_ran``:
-    the (check, partition) pairs each session of ``read`` ran.  A session
-    that selected other checks only (a nightly preflight beside the suite)
-    says nothing of this series."""
+    the (check, partition) pairs each session of ``read`` ran, ``indices``:
+    the number of each, ascending.  A session that selected other checks
+    only (a nightly preflight beside the suite) says nothing of this series."""
     last = max([s.index for s in series.sessions] + [s.index for s, _ in series.busy])
     nights = []
-    for (session, values, busy, ran), ran_checks in zip(read, checks_ran):
-        if session.index <= last or (_check_of(series.key[0]), series.key[1]) not in ran_checks:
+    for at in range(bisect.bisect_right(indices, last), len(read)):
+        session, ran, ran_checks = read[at][0], read[at][3], checks_ran[at]
+        if (_check_of(series.key[0]), series.key[1]) not in ran_checks:
             continue
         why = ran.get(series.case, 'not run')
         nights.append((session, why or 'ran without this metric'))
@@ -227,9 +229,16 @@ def series_from(read: list) -> tuple:
         for key, (unit, samples) in busy.items():
             by_key.setdefault(key, Series(key, unit, [], [])).busy.append(
                 (session, statistics.median(samples)))
+    return with_stops(read, by_key)
+
+
+def with_stops(read: list, by_key: dict) -> tuple:
+    """(sessions, [Series] in key order) of ``read`` (series_from) and the
+    series of each key, each given its stop."""
     checks_ran = [{(_check_of(k[0]), k[1]) for k in ran} for *_, ran in read]
+    indices = [s.index for s, *_ in read]
     for series in by_key.values():
-        series.stop = _stop(series, read, checks_ran)
+        series.stop = _stop(series, read, checks_ran, indices)
     return [s for s, *_ in read], [by_key[k] for k in sorted(by_key)]
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.acceptance.binseg import binseg_l1
+from hpcnet.acceptance.pooled_outliers import PooledOutliers
 from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers, robust_sigma
 
 #: The fewest sessions of one level: a change needs this many nights on each
@@ -263,6 +264,7 @@ class _Elimination:
         self.rule = {'relative': relative, 'min_segment': min_segment, 'alpha': alpha,
                      'threshold': threshold, 'distinct': len(set(values)) == len(values)}
         self.residuals = _residuals(values, self.bounds(), relative, self.median_of)
+        self.pooled = PooledOutliers(self.residuals, threshold if relative else 0.0)
         self.outside = np.zeros(len(values), dtype=bool)
         self.out: set = set()
         #: Each level's values, its outliers taken out, sorted, and its
@@ -299,7 +301,7 @@ class _Elimination:
     def update_outliers(self, untested: set) -> None:
         """The outliers by the residuals now; the change points beside a
         level that gained or lost one join ``untested``."""
-        now = set(spread_outliers(self.residuals, self.threshold if self.relative else 0.0))
+        now = self.pooled.outliers()
         bounds = self.bounds()
         for position in now ^ self.out:
             level = bisect.bisect_right(self.kept, position)
@@ -317,6 +319,7 @@ class _Elimination:
         del self.kept[i], self.tests[position], self.weak[position]
         median = self.median_of(start, end)
         part = self.array[start:end]
+        self.pooled.changed(start, end)
         self.residuals[start:end] = part / median if self.relative else part - median
         return {j for j in (i - 1, i) if 0 <= j < len(self.kept)}
 
