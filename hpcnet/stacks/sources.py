@@ -179,8 +179,8 @@ def spack_candidates(state: Path) -> list:
     mpis = [row for row in installed if mpi.spack_family(row[0])]
     tools_of: dict = {}
     compilers_of: dict = {}     # MPI prefix -> its own compiler and its dependents'
-    for name, version, _, prefix, *compiler in mpis:
-        compilers_of.setdefault(prefix, set()).add(tuple(compiler))
+    for row in mpis:
+        compilers_of.setdefault(row[3], set()).add(tuple(row[4:]))
     for name, short_hash, mpi_prefix, *compiler in _spack_find(
             spack, env_dir, SPACK_MPI_OF_FORMAT, SPACK_MPI_QUERY):
         compilers_of.setdefault(mpi_prefix, set()).add(tuple(compiler))
