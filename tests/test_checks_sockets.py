@@ -214,7 +214,8 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
     assert theirs_perf['efficiency'] <= 0.9415 * (1 + ABOVE_WIRE)
 
     # Server on one node, client on the other, and both nodes' eth0 counted
-    # the bytes (the sender's at least the payload).
+    # the bytes (the sender's at least the payload; the payload tens of MB
+    # however busy the host, far above the session's control traffic).
     assert {ours['server_host'], ours['client_host']} == {'cn1', 'cn2'}
     summary = theirs['iperf3_summary']
     assert {summary['server_host'], summary['client_host']} == {'cn1', 'cn2'}
@@ -224,7 +225,7 @@ def test_tcp_stream_matches_iperf3_on_the_same_link(tb, tmp_path):
         links = {lc['host']: lc for lc in case['link_counters']}
         assert sorted(links) == ['cn1', 'cn2'] and all(lc['iface'] == 'eth0'
                                                        for lc in links.values())
-        assert links[sender]['tx_bytes'] >= payload > 100 * 2**20
+        assert links[sender]['tx_bytes'] >= payload > 16 * 2**20
 
 
 @pytest.mark.integration

@@ -18,10 +18,11 @@ import pytest
 from conftest import env_regex, run_reframe, running_testbed, unexplained_failures, values as recorded
 
 from hpcnet.testbed import paper
-from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration
+from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration, tcp_payload_MBps
 from hpcnet import testbed as tbm
 from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, P2PMode
 from hpcnet.paths import WORK_DIR
+from hpcnet.variables import TESTBED_RATE_ENV
 
 SKIP = tbm.unavailable_reason()
 pytestmark = [pytest.mark.testbed, pytest.mark.integration,
@@ -91,17 +92,28 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
 PAPER_TOLERANCE = 0.05
 
 
+def host_slowdown(case: dict, link_rate_bps: int) -> float:
+    '''How much slower than the wire's TCP payload rate iperf3 found the
+    case's link in the same job (the faster of its runs before and after;
+    1 where it reached the wire).'''
+    found = case['link_calibration']
+    fastest = max(found['iperf3_before_MBps'], found['iperf3_after_MBps'])
+    return max(1.0, tcp_payload_MBps(link_rate_bps, 1500) / fastest)
+
+
 def test_paper_tables_beside_ours(tb, tmp_path, one_env_per_stack):
     '''The Rocks cluster paper reproduced: ping-pong and ping-ping across two
     nodes for every compiler x MPI, set beside its Tables I-IV; at 4 MiB our
-    MPI ping-pong is within 5 % of the paper's one-way time.'''
+    MPI ping-pong is within 5 % of the paper's one-way time: never faster than
+    Gigabit Ethernet, and no slower than the link as iperf3 found it in the
+    same job.'''
     # 30 samples per size at least: the median of a 4 MiB one-way time on
     # this 2-core host then moves by a few percent, not ten.
     theirs = statistics.mean(paper.paper_table()[('PingPong', 4 << 20)])
-    # The best of up to three sessions per environment: a session on this
-    # 2-core host loses a few % to one stall (CI, 2026-11-23: one MPI at 1.11
-    # in a session whose median was 1.03); the link is not slower than its best.
-    curves = {}
+    link_rate_bps = int(tb.env()[TESTBED_RATE_ENV])
+    # Per environment, the best of up to three sessions: the link is not
+    # slower than its best.
+    raw, calibrated = {}, {}
     for attempt in range(3):
         (tmp_path / f'session{attempt}').mkdir()
         proc, cases = run_on_testbed(tb, tmp_path / f'session{attempt}', '-n',
@@ -111,28 +123,44 @@ def test_paper_tables_beside_ours(tb, tmp_path, one_env_per_stack):
         print(paper.tables(report))
         # The link's one-way time is its fastest sample: a stall of the shared
         # cores only ever adds time (the tables above show the medians).
-        for key, curve in paper.our_curves(report, 'min_us').items():
-            if key not in curves or curve[4 << 20] < curves[key][4 << 20]:
-                curves[key] = curve
+        curves = paper.our_curves(report, 'min_us')
         assert curves, proc.stdout[-3000:]
-        ratios = {env: curve[4 << 20] / theirs for (bench, env), curve in curves.items()
-                  if bench == 'PingPong'}
-        print(f'4 MiB ping-pong one way over the paper\'s, best of {attempt + 1}: {ratios}')
-        if not paper_misses(ratios):
+        for case in cases:
+            env, key = case['environ'], ('PingPong', case['environ'])
+            if case.get('mode') != 'pingpong' or key not in curves:
+                continue
+            # A 4 MiB one-way time is mostly wire time: a host that slowed
+            # iperf3 on the link slows it too, so the upper bound is the
+            # paper's time scaled by iperf3's shortfall.
+            ratio = curves[key][4 << 20] / theirs
+            slowdown = host_slowdown(case, link_rate_bps)
+            print(f'{env}: 4 MiB one way {curves[key][4 << 20]:.0f} us, {ratio:.3f} of the '
+                  f'paper\'s; iperf3 at 1/{slowdown:.3f} of the wire: {ratio / slowdown:.3f}')
+            raw[env] = min(ratio, raw.get(env, ratio))
+            calibrated[env] = min(ratio / slowdown, calibrated.get(env, ratio / slowdown))
+        assert raw, proc.stdout[-3000:]
+        if not paper_misses(raw, calibrated):
             break
-    assert not paper_misses(ratios), (paper_misses(ratios), ratios)
+    assert not paper_misses(raw, calibrated), (paper_misses(raw, calibrated), raw, calibrated)
 
 
-def paper_misses(ratios):
-    '''What keeps the ratios of our 4 MiB ping-pong to the paper's from matching:
-    their median (the paper's own figure is an average over its compilers x
-    MPIs) off by more than the tolerance, or any one MPI off by twice it.'''
+def paper_misses(raw: dict, calibrated: dict) -> list:
+    '''What keeps our 4 MiB ping-pong from matching the paper's, by
+    environment: its time over the paper's (``raw``) and over the paper's
+    scaled by iperf3's shortfall in the same job (``calibrated``).  The
+    median (the paper's own figure is an average over its compilers x MPIs)
+    may be at most the tolerance faster than the paper (``raw``) or slower
+    than the link allows (``calibrated``); any one MPI twice that.'''
     misses = []
-    median = statistics.median(ratios.values())
-    if abs(median - 1) > PAPER_TOLERANCE:
-        misses.append(f'median {median:.3f} outside 1 +- {PAPER_TOLERANCE}')
-    misses += [f'{env} {r:.3f} outside 1 +- {2 * PAPER_TOLERANCE}'
-               for env, r in ratios.items() if abs(r - 1) > 2 * PAPER_TOLERANCE]
+    for tolerance, ratios in ((PAPER_TOLERANCE, {'median': statistics.median(raw.values())}),
+                              (2 * PAPER_TOLERANCE, raw)):
+        misses += [f'{env} {r:.3f} of the paper\'s time, faster than 1 - {tolerance:g}'
+                   for env, r in ratios.items() if r < 1 - tolerance]
+    for tolerance, ratios in ((PAPER_TOLERANCE,
+                               {'median': statistics.median(calibrated.values())}),
+                              (2 * PAPER_TOLERANCE, calibrated)):
+        misses += [f'{env} {r:.3f} of the paper\'s time on the link as iperf3 found it, '
+                   f'slower than 1 + {tolerance:g}' for env, r in ratios.items() if r > 1 + tolerance]
     return misses
 
 
