@@ -89,6 +89,25 @@ def test_flat_series_rarely_show_a_change(spread, most):
     assert len(false) <= most * 300, false
 
 
+def test_series_judged_over_several_processes_as_in_one():
+    """find_all gives each series the finding find_changes gives it, in
+    order, whether the series are judged in worker processes or here: steps,
+    outliers and flat series alike."""
+    many = []
+    for seed in range(3 * levels.SERIES_PER_WORKER):
+        values = _noisy(30, seed=seed)
+        if seed % 3 == 0:
+            values[15:] = [v * 0.9 for v in values[15:]]
+        if seed % 5 == 0:
+            values[7] *= 1.4
+        many.append(values)
+    alone = [levels.find_changes(values) for values in many]
+    assert levels.find_all(many, workers=2) == alone
+    assert levels.find_all(many, workers=1) == alone
+    assert sum(bool(f.changes) for f in alone) == levels.SERIES_PER_WORKER
+    assert sum(bool(f.outliers) for f in alone) >= 2 * levels.SERIES_PER_WORKER // 5
+
+
 def test_a_change_smaller_than_the_threshold_is_no_change():
     values = _noisy(20, spread=0.002)
     values[10:] = [v * 0.99 for v in values[10:]]

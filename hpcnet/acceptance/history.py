@@ -49,7 +49,7 @@ from hpcnet import metrics
 from hpcnet.acceptance import accepted_changes as accepted_mod, compare, metricindex
 from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change, Finding,
-                                      find_changes, sessions_needed)
+                                      find_all, sessions_needed)
 from hpcnet.exitcodes import Exit
 
 #: Sessions before a ``START:END`` period read to judge the level at START:
@@ -387,9 +387,10 @@ def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha
         provenance = {s.uuid: compare.provenance(compare.Side(s.uuid, [s.report]))
                       for s in sessions}
     points = [(a, _point(a, sessions)) for a in acceptances]
-    for s in series:
-        s.finding = find_changes(s.values, min_segment=min_segment, alpha=alpha,
-                                 threshold=threshold)
+    findings = find_all([s.values for s in series], min_segment=min_segment, alpha=alpha,
+                        threshold=threshold)
+    for s, finding in zip(series, findings):
+        s.finding = finding
         _accept(s, points)
         # A level's border is uncertain by a session: a change also reads
         # what the sessions either side of it recorded differently.

@@ -33,8 +33,12 @@ the series; docs/acceptance.md, "Nightly history", states it for users).
 from __future__ import annotations
 
 import bisect
+import functools
 import math
+import multiprocessing
+import os
 import statistics
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +57,9 @@ MIN_SEGMENT = 4
 ALPHA = compare.ALPHA
 #: Smallest relative change of level that is a change (as `hpcnet compare`).
 THRESHOLD = compare.THRESHOLD
+#: Fewest series per worker process where find_all() judges series over
+#: several cores: below it a worker's start costs more than it saves.
+SERIES_PER_WORKER = 64
 
 
 def sessions_needed(min_segment: int = MIN_SEGMENT, alpha: float = ALPHA) -> int:
@@ -380,3 +387,19 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
                    tuple((start, end, median)
                          for (start, end), median in zip(zip(bounds, bounds[1:]), medians)),
                    False, tail, head)
+
+
+def find_all(series_values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
+             threshold: float = THRESHOLD, workers: int | None = None) -> list:
+    """find_changes of each series, in order, over the host's cores (the
+    series are independent; ``workers`` caps the processes, 1 judges them in
+    this process), in forked workers that share this process's memory."""
+    judge = functools.partial(find_changes, min_segment=min_segment, alpha=alpha,
+                              threshold=threshold)
+    cores = len(os.sched_getaffinity(0)) if workers is None else workers
+    processes = min(cores, len(series_values) // SERIES_PER_WORKER)
+    if processes < 2:
+        return [judge(values) for values in series_values]
+    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context('fork')) as pool:
+        return list(pool.map(judge, series_values,
+                             chunksize=max(1, len(series_values) // (processes * 8))))
