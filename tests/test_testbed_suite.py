@@ -97,8 +97,8 @@ def host_slowdown(case: dict, link_rate_bps: int) -> float:
     case's link in the same job (the faster of its runs before and after;
     1 where it reached the wire).'''
     found = case['link_calibration']
-    fastest = max(found['iperf3_before_MBps'], found['iperf3_after_MBps'])
-    return max(1.0, tcp_payload_MBps(link_rate_bps, 1500) / fastest)
+    link = Calibration(found['iperf3_before_MBps'], found['iperf3_after_MBps'], {})
+    return max(1.0, tcp_payload_MBps(link_rate_bps, 1500) / link.link_MBps)
 
 
 def test_paper_tables_beside_ours(tb, tmp_path, one_env_per_stack):
