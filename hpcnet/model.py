@@ -55,6 +55,7 @@ class StackKey:
     MPI_VERSION = 'mpi_version'
     MPI_SOURCE = 'mpi_source'
     MPI_PREFIX = 'mpi_prefix'
+    MPI_SPEC = 'mpi_spec'
     MPI_KNOWN_ISSUE = 'mpi_known_issue'
     COMPILER_FAMILY = 'compiler_family'
     COMPILER_VERSION = 'compiler_version'
@@ -63,8 +64,8 @@ class StackKey:
     #: {fabric: what is missing for it and what provides it}: the fabrics
     #: the stack's probe could not use on this host (checks skip there).
     FABRIC_GAPS = 'fabric_gaps'
-    ALL = (MPI_FAMILY, MPI_PROFILE, MPI_VERSION, MPI_SOURCE, MPI_PREFIX, MPI_KNOWN_ISSUE,
-           COMPILER_FAMILY, COMPILER_VERSION, TOOLS, TOOL_PREFIXES, FABRIC_GAPS)
+    ALL = (MPI_FAMILY, MPI_PROFILE, MPI_VERSION, MPI_SOURCE, MPI_PREFIX, MPI_SPEC,
+           MPI_KNOWN_ISSUE, COMPILER_FAMILY, COMPILER_VERSION, TOOLS, TOOL_PREFIXES, FABRIC_GAPS)
 
 
 #: What a value that reaches a job script may look like (it is also quoted).
@@ -322,6 +323,8 @@ class Stack:
     mpi_version: str
     mpi_source: str = ''          #: 'debian', 'pypi', 'spack', ...
     mpi_prefix: str = ''
+    #: The package manager's name of the MPI build (a Spack spec), or ''.
+    mpi_spec: str = ''
     #: The name of the stack's known defect (its family's known_issues in
     #: hpcnet.mpi), or '' (the signature stays there: the environment only names it).
     known_issue: str = ''
@@ -345,7 +348,7 @@ class Stack:
     def to_extras(self) -> dict:
         return {StackKey.MPI_FAMILY: self.mpi_family, StackKey.MPI_PROFILE: self.mpi_profile,
                 StackKey.MPI_VERSION: self.mpi_version, StackKey.MPI_SOURCE: self.mpi_source,
-                StackKey.MPI_PREFIX: self.mpi_prefix,
+                StackKey.MPI_PREFIX: self.mpi_prefix, StackKey.MPI_SPEC: self.mpi_spec,
                 StackKey.MPI_KNOWN_ISSUE: self.known_issue,
                 StackKey.COMPILER_FAMILY: self.compiler_family,
                 StackKey.COMPILER_VERSION: self.compiler_version,
@@ -362,6 +365,7 @@ class Stack:
                    mpi_profile=extras[StackKey.MPI_PROFILE],
                    mpi_version=extras[StackKey.MPI_VERSION],
                    mpi_source=extras[StackKey.MPI_SOURCE], mpi_prefix=extras[StackKey.MPI_PREFIX],
+                   mpi_spec=extras[StackKey.MPI_SPEC],
                    known_issue=extras[StackKey.MPI_KNOWN_ISSUE],
                    compiler_family=extras[StackKey.COMPILER_FAMILY],
                    compiler_version=extras[StackKey.COMPILER_VERSION],

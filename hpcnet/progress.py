@@ -8,6 +8,7 @@ A leaf: it imports nothing of hpcnet.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -50,6 +51,38 @@ class _StartLine:
             return self.said
 
 
+#: The start lines whose timer may still say them, and those held across a fork.
+_PENDING: set = set()
+_HELD: list = []
+
+
+def _hold_for_fork() -> None:
+    """No start line is being said while the process forks: a child of a
+    fork taken while the timer's thread holds stderr's lock would inherit it
+    held (hpcnet.forked forks while a phase runs)."""
+    _HELD[:] = list(_PENDING)
+    for line in _HELD:
+        line.lock.acquire()
+
+
+def _release_after_fork() -> None:
+    for line in _HELD:
+        line.lock.release()
+    _HELD.clear()
+
+
+def _forget_in_child() -> None:
+    """The child has no timer thread: it says none of its parent's lines."""
+    for line in _HELD:
+        line.lock, line.closed = threading.Lock(), True
+    _HELD.clear()
+    _PENDING.clear()
+
+
+os.register_at_fork(before=_hold_for_fork, after_in_parent=_release_after_fork,
+                    after_in_child=_forget_in_child)
+
+
 @contextlib.contextmanager
 def phase(doing: str):
     '''``hpcnet: DOING ...`` once the block has run SAY_AFTER_S, then
@@ -66,9 +99,11 @@ def phase(doing: str):
     else:
         start.say()
     done = Phase()
+    _PENDING.add(start)
     try:
         yield done
     finally:
         timer.cancel()
+        _PENDING.discard(start)
         if start.close():
             progress_line(f'{doing}: {done.outcome} ({time.monotonic() - started:.0f} s)')

@@ -15,7 +15,8 @@ from pathlib import Path
 from test_history import _noisy, nights
 from test_verdict_history import results_db
 
-from hpcnet.acceptance import compare, history, history_index, history_text, metricindex
+from hpcnet.acceptance import (compare, history, history_index, history_text, metricindex,
+                               report)
 from hpcnet.acceptance.references import PROVENANCE
 from hpcnet.exitcodes import Exit
 
@@ -155,3 +156,28 @@ def test_a_missing_or_unreadable_database_is_one_line(tmp_path):
         (tmp_path / 'locked.db').chmod(0)
         res = _hpcnet('index', 'build', '--db', 'locked.db', cwd=tmp_path)
         assert res.returncode == Exit.USAGE and 'cannot read' in res.stderr
+
+
+def test_the_trend_page_draws_the_latest_session_beside_the_search(tmp_path):
+    '''`hpcnet history --html` draws the latest session's evidence in a forked
+    process while the series are judged: its page holds what drawing it in
+    this process gives (the same sections, as many figures), read from the
+    index and from the sessions' JSON (a session filter) alike.'''
+    db, reports = _db(tmp_path, _noisy(10) + [v * 0.8 for v in _noisy(10, seed=4)])
+    found = history_index.load('now-60d:now', db=db, system='testbed',
+                               acknowledged=tmp_path / 'none.yaml')
+    drawn_here = report.evidence([reports[-1]])
+    assert found.sessions[-1].uuid == reports[-1]['session_info']['uuid']
+    assert [heading for heading, _, _ in drawn_here][-1] == 'Provenance'
+    for period in ('now-60d:now', 'now-60d:now?num_failures>=0'):
+        page = tmp_path / 'trend.html'
+        res = _hpcnet('history', '--db', 'results.db', '--system', 'testbed', '--period', period,
+                      '--html', str(page), cwd=tmp_path)
+        assert res.returncode == Exit.FAILED, res.stdout + res.stderr
+        text = page.read_text()
+        assert 'id="trend"' in text
+        for heading, anchor, html in drawn_here:
+            assert f'<section id="{anchor}"><h2>{heading}</h2>' in text
+        # The trend's own plots (one changed metric) and the latest session's figures.
+        assert text.count('data:image/svg+xml') == 1 + sum(
+            html.count('data:image/svg+xml') for _, _, html in drawn_here)

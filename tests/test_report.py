@@ -179,3 +179,18 @@ def test_hpcnet_report_names_its_page_after_what_it_renders(tmp_path, monkeypatc
         assert (tmp_path / name).read_text() == 'page'
     assert sorted(p.name for p in tmp_path.glob('*.html')) == ['latest.html',
                                                              'report-dda084f9.html']
+
+
+def test_provenance_names_each_environments_spack_spec():
+    '''A case run on a Spack-built MPI logs its spec (the check's mpi_spec);
+    the provenance section names it beside the library the MPI reported.'''
+    data = json.loads(RECORDED.read_text())
+    cases = [dict(tc) for run in data['runs'] for tc in run['testcases']]
+    spec = 'openmpi@4.1.4 %gcc@12.2.0 /wlpcv5h'
+    for tc in cases:
+        if tc['environ'] == 'gcc12-openmpi4':
+            tc['mpi_spec'] = spec
+    html = report.provenance([data], cases)
+    env = re.search(r'<li><b>gcc12-openmpi4</b>(.*?)</li>', html).group(1)
+    assert f'mpi_spec: {spec}' in env and 'mpi_library: ' in env
+    assert html.count('mpi_spec: ') == 1

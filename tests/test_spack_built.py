@@ -44,6 +44,19 @@ def _locked_builds() -> list:
     return sorted(builds)
 
 
+def _expected_specs() -> list:
+    '''The spec of each MPI build as `spack find -l` names it, from the lock's
+    own nodes: package@version %compiler@version /short hash.'''
+    specs = json.loads(LOCK.read_text())['concrete_specs']
+    out = []
+    for hash_, node in specs.items():
+        if node['name'] in MPI_PACKAGES:
+            (cc,) = [d for d in node['dependencies'] if 'c' in d['parameters']['virtuals']]
+            out.append(f"{node['name']}@{node['version']} %{cc['name']}@"
+                       f"{specs[cc['hash']]['version']} /{hash_[:7]}")
+    return sorted(out)
+
+
 def _expected_names() -> list:
     return sorted(f'{compiler}-{name}4-{hash_[:7]}' for name, hash_, _, compiler in _locked_builds())
 
@@ -79,6 +92,9 @@ def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
     locked = spacklock.matrix(LOCK, tree)
     names = spacklock.environment_names(locked)
     assert sorted(names.values()) == _expected_names()
+    assert sorted(sources.spack_spec(m.name, m.version, m.short_hash,
+                                     (m.own_compiler.name, m.own_compiler.version))
+                  for m in locked) == _expected_specs()
     for m in locked:
         assert m.prefix and m.prefix.endswith(m.short_hash), m
         assert sorted(t[0] for t in m.tools) == ['intel-mpi-benchmarks', 'osu-micro-benchmarks']
@@ -116,8 +132,11 @@ def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatc
     found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
                             compilers=here, fabrics=[])
     assert sorted(env.name for env in found.environments) == _expected_names(), found.rejected
+    # The report's provenance names each environment's spec (checks log the stack's mpi_spec).
+    assert sorted(env.stack().mpi_spec for env in found.environments) == _expected_specs()
     for env in found.environments:
         assert len(env.mpi.candidate.tool_prefixes) == 2, env.mpi.candidate
+        assert env.name.endswith(env.stack().mpi_spec[-7:])
 
 
 @needs_cc

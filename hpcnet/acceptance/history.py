@@ -416,11 +416,14 @@ def earlier_period(period: str) -> str | None:
 
 def load(period: str = compare.ALL_TIME, *, db: Path | None = None, system: str | None = None,
          name: str | None = None, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-         threshold: float = THRESHOLD, acknowledged: Path | None = None) -> History:
+         threshold: float = THRESHOLD, acknowledged: Path | None = None,
+         before_judging=None) -> History:
     """The history of the sessions ``period`` selects (ReFrame's syntax, as
     `hpcnet compare` takes it) in ReFrame's results database or ``db``,
     with the changes the site accepted (its baselines' provenance and the
-    acknowledgements in ``acknowledged``, default under the reference directory)."""
+    acknowledgements in ``acknowledged``, default under the reference directory).
+    ``before_judging(sessions)``, where given, is called with the sessions
+    read before their series are judged (work to start beside the search)."""
     if db is not None and not db.is_file():
         raise HistoryError(f'--db {db}: no such results database (a file ReFrame wrote; '
                            'RFM_SQLITE_DB_FILE or reports/results.db)')
@@ -435,6 +438,8 @@ def load(period: str = compare.ALL_TIME, *, db: Path | None = None, system: str 
     sessions, series = series_of(reports, system=system, name=name, earlier=earlier)
     if not series:
         raise nothing_measured(period, len(reports), system, name)
+    if before_judging is not None:
+        before_judging(sessions)
     return judge(sessions, series, min_segment=min_segment, alpha=alpha, threshold=threshold,
                  acceptances=acceptances_of(series, acknowledged))
 

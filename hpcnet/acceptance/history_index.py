@@ -220,13 +220,16 @@ def _groups(series_of, withheld, positions, values) -> tuple:
             order[starts].tolist(), medians)
 
 
-def _series(conn, sessions: list, condition: str, params: list) -> tuple:
+def _series(conn, sessions: list, condition: str, params: list, before_judging=None) -> tuple:
     """(the sessions that ran a selected case, [Series] in key order,
     {session uuid: provenance of its selected cases}): history.series_from
-    of the selected rows, read as columns."""
+    of the selected rows, read as columns.  ``before_judging`` (load's) is
+    called as soon as the sessions are known, before the samples are read."""
     where = f'{condition} AND {_OF_SESSIONS}'
     chosen = [*params, json.dumps([s.uuid for s in sessions])]
     keys, case_rows, ran, texts = _cases(conn, sessions, where, chosen)
+    if before_judging is not None and any(ran):
+        before_judging([session for i, session in enumerate(sessions) if ran[i]])
     case_ids, kind, values, kinds = _samples(conn, where, chosen)
     found = _case_rows(case_rows, case_ids)
     _not_finite(sessions, keys, kinds, case_rows, found, kind, values)
@@ -263,9 +266,11 @@ def _series(conn, sessions: list, condition: str, params: list) -> tuple:
 def load(period: str, *, db: Path | None = None, system: str | None = None,
          name: str | None = None, min_segment: int = levels.MIN_SEGMENT,
          alpha: float = levels.ALPHA, threshold: float = levels.THRESHOLD,
-         acknowledged: Path | None = None) -> history.History:
+         acknowledged: Path | None = None, before_judging=None) -> history.History:
     """history.load, from the metrics index of ReFrame's results database
-    (``db``, else the configured one), synced with it first."""
+    (``db``, else the configured one), synced with it first; it calls
+    ``before_judging`` before it reads the samples, as soon as it knows the
+    sessions."""
     try:
         path = metricindex.results_db(db)
     except metricindex.MetricIndexError as err:
@@ -273,13 +278,15 @@ def load(period: str, *, db: Path | None = None, system: str | None = None,
     selector = _period(period)
     if selector is None:
         return history.load(period, db=path, system=system, name=name, min_segment=min_segment,
-                            alpha=alpha, threshold=threshold, acknowledged=acknowledged)
+                            alpha=alpha, threshold=threshold, acknowledged=acknowledged,
+                            before_judging=before_judging)
     try:
         metricindex.sync(path)
         with closing(metricindex.connect(path)) as conn:
             condition, params = _selection(conn, system, name)
             in_period, before = _sessions(conn, period, selector, condition, params)
-            sessions, series, provenance = _series(conn, before + in_period, condition, params)
+            sessions, series, provenance = _series(conn, before + in_period, condition, params,
+                                                   before_judging)
     except metricindex.MetricIndexError as err:
         raise history.HistoryError(str(err)) from None
     if not series:

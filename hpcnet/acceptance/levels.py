@@ -35,14 +35,12 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-import multiprocessing
-import os
 import statistics
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
+from hpcnet import forked
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.acceptance.binseg import binseg_l1
 from hpcnet.acceptance.pooled_outliers import PooledOutliers
@@ -396,10 +394,5 @@ def find_all(series_values: list, *, min_segment: int = MIN_SEGMENT, alpha: floa
     this process), in forked workers that share this process's memory."""
     judge = functools.partial(find_changes, min_segment=min_segment, alpha=alpha,
                               threshold=threshold)
-    cores = len(os.sched_getaffinity(0)) if workers is None else workers
-    processes = min(cores, len(series_values) // SERIES_PER_WORKER)
-    if processes < 2:
-        return [judge(values) for values in series_values]
-    with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context('fork')) as pool:
-        return list(pool.map(judge, series_values,
-                             chunksize=max(1, len(series_values) // (processes * 8))))
+    return forked.map_in_order(judge, series_values, per_worker=SERIES_PER_WORKER,
+                               workers=workers)

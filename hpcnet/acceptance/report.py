@@ -268,7 +268,7 @@ def efficiencies(cases: list) -> str:
 def provenance(reports: list, cases: list) -> str:
     libs = defaultdict(set)
     for tc in cases:
-        for key in ('mpi_library', 'transport'):
+        for key in ('mpi_spec', 'mpi_library', 'transport'):
             if tc.get(key) and tc[key] != 'none':
                 libs[tc['environ']].add(f'{key}: {tc[key]}')
     sessions = ''.join(
@@ -324,7 +324,7 @@ figure { display: inline-block; margin: 4px; }
 
 def render(reports: list, retried: set | None = None, *, verdict: str,
            title: str = 'hpcnet report', comparison_of: tuple | None = None,
-           trend: str = '') -> str:
+           trend: str = '', drawn: list | None = None) -> str:
     """The whole page.  ``verdict`` is the line that states the verdict in
     the exit-code contract's words (verdict.summary's last line, say);
     ``title`` says what produced the sessions; ``comparison_of`` is
@@ -332,21 +332,44 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
     cases are the ones judged; ``retried`` (default: read from the judged
     reports) holds the cases that passed only when run again; ``trend``, the
     trend section of `hpcnet history` (hpcnet.acceptance.trend), comes
-    right after the verdict, which is the history's."""
+    right after the verdict, which is the history's; ``drawn``: the
+    evidence of ``reports`` where it was drawn already (evidence())."""
     outcome, before, after = comparison_of or (None, None, None)
-    cases = final_cases(reports)
     judged_reports = after.reports if after else reports
     judged = final_cases(judged_reports)
     if retried is None:
         retried = set().union(*(retried_keys(r) for r in judged_reports))
-    from hpcnet.acceptance import reportplots   # matplotlib: only where a page is drawn
     page_title, answer = heading(reports, judged, verdict, title)
     first = [('Trend over the sessions', 'trend', trend),
              ('', 'attention', findings(judged, retried, outcome)),
              ('Skipped and not judged, by reason', 'reasons', skips(judged)),
              ('Verdicts: the cells that are not plain passes', 'matrix',
               matrix_section(judged, retried))]
-    evidence = [('Before and after', 'compare',
+    shown = evidence(reports, comparison_of) if drawn is None else drawn
+    nav = ('<nav>Below: ' + ''.join(f'<a href="#{a}">{esc(h)}</a>' for h, a, _ in shown)
+           + '</nav>')
+    body = '\n'.join(f'<section id="{a}">{f"<h2>{esc(h)}</h2>" if h else ""}\n{content}'
+                     '</section>' for h, a, content in first if content)
+    body += nav + '\n'.join(f'<section id="{a}"><h2>{esc(h)}</h2>\n{content}</section>'
+                            for h, a, content in shown)
+    return f'''<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(page_title)}</title>
+{_STYLE}{_SELF_CHECK}</head>
+<body>{answer}
+{body}
+</body></html>
+'''
+
+
+def evidence(reports: list, comparison_of: tuple | None = None) -> list:
+    """(heading, anchor, HTML) of each evidence section of ``reports`` that
+    has something to show: the figures and tables below the verdict.  Most
+    of a page's drawing is here, and it needs no judgement, so `hpcnet
+    history` draws it while the series are judged."""
+    from hpcnet.acceptance import reportplots   # matplotlib: only where a page is drawn
+    outcome, before, after = comparison_of or (None, None, None)
+    cases = final_cases(reports)
+    sections = [('Before and after', 'compare',
                  comparison(outcome.rows, before, after) if outcome else ''),
                 ('Point-to-point: the whole message-size curve', 'p2p',
                  reportplots.p2p_curves(cases)),
@@ -356,20 +379,7 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
                 *site_sections(reports),
                 ('Efficiency against the wire', 'efficiency', efficiencies(cases)),
                 ('Provenance', 'provenance', provenance(reports, cases))]
-    evidence = [s for s in evidence if s[2]]
-    nav = ('<nav>Below: ' + ''.join(f'<a href="#{a}">{esc(h)}</a>' for h, a, _ in evidence)
-           + '</nav>')
-    body = '\n'.join(f'<section id="{a}">{f"<h2>{esc(h)}</h2>" if h else ""}\n{content}'
-                     '</section>' for h, a, content in first if content)
-    body += nav + '\n'.join(f'<section id="{a}"><h2>{esc(h)}</h2>\n{content}</section>'
-                            for h, a, content in evidence)
-    return f'''<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{esc(page_title)}</title>
-{_STYLE}{_SELF_CHECK}</head>
-<body>{answer}
-{body}
-</body></html>
-'''
+    return [s for s in sections if s[2]]
 
 
 def retried_keys(report: dict) -> set:

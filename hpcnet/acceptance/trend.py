@@ -11,6 +11,7 @@ import matplotlib
 matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
+from hpcnet import forked  # noqa: E402
 from hpcnet.acceptance import history as hist  # noqa: E402
 from hpcnet.acceptance import history_text as htext  # noqa: E402
 from hpcnet.acceptance.levels import Outlier  # noqa: E402
@@ -20,6 +21,8 @@ from hpcnet.acceptance.reportparts import esc  # noqa: E402
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.
 MAX_PLOTS = 24
+#: Fewest plots per process where they are drawn over several cores.
+PLOTS_PER_WORKER = 6
 _WORSE, _BETTER, _OUTLIER, _SERIES, _BUSY = '#c62828', '#2e7d32', '#ef6c00', '#1565c0', '#757575'
 
 
@@ -126,7 +129,7 @@ def section(found: hist.History) -> str:
                       + [(s, None) for s, _, _ in found.busy()]):
         if series not in changed:
             changed.append(series)
-    plots = [plot(s) for s in changed[:MAX_PLOTS]]
+    plots = forked.map_in_order(plot, changed[:MAX_PLOTS], per_worker=PLOTS_PER_WORKER)
     more = (f'<p>{len(changed) - MAX_PLOTS} more changed metrics are in the table only.</p>'
             if len(changed) > MAX_PLOTS else '')
     grid = (f'<div class="plots" style="grid-template-columns: repeat(auto-fill, '

@@ -328,11 +328,14 @@ class MpiBenchmark(NetworkRun):
     transport = variable(str, value='', loggable=True)
     #: MPI family of the environment (a reference $index level).
     mpi_family = variable(str, value='', loggable=True)
+    #: The package manager's name of the MPI build (a Spack spec), or ''.
+    mpi_spec = variable(str, value='', loggable=True)
 
     @run_after('setup')
     def apply_fabric(self):
         self.stack = Stack.of(self.current_environ)
         self.mpi_family = self.stack.mpi_family
+        self.mpi_spec = self.stack.mpi_spec
         # Found by the stack probe on this host (hpcnet.stacks.probe_fabrics):
         # a library the MPI loads for this fabric is not installed.
         # Only where the ranks run on this host: a compute node is judged by

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hpcnet import argtypes, exitcodes, runner
+from hpcnet import argtypes, exitcodes, forked, runner
 from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
-from hpcnet.acceptance import history_text, levels, metricindex, trend
+from hpcnet.acceptance import history_text, levels, metricindex
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.report import write_page
 from hpcnet.progress import phase
@@ -22,9 +22,10 @@ def run(args) -> int:
         raise runner.SelectionError('--acknowledge and --why go together (valid: --acknowledge '
                                     'SESSION_UUID[:REGEX] --why TEXT)')
     try:
-        found = _load(args)
+        # With --acknowledge the history is judged again: the page is drawn then.
+        found, drawing = _load(args, draw=bool(args.html) and not args.acknowledge)
         if args.acknowledge:
-            found = _acknowledge(args, found)
+            found, drawing = _acknowledge(args, found)
     except (history.HistoryError, accepted.AcceptedError) as err:
         raise runner.SelectionError(str(err)) from None
     print(history_text.text(found))
@@ -33,14 +34,14 @@ def run(args) -> int:
     if code == exitcodes.Exit.UNDECIDED:
         verdict += f'; {found.needed} sessions of a metric decide it'
     if args.html:
+        from hpcnet.acceptance import trend   # matplotlib: only where a page is drawn
         latest = found.sessions[-1]
-        report = latest.report if 'runs' in latest.report else \
-            metricindex.stored_report(metricindex.results_db(args.db), latest.uuid)
+        report, drawn = drawing.result()
         page = hpcnet_report.render(
             [report], verdict=verdict,
             title=f'hpcnet history {args.period} ({len(found.sessions)} sessions; the cases '
                   f'below are those of the latest, {latest.label()})',
-            trend=trend.section(found))
+            trend=trend.section(found), drawn=drawn)
         output = Path(args.html)
         write_page(page, output, '--html', 'page')
         runner.say(f'trend page: {output}')
@@ -48,20 +49,36 @@ def run(args) -> int:
     return code
 
 
-def _load(args) -> history.History:
+def _latest_evidence(latest: history.Session, db: Path | None) -> tuple:
+    """(the latest session's report, its evidence sections): the page's
+    figures, drawn while the series are judged."""
+    report = latest.report if 'runs' in latest.report else \
+        metricindex.stored_report(metricindex.results_db(db), latest.uuid)
+    return report, hpcnet_report.evidence([report])
+
+
+def _load(args, *, draw: bool) -> tuple:
+    """(the history, and where ``draw`` the latest session's evidence being
+    drawn beside the search: forked.Beside of _latest_evidence, else None)."""
+    db = Path(args.db) if args.db else None
+    drawing = []
+
+    def start_drawing(sessions: list) -> None:
+        drawing.append(forked.Beside(_latest_evidence, sessions[-1], db))
+
     # Reading and judging every series of the period: said on stderr.
     with phase(f'loading the sessions of {args.period}') as done:
-        found = history_index.load(args.period, db=Path(args.db) if args.db else None,
-                                   system=args.system, name=args.name,
+        found = history_index.load(args.period, db=db, system=args.system, name=args.name,
                                    min_segment=args.min_segment, alpha=args.alpha,
-                                   threshold=args.threshold)
+                                   threshold=args.threshold,
+                                   before_judging=start_drawing if draw else None)
         done.outcome = f'{len(found.sessions)} session(s), {len(found.series)} series'
-    return found
+    return found, (drawing[0] if drawing else None)
 
 
-def _acknowledge(args, found: history.History) -> history.History:
+def _acknowledge(args, found: history.History) -> tuple:
     """Record that the site accepts the change at a session of the history
-    read, then judge the history again with it."""
+    read, then judge the history again with it (_load's answer)."""
     session, metrics = accepted.parse_spec(args.acknowledge)
     if session not in {s.uuid for s in found.sessions}:
         raise accepted.AcceptedError(f'--acknowledge {args.acknowledge}: session {session} is '
@@ -74,7 +91,7 @@ def _acknowledge(args, found: history.History) -> history.History:
     path = accepted.acknowledged_path()
     accepted.acknowledge(path, session, metrics, args.why)
     runner.say(f'acknowledged in {path}: {args.acknowledge}: {args.why}')
-    return _load(args)
+    return _load(args, draw=bool(args.html))
 
 
 def add_parser(sub) -> None:

@@ -68,6 +68,9 @@ class MpiCandidate:
     #: built this MPI and the benchmarks on it with (a Spack build); it is
     #: then paired with the compilers found here of those families and majors.
     built_with: tuple = ()
+    #: What the package manager that built it calls this build (Spack:
+    #: ``openmpi@4.1.4 %gcc@12.2.0 /wlpcv5h``); '' where no manager names it.
+    spec: str = ''
 
     @classmethod
     def from_json(cls, data: dict) -> 'MpiCandidate':

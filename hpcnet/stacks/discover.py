@@ -151,6 +151,7 @@ class Environment:
         issue = mpi.known_issue(self.mpi.family, self.mpi.version, cand.transport_layer)
         return Stack(environ=self.name, mpi_family=self.mpi.family, mpi_profile=self.mpi.profile,
                      mpi_version=self.mpi.version, mpi_source=cand.source, mpi_prefix=cand.prefix,
+                     mpi_spec=cand.spec,
                      known_issue=issue.name if issue else '',
                      compiler_family=self.compiler.family,
                      compiler_version=self.compiler.version,
@@ -245,7 +246,7 @@ SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, spack_loc
 # --------------------------------------------------------------------------
 
 #: Bump when the cached data changes shape: old caches are then recomputed.
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 #: The cache of discovery in the state directory.
 CACHE_FILE = 'stacks.json'
 

@@ -152,6 +152,13 @@ def spack_env_name(package: str, version: str, short_hash: str) -> str:
     return f'{mpi.environment_label(mpi.spack_family(package) or package, version)}-{short_hash}'
 
 
+def spack_spec(name: str, version: str, short_hash: str, compiler=None) -> str:
+    '''A Spack build as `spack find -l` names it: ``openmpi@4.1.4 %gcc@12.2.0
+    /wlpcv5h`` (``compiler``: (name, version) of its own C compiler, if any).'''
+    own = f' %{compiler[0]}@{compiler[1]}' if compiler and compiler[0] != 'none' else ''
+    return f'{name}@{version}{own} /{short_hash}'
+
+
 def _spack_find(spack: str, env_dir: str, fmt: str, *query: str) -> list:
     '''The fields of each line `spack -e ENV find --format FMT QUERY...`
     prints, without Spack's own headers and notes.'''
@@ -187,7 +194,7 @@ def spack_candidates(state: Path) -> list:
         if name in SPACK_BENCHMARK_PACKAGES and short_hash in prefix_of:
             tools_of.setdefault(mpi_prefix, []).append(prefix_of[short_hash])
     out = []
-    for name, version, short_hash, prefix, *_ in mpis:
+    for name, version, short_hash, prefix, *compiler in mpis:
         cand = prefix_candidate(Path(prefix), f'spack-{name}-{version}-{short_hash}', 'spack',
                                 mpi.spack_family(name))
         if cand is None:
@@ -195,7 +202,8 @@ def spack_candidates(state: Path) -> list:
                              'bin/mpicc')
         out.append(dataclasses.replace(cand, tool_prefixes=tuple(tools_of.get(prefix, ())),
                                        env_name=spack_env_name(name, version, short_hash),
-                                       built_with=_built_with(compilers_of.get(prefix, ()))))
+                                       built_with=_built_with(compilers_of.get(prefix, ())),
+                                       spec=spack_spec(name, version, short_hash, compiler)))
     return out
 
 
@@ -233,6 +241,9 @@ def spack_lock_candidates(state: Path) -> list:
         out.append(dataclasses.replace(cand, tool_prefixes=tuple(t[3] for t in m.tools if t[3]),
                                        env_name=spack_env_name(m.name, m.version, m.short_hash),
                                        built_with=_built_with((c.name, c.version)
-                                                              for c in m.compilers)))
+                                                              for c in m.compilers),
+                                       spec=spack_spec(m.name, m.version, m.short_hash,
+                                                       m.own_compiler and (m.own_compiler.name,
+                                                                           m.own_compiler.version))))
     return out
 

@@ -60,6 +60,8 @@ class LockedMpi:
     prefix: str | None
     external: bool
     compilers: set = field(default_factory=set)    #: SpackCompiler
+    #: The compiler that built the MPI itself (None: an external, or no C compiler)
+    own_compiler: SpackCompiler | None = None
     #: (package, version, hash, prefix, SpackCompiler) of the OSU/IMB builds on it
     tools: list = field(default_factory=list)
 
@@ -154,6 +156,7 @@ def matrix(path: Path, install_tree: Path | None = None) -> list:
             own = _compiler_of(node, specs)
             if own is not None:
                 entry.compilers.add(own)
+                entry.own_compiler = own
     for hash_, node in specs.items():
         mpi_hash = _mpi_dependency(node)
         if mpi_hash is None or node.get('name') in spack_packages():
