@@ -28,7 +28,7 @@ import os
 import socket
 import sys
 
-from hpcnet import fabrics, stacks
+from hpcnet import stacks
 from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
@@ -41,11 +41,11 @@ REPORTS = str(DEFAULT_REPORTS_DIR)
 os.makedirs(REPORTS, exist_ok=True)
 
 
-def _discovery(systems):
-    # Each MPI is probed on the fabrics of these systems one host can carry.
-    declared = {p['extras']['fabric'] for s in systems for p in s['partitions']}
+def _discovery():
+    # Each MPI is probed on every fabric one host can carry, whatever the
+    # systems declare: an environment's fabric gaps are its own.
     try:
-        return stacks.discover(fabrics=declared & set(fabrics.host_probed()))
+        return stacks.discover()
     except stacks.StackError as err:
         # The configuration must still load so that `reframe --list` etc.
         # show the problem instead of a traceback.
@@ -100,7 +100,7 @@ for _site in _sites:
     for _part in _site.system['partitions']:
         _part.setdefault('max_jobs', 1)
 # Each system gets the environments its site file's `stacks` admits.
-_environments = stacks.site_environments(_discovery(_systems), _sites)
+_environments = stacks.site_environments(_discovery(), _sites)
 # A -p that matches no environment would select nothing, and ReFrame pass.
 if any(is_option(a, _SELECTING) for a in sys.argv):
     _unmatched_prgenv = unmatched_prgenv(sys.argv, [e['name'] for e in _environments])
@@ -175,7 +175,7 @@ site_configuration = {
                        '%(check_perf_var)s=%(check_perf_value)s|%(check_perf_unit)s|'
                        'ref=%(check_perf_ref)s (l=%(check_perf_lower_thres)s, '
                        'u=%(check_perf_upper_thres)s)|%(check_perf_result)s|%(check_judgement)s|'
-                       '%(check_mpi_library)s'),
+                       '%(check_mpi_library)s|%(check_mpi_spec)s'),
             'append': True,
         }],
     }],

@@ -1,4 +1,5 @@
-"""The typed model of what the checks consume: partitions and stacks.
+"""The typed model of what the checks consume: partitions and stacks, and
+which stacks a site's system gets (:class:`StackChoice`, its file's ``stacks``).
 
 A site's ReFrame configuration describes each partition with a few extras (the
 fabric it tests, the interface, RDMA devices, link rate, node count) and hpcnet
@@ -12,7 +13,7 @@ extras keys are spelled only in this module (:class:`PartitionKey`,
 
 What a fabric needs of a partition (an interface, RDMA devices) is its
 entry's, in the fabric registry (hpcnet.fabrics); how each MPI is put on it is
-the fabric table's (hpcnet.fabrics.table): :meth:`Partition.fabric_settings`
+the fabric table's (hpcnet.fabrics): :meth:`Partition.fabric_settings`
 fills the table's placeholders from the partition's extras.
 """
 from __future__ import annotations
@@ -377,6 +378,82 @@ class Stack:
     def of(cls, rfm_environ) -> 'Stack':
         """The model of a ReFrame environment (``self.current_environ``)."""
         return cls.from_extras(rfm_environ.name, rfm_environ.extras)
+
+
+class SiteKey:
+    """Keys of a site file's ``stacks`` (which environments its system gets)."""
+    #: {'include': [regex, ...], 'exclude': [regex, ...]} over environment names
+    ENVIRONMENTS = 'environments'
+    #: False: no environment of the PyPI MPIs (`hpcnet install-stacks`)
+    PYPI_STACKS = 'pypi_stacks'
+    ALL = (ENVIRONMENTS, PYPI_STACKS)
+    INCLUDE = 'include'
+    EXCLUDE = 'exclude'
+    FILTERS = (INCLUDE, EXCLUDE)
+
+
+def _check_mapping(value, keys: tuple, at: str, what: str, where: str) -> None:
+    '''``value`` (at key ``at`` of file ``where``) is a mapping of ``keys``
+    only, each ``what`` says; else one ConfigError naming the first wrong key.'''
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: {at} is {value!r} (valid: a mapping with keys '
+                          f'{", ".join(keys)})')
+    unknown = sorted(set(value) - set(keys), key=str)
+    if unknown:
+        raise ConfigError(f'{where}: {at}.{unknown[0]} is not {what} (valid: {", ".join(keys)})')
+
+
+@dataclass(frozen=True)
+class StackChoice:
+    """Which environments a site's system gets (its file's ``stacks``,
+    SiteKey): regular expressions over environment names, searched as
+    ReFrame's ``-p`` does (none included: all), and whether the PyPI MPIs count."""
+    include: tuple = ()          #: compiled patterns
+    exclude: tuple = ()
+    pypi_stacks: bool = True
+
+    def refusal(self, environ: str, mpi_source: str) -> str | None:
+        '''Why the system does not get environment ``environ`` (of MPI source
+        ``mpi_source``), or None.'''
+        if mpi_source == 'pypi' and not self.pypi_stacks:
+            return f'{SiteKey.PYPI_STACKS} is False'
+        if self.include and not any(p.search(environ) for p in self.include):
+            return (f'{SiteKey.ENVIRONMENTS}.{SiteKey.INCLUDE} matches it not '
+                    f'({", ".join(p.pattern for p in self.include)})')
+        hit = next((p for p in self.exclude if p.search(environ)), None)
+        if hit:
+            return f'{SiteKey.ENVIRONMENTS}.{SiteKey.EXCLUDE} {hit.pattern!r} matches it'
+        return None
+
+    @classmethod
+    def from_site(cls, value, where: str) -> 'StackChoice':
+        """Validate a site file's ``stacks`` (from ``where``)."""
+        if value is None:
+            return cls()
+        _check_mapping(value, SiteKey.ALL, 'stacks', 'a stacks setting', where)
+        pypi = value.get(SiteKey.PYPI_STACKS, True)
+        if not isinstance(pypi, bool):
+            raise ConfigError(f'{where}: stacks.{SiteKey.PYPI_STACKS} is {pypi!r} '
+                              '(valid: True or False)')
+        filters = value.get(SiteKey.ENVIRONMENTS, {})
+        _check_mapping(filters, SiteKey.FILTERS, f'stacks.{SiteKey.ENVIRONMENTS}', 'a filter',
+                       where)
+        compiled = {}
+        for key in SiteKey.FILTERS:
+            patterns = filters.get(key, [])
+            at = f'stacks.{SiteKey.ENVIRONMENTS}.{key}'
+            if not isinstance(patterns, (list, tuple)):
+                raise ConfigError(f'{where}: {at} is {patterns!r} (valid: a list of regular '
+                                  'expressions over environment names)')
+            compiled[key] = []
+            for i, pattern in enumerate(patterns):
+                try:
+                    compiled[key].append(re.compile(pattern))
+                except (re.error, TypeError) as err:
+                    raise ConfigError(f'{where}: {at}[{i}] is {pattern!r}: {err} (valid: a '
+                                      'regular expression over environment names, as for '
+                                      "ReFrame's -p)") from None
+        return cls(tuple(compiled[SiteKey.INCLUDE]), tuple(compiled[SiteKey.EXCLUDE]), pypi)
 
 
 def check_system(system: dict, where: str) -> dict:

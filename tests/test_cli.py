@@ -101,12 +101,14 @@ def test_perflog_holds_every_value_reference_and_result(own_history, one_env_per
     log = own_history / 'perflogs' / 'local' / 'shm' / 'hpcnet_p2p.log'
     lines = [l for l in log.read_text().splitlines() if one_env_per_stack[0] in l]
     latency = [l for l in lines if '|latency_8B=' in l][-1].split('|')
-    # completion time|name|environ|var=value|unit|ref (l, u)|result|judgement|library
+    # completion time|name|environ|var=value|unit|ref (l, u)|result|judgement|library|spec
     value = float(latency[3].split('=')[1])
     assert value > 0 and latency[4] == 'us'
     assert latency[5].startswith('ref=1000.0 (l=') and latency[5].endswith(', u=0.5)'), latency
     assert latency[6] == 'pass'
     assert latency[7].startswith('judged against') and latency[8]
+    # Last, the MPI's Spack spec: empty for a build of no package manager.
+    assert len(latency) == 10 and (latency[9] == '' or '@' in latency[9]), latency
     # A value kept, not asserted, is logged too, with ReFrame's "no reference".
     kept = [l for l in lines if '|latency_0B=' in l][-1].split('|')
     assert float(kept[3].split('=')[1]) > 0 and kept[4] == 'us', kept

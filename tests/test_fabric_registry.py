@@ -68,7 +68,7 @@ def test_each_entry_is_complete(name):
     # Every field is required: an entry states each fact, "not used" included.
     assert all(f.default is dataclasses.MISSING for f in dataclasses.fields(entry))
     assert entry.description and entry.carrier in fabrics.Carrier.ALL
-    assert fabrics.registry._incomplete(entry) is None
+    assert fabrics._incomplete(entry) is None
     # Its MPI settings are in the table, for every MPI profile the table knows.
     table = fabrics.load_table()
     assert set(table['fabrics'][name]) == set(table['profiles'])

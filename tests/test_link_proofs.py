@@ -11,7 +11,7 @@ from reframe.core.exceptions import SanityError
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.constants import Collective
 from hpcnet.checklib.linkbytes import ANY_ROOT, LinkBound, Traffic
-from hpcnet.checklib.linkstats import LinkDelta
+from hpcnet.fabrics import LinkDelta
 from hpcnet.parsers.imb import parse_imb
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.parsers.osu import parse_osu

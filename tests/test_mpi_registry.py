@@ -162,7 +162,7 @@ def test_an_entry_that_contradicts_the_registry_is_refused(fakempi):
 # The import graph (no circle, the registry a leaf) is tests/test_layers.py's.
 
 
-@pytest.mark.parametrize('module', ['mpi', 'stacks.candidate', 'stacks.sources', 'stacks.probe',
+@pytest.mark.parametrize('module', ['mpi', 'stacks.candidate', 'stacks.sources',
                                     'stacks.modules', 'stacks.lmod', 'stacks.modulenames',
                                     'stacks.spacklock', 'model', 'stacks',
                                     'testbed.moduletree', 'checklib.sanity'])

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hpcnet import sites, variables
+from hpcnet import model, sites, variables
 from hpcnet.constants import OUTPUT_DIR, REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 
@@ -144,7 +144,7 @@ def test_config_on_a_host_no_site_file_names_is_one_error(tmp_path):
 def test_the_first_matching_site_is_the_system():
     def site(name, *patterns):
         return sites.SiteFile(f'{name}.py', {'name': name, 'hostnames': list(patterns),
-                                             'partitions': []}, sites.StackChoice())
+                                             'partitions': []}, model.StackChoice())
     chosen = [site('a', r'^login\d$'), site('b', r'^log'), site('local', '.*')]
     assert sites.matching_system(chosen, 'login1')[0].system['name'] == 'a'
     assert sites.matching_system(chosen, 'logger')[1] == r'^log'
@@ -163,7 +163,7 @@ def test_systems_whose_ranks_share_a_host():
 def test_the_session_runs_on_the_named_system_else_the_matching_one():
     def site(name, *patterns):
         return sites.SiteFile(f'{name}.py', {'name': name, 'hostnames': list(patterns),
-                                             'partitions': []}, sites.StackChoice())
+                                             'partitions': []}, model.StackChoice())
     chosen = [site('a', r'^login\d$'), site('local', '.*')]
     assert sites.selected_site(chosen, 'local:tcp', 'login1').system['name'] == 'local'
     assert sites.selected_site(chosen, '', 'login1').system['name'] == 'a'

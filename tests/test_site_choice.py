@@ -13,7 +13,7 @@ from test_stacks import CC, make_fake_mpi
 from hpcnet import fabrics, model, sites, stacks
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
-from hpcnet.sites import StackChoice
+from hpcnet.model import StackChoice
 from hpcnet.stacks import lmod, modulecache, modules
 from hpcnet.variables import MODULEPATH_ENV
 from hpcnet.stacks.discover import Environment

@@ -92,9 +92,7 @@ def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
     locked = spacklock.matrix(LOCK, tree)
     names = spacklock.environment_names(locked)
     assert sorted(names.values()) == _expected_names()
-    assert sorted(sources.spack_spec(m.name, m.version, m.short_hash,
-                                     (m.own_compiler.name, m.own_compiler.version))
-                  for m in locked) == _expected_specs()
+    assert sorted(m.spec for m in locked) == _expected_specs()
     for m in locked:
         assert m.prefix and m.prefix.endswith(m.short_hash), m
         assert sorted(t[0] for t in m.tools) == ['intel-mpi-benchmarks', 'osu-micro-benchmarks']

@@ -20,7 +20,10 @@ from conftest import env_regex, run_reframe, running_testbed, unexplained_failur
 from hpcnet.testbed import paper
 from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration, tcp_payload_MBps
 from hpcnet import testbed as tbm
-from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, P2PMode
+from hpcnet.constants import (CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, SYSTEMS_DIR,
+                              P2PMode)
+from hpcnet.model import Partition
+from hpcnet.sites import load_site_files
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import TESTBED_RATE_ENV
 
@@ -92,13 +95,21 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
 PAPER_TOLERANCE = 0.05
 
 
+def testbed_partition() -> Partition:
+    '''The testbed's partition as its site file declares it.'''
+    site = next(s for s in load_site_files(SYSTEMS_DIR) if s.system['name'] == 'testbed')
+    part = site.system['partitions'][0]
+    return Partition.from_extras(f'testbed:{part["name"]}', part['extras'])
+
+
 def host_slowdown(case: dict, link_rate_bps: int) -> float:
-    '''How much slower than the wire's TCP payload rate iperf3 found the
-    case's link in the same job (the faster of its runs before and after;
-    1 where it reached the wire).'''
+    '''How much slower than the wire's TCP payload rate (at the partition's
+    MTU) iperf3 found the case's link in the same job (the faster of its
+    runs before and after; 1 where it reached the wire).'''
     found = case['link_calibration']
     link = Calibration(found['iperf3_before_MBps'], found['iperf3_after_MBps'], {})
-    return max(1.0, tcp_payload_MBps(link_rate_bps, 1500) / link.link_MBps)
+    wire = tcp_payload_MBps(link_rate_bps, testbed_partition().mtu)
+    return max(1.0, wire / link.link_MBps)
 
 
 def test_paper_tables_beside_ours(tb, tmp_path, one_env_per_stack):

@@ -229,11 +229,11 @@ def imb_volume_mb(link_rate_bps: int | None) -> int:
 
 
 #: Lines in a benchmark's stdout that are not the benchmark's own and may land
-#: anywhere, tables included: the suite's link counters (hpcnet.checklib.linkstats,
+#: anywhere, tables included: the suite's link counters (hpcnet.fabrics,
 #: printed before and after the run) and the transport reports the fabric
 #: table switches on.  Anything else stays, for the strict parsers to judge.
 FOREIGN_LINES = (
-    re.compile(r'^hpcnet-link: '),                         # hpcnet.checklib.linkstats
+    re.compile(r'^hpcnet-link: '),                         # hpcnet.fabrics
     re.compile(r'^\[\d+\.\d+\]\s+\[[^\]\s]+:\d+:\d+\]'),  # UCX log (UCX_LOG_LEVEL)
     re.compile(r'^\[[^\]\s]+:\d+\] '),                      # Open MPI opal_output [host:pid]
     re.compile(r'^libfabric:\d+:'),                         # libfabric FI_LOG_LEVEL

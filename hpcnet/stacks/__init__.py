@@ -2,7 +2,7 @@
 
 Sources (:mod:`.sources`: Debian, PyPI, prefixes, Spack; :mod:`.modules`:
 Lmod's modules, over :mod:`.lmod` and :mod:`.modulenames`) yield candidates
-(:mod:`.candidate`), :mod:`.probe` proves each one, and :mod:`.discover`
+(:mod:`.candidate`, where the probe proves each one), and :mod:`.discover`
 turns every working pair into a ReFrame environment.
 :mod:`.spacklock` reads a Spack lock without Spack; :mod:`.modulecache`
 keeps what the module source found until a modulefile changes.
@@ -15,7 +15,7 @@ from hpcnet.stacks.candidate import TOOL_SUBDIRS, MpiCandidate, StackError, stat
 from hpcnet.stacks.discover import (BUILTIN_ENV, CACHE_FILE, Compiler, Discovery, Labelled, MpiStack,
                                     cached_discovery, chosen_environments, detect_compilers, discover,
                                     reframe_environments, site_environments)
-from hpcnet.stacks.probe import launcher_notice, missing_piece, probe_fabrics, probe_source
+from hpcnet.stacks.candidate import launcher_notice, missing_piece, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,
                                    pypi_root, spack_candidates)
 

@@ -1,20 +1,28 @@
-"""An MPI found by a source and not yet proven to work (:class:`MpiCandidate`),
-with what sources and the probe share: the state directory, the error users
-are told about, running a command, the benchmark programs of a prefix.
+"""An MPI found by a source (:class:`MpiCandidate`) and the probe that proves
+it works: :func:`probe` compiles and runs a small program with it, reading the
+family and version from both the header macros (compile time) and
+``MPI_Get_library_version`` (run time); :func:`probe_fabrics` runs it on 2
+ranks of this host over each fabric one host can carry.  With what sources
+and the probe share: the state directory, the error users are told about,
+running a command, the benchmark programs of a prefix.
 
-Below the sources (hpcnet.stacks.sources, hpcnet.stacks.modules), the probe (hpcnet.stacks.probe)
-and discovery (hpcnet.stacks): it imports none of them.
+Below the sources (hpcnet.stacks.sources, hpcnet.stacks.modules) and
+discovery (hpcnet.stacks): it imports none of them.
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
-from hpcnet import mpi
+from hpcnet import fabrics as fabric_registry, mpi
 from hpcnet.constants import DEFAULT_STATE_DIR
+from hpcnet.model import ConfigError, Partition, Stack
 from hpcnet.variables import STATE_DIR_ENV
 
 #: Every benchmark program looked up next to an MPI's launcher.
@@ -138,3 +146,214 @@ def linked_layer(lib: Path, env: dict | None = None) -> str | None:
     if 'libfabric' in deps:
         return 'ofi'
     return 'ucx' if 'libucp' in deps else None
+
+
+# The probe.
+
+#: The probe program; @HEADER_CHAIN@ is the registry's #if chain of header
+#: macros (hpcnet.mpi.probe_header_chain).
+_PROBE_TEMPLATE = r'''
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "exchange") == 0) {
+        /* Fabric probe: start the MPI on the fabric the environment puts it
+           on and pass one message around the ranks (connections are made). */
+        int rank = -1, size = 0, token = -1;
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Sendrecv(&rank, 1, MPI_INT, (rank + 1) % size, 0, &token, 1, MPI_INT,
+                     (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        printf("exchange: rank %d of %d received %d\n", rank, size, token);
+        MPI_Finalize();
+        return 0;
+    }
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    /* Allowed before MPI_Init (MPI-3): tells which library really got loaded. */
+    MPI_Get_library_version(lib, &len);
+    char *nl = strchr(lib, '\n');
+    if (nl) *nl = '\0';
+@HEADER_CHAIN@    printf("library: %s\n", lib);
+    return 0;
+}
+'''
+
+
+def probe_source() -> str:
+    '''The probe program's C source, for the families registered now.'''
+    return _PROBE_TEMPLATE.replace('@HEADER_CHAIN@', mpi.probe_header_chain())
+
+
+#: The probe program's file name in the probe's work directory.
+PROBE_PROGRAM = 'probe'
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    reason: str = ''
+    family: str = ''
+    version: str = ''
+    library_version: str = ''
+
+
+def probe(candidate: MpiCandidate, compiler, workdir: Path) -> ProbeResult:
+    '''Compile (warnings are errors) and run the probe program, with the C
+    compiler ``compiler`` (hpcnet.stacks.discover.Compiler) behind the wrapper, or
+    the wrapper's own (None).'''
+    src = workdir / 'probe.c'
+    src.write_text(probe_source())
+    exe = workdir / PROBE_PROGRAM
+    env = candidate.env()
+    if compiler is not None:
+        fam = candidate.expected_family
+        variables = ({mpi.family(fam).wrapper_cc_variable} if fam else
+                     {e.wrapper_cc_variable for e in mpi.families()})
+        for var in variables:
+            env[var] = compiler.command
+    try:
+        res = run_command([candidate.wrapper, '-Wall', '-Werror', str(src), '-o', str(exe)],
+                          env=env)
+    except (OSError, subprocess.SubprocessError) as err:
+        return ProbeResult(False, f'compiler wrapper {candidate.wrapper} failed to start: {err}')
+    if res.returncode != 0:
+        first = (res.stdout.strip().splitlines() or ['(no output)'])[0]
+        return ProbeResult(False, f'{candidate.wrapper} cannot compile an MPI program: {first}')
+    try:
+        res = run_command([str(exe)], env=env, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        return ProbeResult(False, f'probe program did not run: {err}')
+    if res.returncode != 0:
+        first = (res.stdout.strip().splitlines() or ['(no output)'])[-1]
+        return ProbeResult(False, f'probe program failed to start (missing library?): {first}')
+    header = re.search(r'^header: (\S+) (\S+)', res.stdout, re.M)
+    library = re.search(r'^library: (.*)$', res.stdout, re.M)
+    if not header or not library:
+        return ProbeResult(False, f'probe program printed unexpected output: {res.stdout[:200]!r}')
+    hdr_family, hdr_version = header.group(1), header.group(2)
+    lib = mpi.library_family(library.group(1))
+    if lib is None:
+        return ProbeResult(False, f'unknown MPI library: {library.group(1)!r}')
+    lib_family, lib_version = lib
+    if hdr_family != lib_family:
+        return ProbeResult(False, f'headers are {hdr_family} but the library loaded at run time '
+                                  f'is {lib_family} ({library.group(1)!r})')
+    if hdr_version.split('.')[:2] != lib_version.split('.')[:2]:
+        return ProbeResult(False, f'headers are {hdr_family} {hdr_version} but the library '
+                                  f'loaded at run time is {lib_version} ({library.group(1)!r})')
+    if candidate.expected_family and lib_family != candidate.expected_family:
+        return ProbeResult(False, f'expected {candidate.expected_family} but '
+                                  f'{candidate.wrapper} builds against {lib_family}')
+    return ProbeResult(True, family=lib_family, version=lib_version,
+                       library_version=' '.join(library.group(1).split()))
+
+
+#: What provides a shared library an MPI loads for a fabric (Debian names;
+#: a site with modules loads the module that provides it instead).
+LIBRARY_PROVIDERS = {
+    'libfabric.so.1': 'Debian package libfabric1',
+    'libucp.so.0': 'Debian package libucx0',
+    'libucs.so.0': 'Debian package libucx0',
+    'libuct.so.0': 'Debian package libucx0',
+    'libibverbs.so.1': 'Debian package libibverbs1',
+    'librdmacm.so.1': 'Debian package librdmacm1',
+    'libpmix.so.2': 'Debian package libpmix2',
+    'libhwloc.so.15': 'Debian package libhwloc15',
+    'libpsm2.so.2': 'Debian package libpsm2-2',
+}
+
+#: The loader's message (ld.so, or an MPI that dlopen()s its transport library:
+#: Intel MPI prints "MPI startup(): failed to load libfabric.so.1: libfabric.so.1:
+#: cannot open shared object file: No such file or directory" at I_MPI_DEBUG >= 1).
+_MISSING_LIBRARY = re.compile(r'([\w.+-]+\.so(?:\.\d+)*): cannot open shared object file')
+
+#: Seconds a fabric probe may take (2 ranks, one message; generous for a
+#: loaded host, short enough that a hang costs little).
+FABRIC_PROBE_TIMEOUT = 60
+
+
+def missing_piece(output: str) -> str | None:
+    '''"libfabric.so.1 not found: Debian package libfabric1" when an MPI's
+    output says it could not load a library, else None.'''
+    m = _MISSING_LIBRARY.search(output)
+    if not m:
+        return None
+    library = m.group(1)
+    provider = LIBRARY_PROVIDERS.get(library, 'install what provides it, or add its directory '
+                                              'to LD_LIBRARY_PATH')
+    return f'{library} not found: {provider}'
+
+
+#: What Spack installs in place of mpirun for ``openmpi ~legacylaunchers
+#: schedulers=slurm`` (its nolegacylaunchers.sh): a notice that exits 2.
+_SPACK_NO_LAUNCHER = 'legacylaunchers'
+
+
+def launcher_notice(launcher: str) -> str | None:
+    """Why ``launcher`` cannot start ranks on this host, when it is Spack's
+    notice standing in for mpirun; None for a real launcher (or none at all:
+    starting it then fails with its own message)."""
+    path = Path(launcher)
+    if not path.is_file() or is_elf(path) or path.stat().st_size > 4096:
+        return None
+    if _SPACK_NO_LAUNCHER not in path.read_text(errors='replace'):
+        return None
+    return (f'{launcher} is Spack\'s notice for an Open MPI built ~legacylaunchers, not a '
+            'launcher: it runs under srun on a Slurm partition (Spack builds mpirun with '
+            '+legacylaunchers)')
+
+
+def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
+                  fabrics: Iterable[str]) -> tuple:
+    '''Run the probe program (built by :func:`probe`) on 2 ranks of this host
+    with each fabric's settings from the fabric table.  Returns (gaps,
+    failures): ((fabric, missing piece), ...) where a library the MPI needs
+    for that fabric is missing (checks skip there, naming it), and ((fabric,
+    reason), ...) where the probe failed otherwise (checks run and fail there,
+    with their own diagnosis: a broken fabric is never a skip).'''
+    stack = Stack(environ=candidate.label, mpi_family=family,
+                  mpi_profile=mpi.mpi_profile(family, candidate.transport_layer),
+                  mpi_version=version)
+    launcher = os.path.join(candidate.bindir, 'mpirun')
+    notice = launcher_notice(launcher)
+    if notice is not None:
+        return tuple((fabric, notice) for fabric in fabrics), ()
+    gaps, failures = [], []
+    for fabric in fabrics:
+        part = Partition(fullname=f'host-probe:{fabric}', fabric=fabric,
+                         iface=fabric_registry.fabric(fabric).host_probe_iface)
+        try:
+            settings = part.fabric_settings(stack, 'mpirun')
+        except ConfigError as err:
+            failures.append((fabric, str(err)))    # the checks fail there with the same
+            continue
+        env = {**candidate.env(), **settings.env, **mpi.start_env(family)}
+        cmd = [launcher, '-np', '2', *settings.launcher_options, str(exe), 'exchange']
+        try:
+            # A session of its own: a hung launcher is killed with its ranks.
+            proc = subprocess.Popen(cmd, env=env, text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as err:
+            failures.append((fabric, f'{launcher} failed to start: {err}'))
+            continue
+        try:
+            output, _ = proc.communicate(timeout=FABRIC_PROBE_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            failures.append((fabric, f'2-rank probe did not end within {FABRIC_PROBE_TIMEOUT} s'))
+            continue
+        if proc.returncode == 0 and output.count('exchange: rank') == 2:
+            continue
+        gap = missing_piece(output)
+        if gap:
+            gaps.append((fabric, gap))
+        else:
+            last = (output.strip().splitlines() or ['(no output)'])[-1]
+            failures.append((fabric, f'2-rank probe exited {proc.returncode}: {last[:200]}'))
+    return tuple(gaps), tuple(failures)
+

@@ -7,7 +7,7 @@ EasyBuild modules) only add candidates and never touch the checks:
 1. *Sources* (hpcnet.stacks.sources, hpcnet.stacks.modules) yield
    :class:`hpcnet.stacks.candidate.MpiCandidate` objects: "there is an MPI compiler
    wrapper here, with this environment".  See :data:`SOURCES`.
-2. :func:`hpcnet.stacks.probe.probe` compiles and runs a small program with each
+2. :func:`hpcnet.stacks.candidate.probe` compiles and runs a small program with each
    candidate and each compiler, and reads the MPI family and version from both
    the header macros (compile time) and ``MPI_Get_library_version`` (run
    time): a wrapper whose headers and library disagree, or that names another
@@ -43,10 +43,10 @@ from hpcnet import mpi
 from hpcnet.constants import CompilerFamily, Feature
 from hpcnet.fabrics import host_probed
 from hpcnet.model import Stack
-from hpcnet.sites import StackChoice
+from hpcnet.model import StackChoice
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
-from hpcnet.stacks.probe import PROBE_PROGRAM, probe, probe_fabrics, probe_source
+from hpcnet.stacks.candidate import PROBE_PROGRAM, probe, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (debian_candidates, extra_prefix_candidates, pypi_candidates,
                                    spack_candidates, spack_lock_candidates)
 

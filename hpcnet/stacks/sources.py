@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hpcnet import mpi
 from hpcnet.stacks import spacklock
+from hpcnet.stacks.spacklock import spack_spec
 from hpcnet.stacks.candidate import MpiCandidate, StackError, is_elf, linked_layer, run_command
 from hpcnet.variables import (MPI_PREFIXES_ENV, SPACK_ENV_VAR, SPACK_INSTALL_TREE_ENV_VAR,
                               SPACK_LOCK_ENV_VAR)
@@ -152,13 +153,6 @@ def spack_env_name(package: str, version: str, short_hash: str) -> str:
     return f'{mpi.environment_label(mpi.spack_family(package) or package, version)}-{short_hash}'
 
 
-def spack_spec(name: str, version: str, short_hash: str, compiler=None) -> str:
-    '''A Spack build as `spack find -l` names it: ``openmpi@4.1.4 %gcc@12.2.0
-    /wlpcv5h`` (``compiler``: (name, version) of its own C compiler, if any).'''
-    own = f' %{compiler[0]}@{compiler[1]}' if compiler and compiler[0] != 'none' else ''
-    return f'{name}@{version}{own} /{short_hash}'
-
-
 def _spack_find(spack: str, env_dir: str, fmt: str, *query: str) -> list:
     '''The fields of each line `spack -e ENV find --format FMT QUERY...`
     prints, without Spack's own headers and notes.'''
@@ -242,8 +236,6 @@ def spack_lock_candidates(state: Path) -> list:
                                        env_name=spack_env_name(m.name, m.version, m.short_hash),
                                        built_with=_built_with((c.name, c.version)
                                                               for c in m.compilers),
-                                       spec=spack_spec(m.name, m.version, m.short_hash,
-                                                       m.own_compiler and (m.own_compiler.name,
-                                                                           m.own_compiler.version))))
+                                       spec=m.spec))
     return out
 

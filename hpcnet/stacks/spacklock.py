@@ -69,6 +69,19 @@ class LockedMpi:
     def short_hash(self) -> str:
         return self.hash[:7]
 
+    @property
+    def spec(self) -> str:
+        """The build as `spack find -l` names it (spack_spec)."""
+        own = self.own_compiler
+        return spack_spec(self.name, self.version, self.short_hash, own and (own.name, own.version))
+
+
+def spack_spec(name: str, version: str, short_hash: str, compiler=None) -> str:
+    '''A Spack build as `spack find -l` names it: ``openmpi@4.1.4 %gcc@12.2.0
+    /wlpcv5h`` (``compiler``: (name, version) of its own C compiler, if any).'''
+    own = f' %{compiler[0]}@{compiler[1]}' if compiler and compiler[0] != 'none' else ''
+    return f'{name}@{version}{own} /{short_hash}'
+
 
 def load(path: Path) -> dict:
     try:
@@ -195,7 +208,7 @@ def table(path: Path, install_tree: Path | None = None) -> str:
         for c in sorted(m.compilers, key=lambda c: (c.name, c.version)):
             tools = ', '.join(f'{t[0]}@{t[1]}/{t[2][:7]}' for t in sorted(m.tools, key=str)
                               if t[4] == c) or 'no OSU/IMB'
-            lines.append(f'{names[(m.hash, c)]:32} {m.name}@{m.version}/{m.short_hash} '
-                         f'%{c.name}@{c.version}  prefix {m.prefix or "(not installed here)"}')
+            lines.append(f'{names[(m.hash, c)]:32} {m.spec}  with {c.name}@{c.version}  '
+                         f'prefix {m.prefix or "(not installed here)"}')
             lines.append(f'{"":32} tools: {tools}')
     return '\n'.join(lines)

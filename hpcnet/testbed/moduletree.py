@@ -20,7 +20,7 @@ from hpcnet import mpi
 from hpcnet.stacks.candidate import StackError, state_dir
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.stacks.lmod import lmod_command
-from hpcnet.stacks.probe import probe
+from hpcnet.stacks.candidate import probe
 from hpcnet.stacks.sources import pypi_candidates
 
 

@@ -1,0 +1,441 @@
+"""Fabrics: everything hpcnet knows about one, in one place.
+
+- **The registry**: one :class:`FabricEntry` per fabric a partition can
+  declare (extras ``fabric``): what carries it, what a partition must name,
+  whether the host probes it, which RDMA link layer it runs on.  The model,
+  discovery, the checks, ``site init`` and the metric catalogue read it from
+  here; the entries hpcnet ships are at the end of the registry's part, a
+  site file's own are registered by hpcnet.sites.
+- **The proof of its use**: the interface counters a job reads before and
+  after the benchmark, on every node (:func:`snapshot_command`,
+  :func:`link_deltas`).
+- **Its MPI settings**: the fabric table (config/fabrics.yaml), how each MPI
+  profile is put on each fabric and how the MPI proves it used it
+  (:class:`FabricSettings`, :meth:`FabricSettings.verify`, with the family's
+  transport parser from hpcnet.mpi).  The partition model (hpcnet.model)
+  fills the table's placeholders from a partition's extras.
+
+Adding a fabric is one :class:`FabricEntry` (:func:`register`) plus its block
+in the fabric table.  This module imports nothing of hpcnet but the
+vocabulary (hpcnet.constants) and the MPI registry (hpcnet.mpi).
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import yaml
+
+from hpcnet import mpi
+from hpcnet.constants import FABRICS_FILE, Fabric
+
+
+class RegistryError(ValueError):
+    '''A fabric the registry does not hold, or an entry that is incomplete or
+    contradicts the others; the message names what is valid.'''
+
+
+class Carrier:
+    '''What carries a fabric's bytes between ranks.'''
+    #: Ranks of one node share memory: no link, nothing crosses an interface.
+    SHARED_MEMORY = 'shared memory'
+    #: A network interface, through the kernel's network stack.
+    NETDEV = 'netdev'
+    #: An RDMA device's port (the kernel is bypassed).
+    RDMA = 'rdma'
+    ALL = (SHARED_MEMORY, NETDEV, RDMA)
+
+
+class LinkLayer:
+    '''What sysfs says an RDMA port runs on (ports/<n>/link_layer).'''
+    ETHERNET = 'Ethernet'
+    INFINIBAND = 'InfiniBand'
+    ALL = (ETHERNET, INFINIBAND)
+
+
+#: The RDMA port a partition uses where it names none (extras rdma_port).
+DEFAULT_RDMA_PORT = 1
+
+
+@dataclass(frozen=True)
+class FabricEntry:
+    '''Everything hpcnet knows about one fabric.  Every field is required:
+    an entry states each fact, where "not used" is None or False.'''
+    #: The name partitions declare (extras ``fabric``) and the key of its
+    #: block in the fabric table.
+    name: str
+    #: One line for `hpcnet fabrics validate` and the docs.
+    description: str
+    #: What carries it (:class:`Carrier`).
+    carrier: str
+    #: Whether a partition must name extras ``iface``: the interface whose
+    #: counters prove the traffic.  An RDMA fabric may name one (its netdev).
+    needs_iface: bool
+    #: Whether discovery probes each MPI on it on the host running ReFrame
+    #: (one host can carry it); an RDMA fabric is proven where the ranks run.
+    host_probed: bool
+    #: The interface the host probe runs it over (None: it needs none).
+    host_probe_iface: str | None
+    #: The link layer its RDMA ports must report (:class:`LinkLayer`; None
+    #: where it is not RDMA): the preflight checks it, ``site init`` proposes
+    #: the fabric on ports that report it.
+    link_layer: str | None
+    #: The RoCE v2 GID index its MPI settings use where a partition names
+    #: none (extras ``gid_index``); None: it uses no GID.
+    default_gid_index: int | None
+
+    @property
+    def is_rdma(self) -> bool:
+        return self.carrier == Carrier.RDMA
+
+    @property
+    def has_link(self) -> bool:
+        '''Whether its bytes cross a link (counters, preflight, the wire's rate).'''
+        return self.carrier != Carrier.SHARED_MEMORY
+
+
+def _incomplete(entry: FabricEntry) -> str | None:
+    '''What an entry lacks or contradicts, or None.'''
+    for f in fields(entry):
+        if getattr(entry, f.name) == '':
+            return f'{f.name} is empty'
+    if entry.carrier not in Carrier.ALL:
+        return f'carrier is {entry.carrier!r} (valid: {", ".join(Carrier.ALL)})'
+    if entry.is_rdma != (entry.link_layer is not None):
+        return ('link_layer is for RDMA fabrics only, and every RDMA fabric needs one '
+                f'(valid: {", ".join(LinkLayer.ALL)})')
+    if entry.link_layer is not None and entry.link_layer not in LinkLayer.ALL:
+        return f'link_layer is {entry.link_layer!r} (valid: {", ".join(LinkLayer.ALL)})'
+    if entry.carrier == Carrier.NETDEV and not entry.needs_iface:
+        return 'a netdev fabric needs extras iface (its counters prove the traffic)'
+    if entry.host_probe_iface and not entry.host_probed:
+        return 'host_probe_iface is set, but host_probed is False'
+    if entry.host_probed and entry.has_link and not entry.host_probe_iface:
+        return 'a host-probed fabric with a link needs host_probe_iface'
+    if entry.default_gid_index is not None and entry.link_layer != LinkLayer.ETHERNET:
+        return 'default_gid_index is for RDMA over Ethernet only'
+    return None
+
+
+_ENTRIES: dict = {}
+
+
+def register(entry: FabricEntry) -> FabricEntry:
+    '''Add a fabric; raises RegistryError where the entry is incomplete or
+    its name is taken.'''
+    if entry.name in _ENTRIES:
+        raise RegistryError(f'fabric {entry.name!r} is already registered')
+    wrong = _incomplete(entry)
+    if wrong:
+        raise RegistryError(f'fabric {entry.name!r}: {wrong}')
+    _ENTRIES[entry.name] = entry
+    return entry
+
+
+def unregister(name: str) -> None:
+    '''Remove a fabric (a test's own, after the test).'''
+    _ENTRIES.pop(name, None)
+
+
+def entries() -> tuple:
+    '''Every entry, in registration order.'''
+    return tuple(_ENTRIES.values())
+
+
+def fabric_names() -> tuple:
+    return tuple(_ENTRIES)
+
+
+def fabric(name: str) -> FabricEntry:
+    try:
+        return _ENTRIES[name]
+    except KeyError:
+        raise RegistryError(f'fabric {name!r} is not registered '
+                            f'(valid: {", ".join(_ENTRIES)})') from None
+
+
+def host_probed() -> tuple:
+    '''The fabrics discovery probes each MPI on, on the host running ReFrame.'''
+    return tuple(e.name for e in _ENTRIES.values() if e.host_probed)
+
+
+def rdma_fabrics() -> tuple:
+    return tuple(e for e in _ENTRIES.values() if e.is_rdma)
+
+
+# The fabrics hpcnet ships.
+
+SHM = register(FabricEntry(
+    name=Fabric.SHM,
+    description='ranks on one node talk through shared memory',
+    carrier=Carrier.SHARED_MEMORY,
+    needs_iface=False,
+    host_probed=True,
+    host_probe_iface=None,
+    link_layer=None,
+    default_gid_index=None,
+))
+
+TCP = register(FabricEntry(
+    name=Fabric.TCP,
+    description="Ethernet through the kernel's TCP stack (loopback on one host)",
+    carrier=Carrier.NETDEV,
+    needs_iface=True,
+    host_probed=True,
+    # One host carries TCP over loopback.
+    host_probe_iface='lo',
+    link_layer=None,
+    default_gid_index=None,
+))
+
+ROCE = register(FabricEntry(
+    name=Fabric.ROCE,
+    description='RDMA over Converged Ethernet (RoCE v2)',
+    carrier=Carrier.RDMA,
+    needs_iface=False,
+    host_probed=False,
+    host_probe_iface=None,
+    link_layer=LinkLayer.ETHERNET,
+    # RoCE v2 over IPv4 on a default mlx5 configuration.
+    default_gid_index=3,
+))
+
+IB = register(FabricEntry(
+    name=Fabric.IB,
+    description='InfiniBand (same MPI settings as RoCE, without the GID index)',
+    carrier=Carrier.RDMA,
+    needs_iface=False,
+    host_probed=False,
+    host_probe_iface=None,
+    link_layer=LinkLayer.INFINIBAND,
+    default_gid_index=None,
+))
+
+
+# The proof of a fabric's use: interface counters before and after a job.
+#
+# Two uses: proof that the bytes crossed the link under test (the interface's
+# tx_bytes must grow by at least what the kernel sent), and telling a
+# regression apart from a link throwing errors (errors and drops are attached
+# to the result).  The job prints, from each node, one line per phase:
+#
+#     hpcnet-link: before cn1 eth0 tx_bytes=123 rx_bytes=456 tx_errors=0 ...
+
+#: Counters read from /sys/class/net/<iface>/statistics.
+COUNTERS = ('tx_bytes', 'rx_bytes', 'tx_packets', 'rx_packets',
+            'tx_errors', 'rx_errors', 'tx_dropped', 'rx_dropped')
+ERROR_COUNTERS = ('tx_errors', 'rx_errors', 'tx_dropped', 'rx_dropped')
+
+_LINE = re.compile(r'^hpcnet-link: (before|after) (\S+) (\S+)((?: \w+=\d+)+)\s*$', re.M)
+
+
+class LinkStatsError(ValueError):
+    pass
+
+
+def snapshot_command(phase: str, iface: str) -> str:
+    '''A POSIX shell command printing the counters of ``iface`` on this node.'''
+    if not re.fullmatch(r'[\w.:-]+', iface):
+        raise LinkStatsError(f'interface name {iface!r} is not valid')
+    stats = f'/sys/class/net/{iface}/statistics'
+    reads = ' '.join(f'{c}=$(cat {stats}/{c})' for c in COUNTERS)
+    return (f'sh -c \'if [ -d {stats} ]; then echo "hpcnet-link: {phase} $(hostname) {iface} '
+            f'{reads}"; else echo "hpcnet-link: missing $(hostname) {iface}"; fi\'')
+
+
+def per_node(command: str, launcher: str, num_nodes: int) -> str:
+    '''Run ``command`` once on each of the job's nodes.'''
+    if num_nodes == 1:
+        return command
+    if launcher == 'srun':
+        return (f'srun --nodes={num_nodes} --ntasks={num_nodes} --ntasks-per-node=1 '
+                f'--mpi=none {command}')
+    raise LinkStatsError(f'reading link counters on {num_nodes} nodes needs the srun launcher '
+                         f'(partition uses {launcher!r})')
+
+
+@dataclass(frozen=True)
+class LinkDelta:
+    host: str
+    iface: str
+    delta: dict        #: counter -> after - before
+
+    @property
+    def errors(self) -> dict:
+        return {c: self.delta[c] for c in ERROR_COUNTERS if self.delta.get(c)}
+
+
+def link_deltas(text: str) -> list:
+    '''One LinkDelta per host that printed both phases.'''
+    if re.search(r'^hpcnet-link: missing (\S+) (\S+)', text, re.M):
+        m = re.search(r'^hpcnet-link: missing (\S+) (\S+)', text, re.M)
+        raise LinkStatsError(f'interface {m.group(2)} does not exist on {m.group(1)}')
+    snaps = {}
+    for phase, host, iface, fields in _LINE.findall(text):
+        values = dict(f.split('=') for f in fields.split())
+        snaps.setdefault((host, iface), {})[phase] = {k: int(v) for k, v in values.items()}
+    deltas = []
+    for (host, iface), phases in sorted(snaps.items()):
+        if set(phases) != {'before', 'after'}:
+            raise LinkStatsError(f'{host} {iface}: counters only {list(phases)}, '
+                                 'need before and after')
+        deltas.append(LinkDelta(host, iface, {c: phases['after'][c] - phases['before'][c]
+                                              for c in phases['before']}))
+    return deltas
+
+
+def link_efficiency(payload_MBps: float, rate_bps: float, directions: int = 1) -> float:
+    '''Achieved payload rate over the link's wire rate (1.0 = every bit on
+    the wire is payload, unreachable: framing and headers cost ~4-6 %).'''
+    return payload_MBps * 8e6 / (float(rate_bps) * directions)
+
+
+# The fabric table (config/fabrics.yaml): how each MPI profile is put on each
+# fabric of the registry.  Data only: what a fabric is lives in its entry.
+
+
+class ConfigError(ValueError):
+    """A site's configuration (system file, fabric table) is invalid."""
+
+@dataclass(frozen=True)
+class FabricSettings:
+    fabric: str
+    profile: str
+    env: dict               #: forcing + reporting variables, placeholders filled
+    launcher_options: tuple
+    expect: frozenset       #: transport names that count as this fabric
+    parser: str             #: a transport parser's name (hpcnet.mpi.transport_parsers)
+    #: RDMA devices the partition names (roce/ib): where the MPI reports the
+    #: devices it used (UCX), they must be among these, not just any port.
+    devices: frozenset = frozenset()
+
+    def verify(self, text: str) -> tuple:
+        '''(ok, message) for the MPI output ``text``.'''
+        parser = mpi.transport_parser(self.parser)
+        used = parser.transports(text)
+        if not used:
+            return False, (f'{self.profile} printed no transport report for fabric '
+                           f'{self.fabric!r} (reporting variables: '
+                           f'{", ".join(sorted(self.report_vars))})')
+        wrong = used - self.expect
+        evidence = parser.evidence_of(text)
+        if wrong:
+            return False, (f'fabric {self.fabric!r} asked for, but {self.profile} used '
+                           f'{", ".join(sorted(wrong))} (expected one of: '
+                           f'{", ".join(sorted(self.expect))}; evidence: {evidence})')
+        if self.devices and parser.rdma_devices:
+            other = parser.rdma_devices(text) - self.devices
+            if other:
+                return False, (f'fabric {self.fabric!r} on {", ".join(sorted(self.devices))} '
+                               f'asked for, but {self.profile} also used RDMA device(s) '
+                               f'{", ".join(sorted(other))}')
+        return True, (f'{self.profile} used {", ".join(sorted(used))} on fabric {self.fabric!r}'
+                      + ('' if evidence == mpi.OWN_REPORT else f' (evidence: {evidence})'))
+
+    @property
+    def report_vars(self) -> frozenset:
+        return frozenset(k for k in self.env if mpi.is_report_variable(k))
+
+
+def _fail(path, key, msg):
+    raise ConfigError(f'{path}: {key}: {msg}')
+
+
+def _validate_fabric_blocks(blocks, profiles, path) -> None:
+    '''Check the table's ``fabrics:``: one block per registered fabric it
+    names, each a mapping of MPI profile: settings.'''
+    for fabric, entries in blocks.items():
+        if fabric not in fabric_names():
+            _fail(path, f'fabrics.{fabric}', f'not a fabric of hpcnet.fabrics (valid: '
+                  f'{", ".join(fabric_names())})')
+        if not isinstance(entries, dict):
+            _fail(path, f'fabrics.{fabric}', 'must be a mapping of MPI profile: settings')
+        for prof, entry in entries.items():
+            key = f'fabrics.{fabric}.{prof}'
+            if prof not in profiles:
+                _fail(path, key, f'unknown MPI profile (valid: {", ".join(profiles)})')
+            if not isinstance(entry, dict):
+                _fail(path, key, 'must be a mapping with env, expect')
+            unknown = set(entry) - {'env', 'launcher_options', 'expect'}
+            if unknown:
+                _fail(path, f'{key}.{sorted(unknown)[0]}', 'unknown key (valid: env, launcher_options, expect)')
+            if not isinstance(entry.get('env', {}), dict):
+                _fail(path, f'{key}.env', 'must be a mapping of variable: value')
+            options = entry.get('launcher_options', [])
+            if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+                _fail(path, f'{key}.launcher_options',
+                      f'{options!r} is not a list of strings (one launcher argument each)')
+            exp = entry.get('expect')
+            if not isinstance(exp, list) or not exp or not all(isinstance(x, str) for x in exp):
+                _fail(path, f'{key}.expect', 'must be a non-empty list of transport names')
+
+
+def validate_table(data, path='<table>') -> dict:
+    '''Check the structure of a fabric table; return it unchanged.'''
+    if not isinstance(data, dict):
+        _fail(path, '(top level)', 'expected a mapping with keys schema, profiles, fabrics, launchers')
+    if data.get('schema') != 1:
+        _fail(path, 'schema', f'unsupported schema {data.get("schema")!r} (valid: 1)')
+    for top in ('profiles', 'fabrics', 'launchers'):
+        if not isinstance(data.get(top), dict):
+            _fail(path, top, 'missing or not a mapping')
+    profiles = data['profiles']
+    for name, prof in profiles.items():
+        parser = (prof or {}).get('report', {}).get('parser')
+        parsers = mpi.transport_parsers()
+        if parser not in parsers:
+            _fail(path, f'profiles.{name}.report.parser',
+                  f'{parser!r} is not a transport parser (valid: {", ".join(parsers)})')
+        if not isinstance(prof['report'].get('env', {}), dict):
+            _fail(path, f'profiles.{name}.report.env', 'must be a mapping of variable: value')
+        unknown = set(prof) - {'report', 'oversubscribed'}
+        if unknown:
+            _fail(path, f'profiles.{name}.{sorted(unknown)[0]}',
+                  'unknown key (valid: report, oversubscribed)')
+        over = prof.get('oversubscribed', {})
+        if not isinstance(over, dict) or set(over) - {'env', 'yields_from'} \
+                or not isinstance(over.get('env', {}), dict):
+            _fail(path, f'profiles.{name}.oversubscribed',
+                  'must be a mapping with keys env (a mapping of variable: value) '
+                  'and yields_from (a version)')
+        # A string: YAML reads 4.10 unquoted as the number 4.1.
+        first = over.get('yields_from')
+        if first is not None and not (isinstance(first, str)
+                                      and re.fullmatch(r'\d+(\.\d+)*', first)):
+            _fail(path, f'profiles.{name}.oversubscribed.yields_from',
+                  f'{first!r} is not a version (valid: numbers joined by dots, '
+                  "quoted: '4.2')")
+    _validate_fabric_blocks(data['fabrics'], profiles, path)
+    for launcher, fams in data['launchers'].items():
+        if not isinstance(fams, dict) or not all(isinstance(v, list) for v in fams.values()):
+            _fail(path, f'launchers.{launcher}', 'must map MPI family to a list of options')
+    return data
+
+
+@functools.lru_cache(maxsize=None)
+def load_table(path: str | Path = FABRICS_FILE) -> dict:
+    path = Path(path)
+    try:
+        with open(path) as fp:
+            data = yaml.safe_load(fp)
+    except OSError as err:
+        raise ConfigError(f'{path}: cannot read the fabric table: {err.strerror}') from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+    return validate_table(data, path)
+
+
+def fabric_block(table: dict, fabric: str, profile: str, path) -> dict:
+    '''The table's settings of MPI ``profile`` on ``fabric``; one line naming
+    the file and the key where the table has none.'''
+    blocks = table['fabrics']
+    if fabric not in blocks:
+        raise ConfigError(f'{path}: fabrics.{fabric}: missing (every fabric a partition declares '
+                          f'needs a block of MPI settings; the table has: {", ".join(blocks)})')
+    entry = blocks[fabric].get(profile)
+    if entry is None:
+        raise ConfigError(f'{path}: fabrics.{fabric}: no entry for MPI profile {profile!r} '
+                          f'(valid: {", ".join(blocks[fabric])})')
+    return entry
