@@ -95,7 +95,7 @@ def test_multinode_p2p_passes_within_wire_rate_references(tb, tmp_path, one_env_
 PAPER_TOLERANCE = 0.05
 
 
-def testbed_partition() -> Partition:
+def partition_of_testbed() -> Partition:
     '''The testbed's partition as its site file declares it.'''
     site = next(s for s in load_site_files(SYSTEMS_DIR) if s.system['name'] == 'testbed')
     part = site.system['partitions'][0]
@@ -108,7 +108,7 @@ def host_slowdown(case: dict, link_rate_bps: int) -> float:
     runs before and after; 1 where it reached the wire).'''
     found = case['link_calibration']
     link = Calibration(found['iperf3_before_MBps'], found['iperf3_after_MBps'], {})
-    wire = tcp_payload_MBps(link_rate_bps, testbed_partition().mtu)
+    wire = tcp_payload_MBps(link_rate_bps, partition_of_testbed().mtu)
     return max(1.0, wire / link.link_MBps)
 
 
