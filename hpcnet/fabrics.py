@@ -269,9 +269,9 @@ class LinkDelta:
 
 def link_deltas(text: str) -> list:
     '''One LinkDelta per host that printed both phases.'''
-    if re.search(r'^hpcnet-link: missing (\S+) (\S+)', text, re.M):
-        m = re.search(r'^hpcnet-link: missing (\S+) (\S+)', text, re.M)
-        raise LinkStatsError(f'interface {m.group(2)} does not exist on {m.group(1)}')
+    missing = re.search(r'^hpcnet-link: missing (\S+) (\S+)', text, re.M)
+    if missing:
+        raise LinkStatsError(f'interface {missing.group(2)} does not exist on {missing.group(1)}')
     snaps = {}
     for phase, host, iface, fields in _LINE.findall(text):
         values = dict(f.split('=') for f in fields.split())

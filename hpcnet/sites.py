@@ -1,8 +1,9 @@
 """Site files: each ``config/systems/<name>.py`` (and each file of the
 directories in HPCNET_SYSTEMS_DIRS) defines ``system``, one ReFrame system
 whose partitions hpcnet.model validates, and may define ``stacks``, which of
-the environments found that system gets (hpcnet.model.StackChoice), and ``fabrics``, the site's own fabrics (registry entries,
-hpcnet.fabrics).  A mistake is one ConfigError naming the file and the key.
+the environments found that system gets (hpcnet.model.StackChoice), and
+``fabrics``, the site's own fabrics (registry entries, hpcnet.fabrics).  A
+mistake is one ConfigError naming the file and the key.
 """
 from __future__ import annotations
 
