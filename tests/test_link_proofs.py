@@ -11,6 +11,7 @@ from reframe.core.exceptions import SanityError
 from hpcnet.checklib import linkbytes, sanity
 from hpcnet.constants import Collective
 from hpcnet.checklib.linkbytes import ANY_ROOT, LinkBound, Traffic
+from hpcnet import fabrics
 from hpcnet.fabrics import LinkDelta
 from hpcnet.parsers.imb import parse_imb
 from hpcnet.parsers.kernel import parse_kernel_output
@@ -309,3 +310,19 @@ def test_a_moving_root_is_judged_on_sent_plus_received():
     with pytest.raises(SanityError, match=r'cn1: eth0 carried \(sent \+ received\) 999 bytes'):
         sanity.check_link_traffic([delta('cn1', tx_bytes=400, rx_bytes=599)], ['cn1'], bound,
                                   'eth0')
+
+
+def test_a_missing_interface_is_named_with_its_node():
+    text = 'hpcnet-link: before cn1 eth0 tx_bytes=1\nhpcnet-link: missing cn2 eth0\n'
+    with pytest.raises(fabrics.LinkStatsError, match=r'^interface eth0 does not exist on cn2$'):
+        fabrics.link_deltas(text)
+
+
+def test_counters_of_both_phases_give_the_delta():
+    before = 'hpcnet-link: before cn1 eth0 tx_bytes=100 tx_errors=0\n'
+    after = 'hpcnet-link: after cn1 eth0 tx_bytes=350 tx_errors=2\n'
+    [delta] = fabrics.link_deltas(before + after)
+    assert (delta.host, delta.iface, delta.delta) == ('cn1', 'eth0', {'tx_bytes': 250, 'tx_errors': 2})
+    assert delta.errors == {'tx_errors': 2}
+    with pytest.raises(fabrics.LinkStatsError, match=r"cn1 eth0: counters only \['before'\]"):
+        fabrics.link_deltas(before)
