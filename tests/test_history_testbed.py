@@ -3,9 +3,7 @@ case on the testbed, each its own session in a scratch results database, the
 links shaped to 700 Mbit/s, cut to 450 Mbit/s from session 8 on and to 250 Mbit/s
 in session 4 alone: every rate under what the shared host reaches (0.77-1.0 of
 the 1 Gbit/s wire, by how busy it is), so every level is the shaper's, steady
-whatever the host's load. (An unshaped first level carries the host's spread
-beside a steady shaped one: the search's pooled outlier spread then flags most
-of that level and loses the change: docs/acceptance.md, outliers.)
+whatever the host's load.
 History must name session 8 (+-1) as the change of the raw 4 MiB bandwidth
 with the link rate the runs recorded, no change of the metrics the cut does
 not move (the ratio to iperf3 on the same link, the efficiency over the

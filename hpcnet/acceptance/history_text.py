@@ -67,6 +67,11 @@ def accepted_line(series: Series, what, min_segment: int) -> str:
     return f'ACCEPTED       {found.split(" ", 1)[1].strip()}; accepted: {acceptance.why}'
 
 
+def sessions_text(nights: int) -> str:
+    """'session' for one, 'N sessions' for more: the newest/first ..."""
+    return 'session' if nights == 1 else f'{nights} sessions'
+
+
 def tail_line(series: Series, tail, min_segment: int) -> str:
     """The newest nights that stand apart from the level."""
     since = series.sessions[tail.start].label()
@@ -77,7 +82,7 @@ def tail_line(series: Series, tail, min_segment: int) -> str:
     else:
         word, verdict = 'WORSE LATELY', (f'fewer than a level ({min_segment}): not '
                                          'decided, a regression if it holds')
-    return (f'{word:14} {series.name()}: the newest {tail.nights} sessions, since {since}: '
+    return (f'{word:14} {series.name()}: the newest {sessions_text(tail.nights)}, since {since}: '
             f'{level_text(tail.median)} against a level of {level_text(tail.level)} '
             f'({size_text(tail)}), {verdict}; what changed that session: '
             f'{what_changed(series, tail.start)}')
@@ -90,8 +95,9 @@ def outlier_line(series: Series, outlier: Outlier) -> str:
 
 
 def head_line(series: Series, head) -> str:
-    return (f'CUT SHORT      {series.name()}: the first {head.nights} sessions stand at '
-            f'{level_text(head.median)}, the level after them at {level_text(head.level)} '
+    stand, them = ('stands', 'it') if head.nights == 1 else ('stand', 'them')
+    return (f'CUT SHORT      {series.name()}: the first {sessions_text(head.nights)} {stand} at '
+            f'{level_text(head.median)}, the level after {them} at {level_text(head.level)} '
             f'({head.level / head.median - 1:+.1%}): the level before a change that the '
             'period\'s start cut short; not decided (a period that starts earlier judges it)')
 

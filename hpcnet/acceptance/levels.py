@@ -16,7 +16,10 @@ the series; docs/acceptance.md, "Nightly history", states it for users).
    the two-sided Mann-Whitney U p times the number of places the border
    could have been (Bonferroni: the search chose the place that separates
    them best) below ALPHA, and the medians moved by more than THRESHOLD.
-   The weakest candidate that fails goes, its neighbours' levels grow and
+   A level needs MIN_SEGMENT nights that belong with it: its outliers past
+   the midpoint of the two levels' medians belong with the other level, its
+   other outliers are bad nights of its own (left out of the test, still
+   its nights). The weakest candidate that fails goes, its neighbours' levels grow and
    are tested again, until every one left passes.
 4. Outliers: a value more than OUTLIER_Z robust standard deviations and more
    than THRESHOLD from its level's median (residuals pooled over the series,
@@ -147,17 +150,18 @@ def _sorted_median(ordered: np.ndarray) -> float:
 
 
 def _levels_differ(before: np.ndarray, after: np.ndarray, low: float, high: float, *,
-                   relative: bool, min_segment: int, alpha: float, threshold: float,
-                   distinct: bool) -> tuple:
+                   nights: tuple, relative: bool, min_segment: int, alpha: float,
+                   threshold: float, distinct: bool) -> tuple:
     """(whether the two levels differ, p, median before, after): the
     two-sided Mann-Whitney U p times the number of places the levels' border
-    could have been put (Bonferroni: the search tried them all); levels of
-    fewer than ``min_segment`` values (outliers taken out) never differ.
+    could have been put (Bonferroni: the search tried them all); a level of
+    fewer than ``min_segment`` nights never differs.
     ``before``, ``after``: each level's values, outliers taken out, sorted;
-    ``low``, ``high``: their _level_median; ``distinct``: no two values of
-    the series are equal."""
-    if min(len(before), len(after)) < min_segment:
-        # A level whose sessions disagree (outliers taken out) is no level.
+    ``low``, ``high``: their _level_median; ``nights``: each level's nights
+    that belong with it (_Elimination.nights); ``distinct``: no two values
+    of the series are equal."""
+    if min(nights) < min_segment:
+        # A level whose sessions disagree is no level.
         return False, 1.0, low, high
     direction = 'greater' if high > low else 'less'
     borders = max(1, len(before) + len(after) - 2 * min_segment + 1)
@@ -293,11 +297,24 @@ class _Elimination:
                 kept, _sorted_median(kept) if len(kept) else self.median_of(start, end))
         return self.sorted_levels[key]
 
+    def nights(self, start: int, end: int, own: float, other: float) -> int:
+        """How many of the level's nights belong with it against a
+        neighbour: all but its outliers past the midpoint of the two levels'
+        medians (``own``, ``other``; geometric for relative values), which
+        belong with the neighbour. An outlier on its own level's side is a
+        bad night of that level, still one of its nights: left out of the
+        test, it does not make the level too short to be one."""
+        values = self.array[start:end]
+        midpoint = math.sqrt(own * other) if self.relative else (own + other) / 2
+        past = values > midpoint if other > own else values < midpoint
+        return end - start - int(np.count_nonzero(self.outside[start:end] & past))
+
     def test(self, i: int, bounds: list) -> None:
         """_levels_differ of the i-th change point's two levels."""
         left, position, right = bounds[i:i + 3]
         (before, low), (after, high) = self.level(left, position), self.level(position, right)
-        test = _levels_differ(before, after, low, high, **self.rule)
+        nights = (self.nights(left, position, low, high), self.nights(position, right, high, low))
+        test = _levels_differ(before, after, low, high, nights=nights, **self.rule)
         self.tests[position] = test
         self.weak.pop(position, None)
         if not test[0]:
@@ -333,10 +350,10 @@ def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, al
                threshold: float) -> tuple:
     """(the change points left, the outliers, _levels_differ of each, the
     residuals of their levels) once every candidate left passes (module
-    docstring, 3. and 4.): the weakest that fails goes, one at a time.  A test depends only on its two levels'
-    values and outliers, so only those whose levels changed run again: the
-    two beside the candidate that went (its levels merged), and those whose
-    levels gained or lost an outlier."""
+    docstring, 3. and 4.): the weakest that fails goes, one at a time. A
+    test depends only on its two levels' values and outliers, so only those
+    whose levels changed run again: the two beside the candidate that went
+    (its levels merged), and those whose levels gained or lost an outlier."""
     search = _Elimination(values, kept, relative=relative, min_segment=min_segment,
                           alpha=alpha, threshold=threshold)
     untested = set(range(len(search.kept)))

@@ -73,7 +73,7 @@ def _rows(found: hist.History) -> list:
                      htext.changed_near(series, change)))
     for series, tail in found.tails() + found.tails(worse=False):
         word = 'worse' if series.worse(tail) else 'better'
-        rows.append((word, f'{word} the newest {tail.nights} sessions', series,
+        rows.append((word, f'{word} the newest {htext.sessions_text(tail.nights)}', series,
                      series.sessions[tail.start], htext.outlier_text(
                          Outlier(tail.start, tail.median, tail.level)),
                      htext.what_changed(series, tail.start)))
