@@ -175,34 +175,48 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--nights', type=int, default=365)
     parser.add_argument('--cases', type=int, default=147)
+    parser.add_argument('--keep', type=Path, metavar='DIR',
+                        help='make the database in DIR and keep it; a database already there '
+                             '(of a run with the same --nights and --cases) is used again')
     args = parser.parse_args()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        return run_all(args.keep, args.nights, args.cases)
     with tempfile.TemporaryDirectory() as scratch:
-        db = Path(scratch) / 'year.db'
+        return run_all(Path(scratch), args.nights, args.cases)
+
+
+def run_all(scratch: Path, nights: int, cases: int) -> int:
+    """Every step over the database in ``scratch``, made there unless it is."""
+    db = scratch / 'year.db'
+    if db.exists():
+        print(f'results database: {db}, {db.stat().st_size / 1e6:.0f} MB, made before')
+    else:
         t = time.monotonic()
-        build_db(db, args.nights, args.cases)
-        print(f'results database: {args.nights} nights x {args.cases} cases, '
+        build_db(db, nights, cases)
+        print(f'results database: {nights} nights x {cases} cases, '
               f'{db.stat().st_size / 1e6:.0f} MB, made in {time.monotonic() - t:.0f} s')
-        build = measure(HPCNET, 'index', 'build', '--db', db)
-        print(f'hpcnet index build: {build["seconds"]:.1f} s, peak {build["max_rss_mb"]:.0f} MB, '
-              f'index {Path(str(db) + ".index.sqlite").stat().st_size / 1e6:.0f} MB')
-        for label, extra in (('-n hpcnet_p2p.*mode=bw', ['-n', 'hpcnet_p2p.*mode=bw']),
-                             ('whole suite', [])):
-            run = measure(HPCNET, 'history', '--db', db, '--system', 'local', *extra)
-            print(f'hpcnet history {label}: {run["seconds"]:.1f} s, peak '
-                  f'{run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
-            for what, value in found(run['stdout'], args.nights).items():
-                print(f'    {what}: {value}')
-        page = Path(scratch) / 'trend.html'
-        run = measure(HPCNET, 'history', '--db', db, '--system', 'local', '--html', page)
-        print(f'hpcnet history --html (the trend page, whole suite): {run["seconds"]:.1f} s, '
-              f'peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}, '
-              f'page {page.stat().st_size / 1e6:.1f} MB')
-        accepted_baseline(Path(scratch) / 'reference', BASELINE_NIGHTS)
-        run = measure(HPCNET, 'compare', 'baseline', 'now-1d:now',
-                      env={'RFM_SQLITE_DB_FILE': str(db),
-                           'HPCNET_REFERENCE_DIR': str(Path(scratch) / 'reference')})
-        print(f'hpcnet compare baseline now-1d:now (baseline: nights 1-{BASELINE_NIGHTS}): '
-              f'{run["seconds"]:.1f} s, peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
+    build = measure(HPCNET, 'index', 'build', '--db', db)
+    print(f'hpcnet index build: {build["seconds"]:.1f} s, peak {build["max_rss_mb"]:.0f} MB, '
+          f'index {Path(str(db) + ".index.sqlite").stat().st_size / 1e6:.0f} MB')
+    for label, extra in (('-n hpcnet_p2p.*mode=bw', ['-n', 'hpcnet_p2p.*mode=bw']),
+                         ('whole suite', [])):
+        run = measure(HPCNET, 'history', '--db', db, '--system', 'local', *extra)
+        print(f'hpcnet history {label}: {run["seconds"]:.1f} s, peak '
+              f'{run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
+        for what, value in found(run['stdout'], nights).items():
+            print(f'    {what}: {value}')
+    page = scratch / 'trend.html'
+    run = measure(HPCNET, 'history', '--db', db, '--system', 'local', '--html', page)
+    print(f'hpcnet history --html (the trend page, whole suite): {run["seconds"]:.1f} s, '
+          f'peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}, '
+          f'page {page.stat().st_size / 1e6:.1f} MB')
+    accepted_baseline(scratch / 'reference', BASELINE_NIGHTS)
+    run = measure(HPCNET, 'compare', 'baseline', 'now-1d:now',
+                  env={'RFM_SQLITE_DB_FILE': str(db),
+                       'HPCNET_REFERENCE_DIR': str(scratch / 'reference')})
+    print(f'hpcnet compare baseline now-1d:now (baseline: nights 1-{BASELINE_NIGHTS}): '
+          f'{run["seconds"]:.1f} s, peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}')
     return 0
 
 
