@@ -30,11 +30,7 @@ import yaml
 
 from hpcnet import mpi
 from hpcnet.constants import FABRICS_FILE, Fabric
-
-
-class RegistryError(ValueError):
-    '''A fabric the registry does not hold, or an entry that is incomplete or
-    contradicts the others; the message names what is valid.'''
+from hpcnet.mpi import RegistryError
 
 
 class Carrier:
@@ -119,50 +115,25 @@ def _incomplete(entry: FabricEntry) -> str | None:
     return None
 
 
-_ENTRIES: dict = {}
-
-
-def register(entry: FabricEntry) -> FabricEntry:
-    '''Add a fabric; raises RegistryError where the entry is incomplete or
-    its name is taken.'''
-    if entry.name in _ENTRIES:
-        raise RegistryError(f'fabric {entry.name!r} is already registered')
-    wrong = _incomplete(entry)
-    if wrong:
-        raise RegistryError(f'fabric {entry.name!r}: {wrong}')
-    _ENTRIES[entry.name] = entry
-    return entry
-
-
-def unregister(name: str) -> None:
-    '''Remove a fabric (a test's own, after the test).'''
-    _ENTRIES.pop(name, None)
-
-
-def entries() -> tuple:
-    '''Every entry, in registration order.'''
-    return tuple(_ENTRIES.values())
-
-
-def fabric_names() -> tuple:
-    return tuple(_ENTRIES)
-
-
-def fabric(name: str) -> FabricEntry:
-    try:
-        return _ENTRIES[name]
-    except KeyError:
-        raise RegistryError(f'fabric {name!r} is not registered '
-                            f'(valid: {", ".join(_ENTRIES)})') from None
+_REGISTRY = mpi.Registry('fabric', lambda entry, held: _incomplete(entry))
+#: Add a fabric; RegistryError where the entry is incomplete or its name is taken.
+register = _REGISTRY.register
+#: Remove a fabric (a test's own, after the test).
+unregister = _REGISTRY.unregister
+#: Every entry, in registration order.
+entries = _REGISTRY.entries
+fabric_names = _REGISTRY.names
+#: The entry of a fabric; RegistryError naming the valid ones.
+fabric = _REGISTRY.get
 
 
 def host_probed() -> tuple:
     '''The fabrics discovery probes each MPI on, on the host running ReFrame.'''
-    return tuple(e.name for e in _ENTRIES.values() if e.host_probed)
+    return tuple(e.name for e in _REGISTRY.entries() if e.host_probed)
 
 
 def rdma_fabrics() -> tuple:
-    return tuple(e for e in _ENTRIES.values() if e.is_rdma)
+    return tuple(e for e in _REGISTRY.entries() if e.is_rdma)
 
 
 # The fabrics hpcnet ships.

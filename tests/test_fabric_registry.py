@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import env_regex, run_reframe
 
-from hpcnet import fabrics, metrics, sites, stacks
+from hpcnet import fabrics, metrics, mpi, sites, stacks
 from hpcnet.checklib import preflight
 from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
 from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
@@ -248,3 +248,15 @@ def test_an_unknown_fabric_in_the_table_names_file_key_and_valid(tmp_path):
     with pytest.raises(ConfigError, match=rf'^{path}: fabrics.myrinet: not a fabric of '
                                           r'hpcnet.fabrics \(valid: shm, tcp, roce, ib\)$'):
         fabrics.load_table(path)
+
+
+def test_fabrics_and_mpi_families_keep_one_kind_of_registry():
+    '''One registry class: a lookup of a name it lacks names the valid ones,
+    in either.'''
+    assert fabrics.RegistryError is mpi.RegistryError
+    with pytest.raises(fabrics.RegistryError, match=r"fabric 'nonet' is not registered "
+                                                    r"\(valid: shm, tcp, .*roce"):
+        fabrics.fabric('nonet')
+    with pytest.raises(mpi.RegistryError, match=r"MPI family 'nompi' is not registered "
+                                                r"\(valid: .*openmpi"):
+        mpi.family('nompi')

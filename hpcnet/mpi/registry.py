@@ -10,6 +10,9 @@ peers, never 'self') are at the end; the fabric table's
 :meth:`hpcnet.fabrics.FabricSettings.verify` runs them.  :func:`register` adds one,
 :func:`unregister` removes it again (tests).
 
+The registry class itself (:class:`Registry`) is here too: hpcnet.fabrics
+keeps its fabrics in one.
+
 This package is a leaf: it imports nothing of hpcnet outside itself, so that
 discovery (hpcnet.stacks, .sources, .modules, .spacklock), the model and the
 judging code (hpcnet.checklib.sanity) can all import it without a circle.
@@ -24,13 +27,58 @@ from typing import Callable
 from hpcnet.mpi.known_issues import KnownIssue
 
 
+class RegistryError(ValueError):
+    '''An entry the registry does not hold, or one that is incomplete or
+    contradicts the others; the message names what is valid.'''
+
+
+class Registry:
+    '''Entries by name, in registration order.  ``kind`` names an entry in
+    messages ("fabric", "MPI family"); ``check(entry, held)`` returns what
+    is wrong with a new entry against the tuple of those already held, or
+    None.'''
+
+    def __init__(self, kind: str, check: Callable[[object, tuple], str | None]):
+        self.kind = kind
+        self._check = check
+        self._entries: dict = {}
+
+    def register(self, entry):
+        '''Add ``entry`` (it has a ``name``); raises RegistryError where the
+        name is taken or the check finds it wrong.  Returns the entry.'''
+        if entry.name in self._entries:
+            raise RegistryError(f'{self.kind} {entry.name!r} is already registered')
+        wrong = self._check(entry, self.entries())
+        if wrong:
+            raise RegistryError(f'{self.kind} {entry.name!r}: {wrong}')
+        self._entries[entry.name] = entry
+        return entry
+
+    def unregister(self, name: str) -> None:
+        '''Remove an entry (a test's own, after the test).'''
+        self._entries.pop(name, None)
+
+    def entries(self) -> tuple:
+        '''Every entry, in registration order.'''
+        return tuple(self._entries.values())
+
+    def names(self) -> tuple:
+        return tuple(self._entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries
+
+    def get(self, name: str):
+        '''The entry named ``name``; RegistryError naming the valid ones.'''
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise RegistryError(f'{self.kind} {name!r} is not registered '
+                                f'(valid: {", ".join(self._entries)})') from None
+
+
 #: What a verdict says when the MPI's own transport report decided it.
 OWN_REPORT = 'its own transport report'
-
-
-class RegistryError(ValueError):
-    '''A family or known issue the registry does not hold, or an entry that
-    contradicts the others; the message names what is valid.'''
 
 
 @dataclass(frozen=True)
@@ -118,61 +166,46 @@ class FamilyEntry:
         return f'    printf("header: {self.name} {self.header_version_format}\\n", {macros});\n'
 
 
-_ENTRIES: dict = {}
-
-
-def register(entry: FamilyEntry) -> FamilyEntry:
-    '''Add a family; raises RegistryError where it contradicts the entries
-    already held (a name, parser, module or Spack package claimed twice).'''
-    if entry.name in _ENTRIES:
-        raise RegistryError(f'MPI family {entry.name!r} is already registered')
+def _contradiction(entry: FamilyEntry, held: tuple) -> str | None:
+    '''What a new family contradicts in the entries ``held`` (a parser,
+    module or Spack package claimed twice; a base not registered), or None.'''
     for issue in entry.known_issues:
         if issue.family != entry.name:
-            raise RegistryError(f'{entry.name}: known issue {issue.name} is of family '
-                                f'{issue.family!r}')
-    unknown = [base for base in entry.builds_on if base not in _ENTRIES]
+            return f'known issue {issue.name} is of family {issue.family!r}'
+    names = [other.name for other in held]
+    unknown = [base for base in entry.builds_on if base not in names]
     if unknown:
-        raise RegistryError(f'{entry.name}: builds on {unknown[0]!r}, which is not registered '
-                            f'(valid: {", ".join(_ENTRIES)})')
-    for other in _ENTRIES.values():
+        return f'builds on {unknown[0]!r}, which is not registered (valid: {", ".join(names)})'
+    for other in held:
         for what in ('spack_packages', 'module_packages', 'mpi_toolchains', 'full_toolchains'):
             shared = set(getattr(entry, what)) & set(getattr(other, what))
             if shared:
-                raise RegistryError(f'{entry.name}: {what} {sorted(shared)[0]!r} is already '
-                                    f'{other.name}\'s')
+                return f'{what} {sorted(shared)[0]!r} is already {other.name}\'s'
         shared = ({p.name for p in entry.transport_parsers} &
                   {p.name for p in other.transport_parsers})
         if shared:
-            raise RegistryError(f'{entry.name}: transport parser {sorted(shared)[0]!r} is '
-                                f'already {other.name}\'s')
-    _ENTRIES[entry.name] = entry
-    return entry
+            return f'transport parser {sorted(shared)[0]!r} is already {other.name}\'s'
+    return None
 
 
-def unregister(name: str) -> None:
-    '''Remove a family (a test's own, after the test).'''
-    _ENTRIES.pop(name, None)
+_REGISTRY = Registry('MPI family', _contradiction)
+#: Add a family; RegistryError where it contradicts the entries already held.
+register = _REGISTRY.register
+#: Remove a family (a test's own, after the test).
+unregister = _REGISTRY.unregister
+#: Every entry, in registration order.
+families = _REGISTRY.entries
+family_names = _REGISTRY.names
+#: The entry of a family; RegistryError naming the valid ones.
+family = _REGISTRY.get
 
 
-def families() -> tuple:
-    '''Every entry, in registration order.'''
-    return tuple(_ENTRIES.values())
-
-
-def family_names() -> tuple:
-    return tuple(_ENTRIES)
-
-
-def family(name: str) -> FamilyEntry:
-    try:
-        return _ENTRIES[name]
-    except KeyError:
-        raise RegistryError(f'MPI family {name!r} is not registered '
-                            f'(valid: {", ".join(_ENTRIES)})') from None
+def _entry_or_none(family_name: str) -> FamilyEntry | None:
+    return _REGISTRY.get(family_name) if family_name in _REGISTRY else None
 
 
 def _depth(entry: FamilyEntry) -> int:
-    return max((1 + _depth(_ENTRIES[base]) for base in entry.builds_on), default=0)
+    return max((1 + _depth(_REGISTRY.get(base)) for base in entry.builds_on), default=0)
 
 
 def in_probe_order() -> tuple:
@@ -202,20 +235,20 @@ def library_family(library_version: str) -> tuple | None:
 
 def wrapper_show_args() -> tuple:
     '''The wrappers' ways to print their compiler command, each once.'''
-    return tuple(dict.fromkeys(e.wrapper_show_args for e in _ENTRIES.values()))
+    return tuple(dict.fromkeys(e.wrapper_show_args for e in _REGISTRY.entries()))
 
 
 def mpi_profile(family_name: str, layer: str | None) -> str:
     '''Key of an MPI in the fabric table: its family, plus the transport layer
     where one family ships with several (MPICH over UCX or OFI).'''
-    entry = _ENTRIES.get(family_name)
+    entry = _entry_or_none(family_name)
     return entry.profile(layer) if entry else family_name
 
 
 def start_env(family_name: str) -> dict:
     '''Variables an MPI needs to start at all as this user (Open MPI refuses
     to run as root without OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)).'''
-    entry = _ENTRIES.get(family_name)
+    entry = _entry_or_none(family_name)
     if entry is None or os.geteuid() != 0:
         return {}
     return dict(entry.start_env_as_root)
@@ -223,7 +256,7 @@ def start_env(family_name: str) -> dict:
 
 def transport_parsers() -> dict:
     '''{parser name: TransportParser} of every family.'''
-    return {p.name: p for e in _ENTRIES.values() for p in e.transport_parsers}
+    return {p.name: p for e in _REGISTRY.entries() for p in e.transport_parsers}
 
 
 def transport_parser(name: str) -> TransportParser:
@@ -240,40 +273,40 @@ _REPORT_NAME_PARTS = ('VERBOSE', 'LOG', 'DEBUG')
 def is_report_variable(name: str) -> bool:
     '''Whether variable ``name`` switches on an MPI's transport report.'''
     return (any(part in name for part in _REPORT_NAME_PARTS) or
-            any(name.startswith(prefix) for e in _ENTRIES.values()
+            any(name.startswith(prefix) for e in _REGISTRY.entries()
                 for prefix in e.report_variable_prefixes))
 
 
 def spack_family(package: str) -> str | None:
     '''The family a Spack package provides, or None.'''
-    return next((e.name for e in _ENTRIES.values() if package in e.spack_packages), None)
+    return next((e.name for e in _REGISTRY.entries() if package in e.spack_packages), None)
 
 
 def spack_packages() -> tuple:
-    return tuple(p for e in _ENTRIES.values() for p in e.spack_packages)
+    return tuple(p for e in _REGISTRY.entries() for p in e.spack_packages)
 
 
 def module_family(package: str) -> str | None:
     '''The family of an MPI module's package name (lower case), or None.'''
-    return next((e.name for e in _ENTRIES.values() if package in e.module_packages), None)
+    return next((e.name for e in _REGISTRY.entries() if package in e.module_packages), None)
 
 
 def toolchains() -> tuple:
     '''(toolchain, family) of every EasyBuild toolchain, compiler + MPI
     toolchains first.'''
-    entries = _ENTRIES.values()
+    entries = _REGISTRY.entries()
     return (tuple((t, e.name) for e in entries for t in e.mpi_toolchains) +
             tuple((t, e.name) for e in entries for t in e.full_toolchains))
 
 
 def known_issues() -> tuple:
-    return tuple(issue for e in _ENTRIES.values() for issue in e.known_issues)
+    return tuple(issue for e in _REGISTRY.entries() for issue in e.known_issues)
 
 
 def known_issue(family_name: str, version: str, layer: str | None) -> KnownIssue | None:
     '''The known defect of a stack of this family, version and transport
     layer, or None.'''
-    entry = _ENTRIES.get(family_name)
+    entry = _entry_or_none(family_name)
     return next((issue for issue in (entry.known_issues if entry else ())
                  if issue.applies_to(family_name, version, layer)), None)
 
