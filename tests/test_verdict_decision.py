@@ -142,6 +142,29 @@ def test_accept_fails_an_intermittent_fault_and_re_tests_a_lone_slow_sample(tmp_
     assert (code, rounds) == (Exit.FAILED, [5, statcompare.LONE_SAMPLE_RUNS - 5])
 
 
+def test_accept_runs_no_further_round_of_a_case_that_failed_a_repeat(tmp_path, monkeypatch):
+    '''A repeat that failed (the link found shaped below its declared rate
+    while the flapping path was slow) fails the acceptance: the case's
+    metrics left undecided are not measured again.'''
+    baseline = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    rounds = []
+
+    def flapping_round(reframe_args, repeats):
+        rounds.append(repeats)
+        runs = _runs(repeats, 100 * len(rounds))
+        runs[0]['bandwidth_4MiB'] *= 0.7
+        report = json.loads(Path(_report(tmp_path / f'round{len(rounds)}.json',
+                                         f'round{len(rounds)}', runs)).read_text())
+        report['runs'][0]['testcases'][0].update(
+            result='fail', fail_phase='performance',
+            fail_reason='performance error: the link is slower than declared')
+        return Exit.FAILED, report
+    monkeypatch.setattr(accept, '_round', flapping_round)
+    monkeypatch.setenv('HPCNET_REPORTS_DIR', str(tmp_path))
+    code = accept.accept([], accept.Budget(5, 15, 600), baseline_spec=baseline)
+    assert (code, rounds) == (Exit.FAILED, [5])
+
+
 # --- the recorded testbed sessions -------------------------------------------
 
 def _recorded(indices, rescale: float = 1.0, halve: tuple = ()) -> list:

@@ -2,7 +2,8 @@
 
 Run the selection K times, compare with the system's baseline, and where a
 metric is still not decided, run only the cases that hold such metrics
-again, as many repeats as the statistics say would decide them, until every
+again, as many repeats as the statistics say would decide them (a case that
+failed a repeat has failed the acceptance: it is not run again), until every
 metric is decided (each judged one-sided against its own tolerance:
 hpcnet.acceptance.statcompare), more samples of the after side would decide
 none of those left, or a budget (``--max-repeats``, ``--time-budget``) is
@@ -19,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from hpcnet import argtypes, runner
+from hpcnet import argtypes, runner, verdict
 from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
@@ -40,12 +41,23 @@ class Budget:
     time_budget_s: float  #: wall time after which no new round starts
 
 
-def _undecided_selection(outcome: compare.Outcome, after: compare.Side) -> list:
+def _failed_cases(reports: list) -> set:
+    '''(test, system:partition, environ) of each case that failed a repeat
+    (an attempt of a known issue that ReFrame retried aside): the acceptance
+    has failed on it, and no sample of a further round changes that.'''
+    return {(name.split(' /')[0], f'{system}:{partition}', environ)
+            for (name, system, partition, environ), results
+            in verdict.case_repeats_of(reports).items()
+            if any(tc['result'] not in verdict.NOT_FAILED and not verdict.failed_by_known_issue(tc)
+                   for tc in results)}
+
+
+def _undecided_selection(outcome: compare.Outcome, after: compare.Side, failed: set) -> list:
     '''ReFrame options that select exactly the cases with undecided metrics
-    that more samples decide: one -n /<hash> per case (ReFrame ORs repeated
-    -n), their environments.'''
+    that more samples decide, but those that ``failed`` (_failed_cases): one
+    -n /<hash> per case (ReFrame ORs repeated -n), their environments.'''
     wanted = {(r.test, r.partition, r.environ.split(' -> ')[-1]) for r in outcome.undecided()
-              if r.result.more_samples}
+              if r.result.more_samples} - failed
     hashes, envs = set(), set()
     for report in after.reports:
         for tc in compare.measured_cases([report]):
@@ -113,11 +125,16 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
             runner.say(f'budget spent ({taken} of {budget.max_repeats} repeats, {spent:.0f} of '
                        f'{budget.time_budget_s:.0f} s): {len(undecided)} metrics not decided')
             break
+        selection = _undecided_selection(outcome, after, _failed_cases(reports))
+        if not selection:
+            runner.say(f'{len(undecided)} metrics not decided, of cases that failed a repeat: no '
+                       'more rounds (a failed case fails the acceptance whatever its samples)')
+            break
         extra = min(more, room)
         runner.say(f'{len(undecided)} metrics not decided: {extra} more repeats of the cases '
                    f'that hold them (the statistics ask for about {more})')
         code, report = _round([*runner.option_values_removed(reframe_args, ('-n', '--name')),
-                               *_undecided_selection(outcome, after)], extra)
+                               *selection], extra)
         run_codes.append(code)
         if report is None:
             break
