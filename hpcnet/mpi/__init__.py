@@ -18,9 +18,9 @@ from hpcnet.mpi.registry import (OWN_REPORT, FamilyEntry, Registry, RegistryErro
 from hpcnet.mpi.entries import MpiFamily
 
 __all__ = ['DONE_OK_LINE', 'FINALIZE_WATCHDOG_LINE', 'KERNEL_ERROR_PREFIX', 'FailureEvidence',
-           'KnownIssue', 'Phase', 'OWN_REPORT', 'FamilyEntry', 'Registry', 'RegistryError', 'TransportParser',
-           'environment_label', 'families', 'family', 'family_names', 'in_probe_order',
-           'is_report_variable', 'known_issue', 'known_issue_named', 'known_issues',
-           'library_family', 'module_family', 'mpi_profile', 'probe_header_chain', 'register',
-           'spack_family', 'spack_packages', 'start_env', 'toolchains', 'transport_parser',
-           'transport_parsers', 'unregister', 'wrapper_show_args', 'MpiFamily']
+           'KnownIssue', 'Phase', 'OWN_REPORT', 'FamilyEntry', 'Registry', 'RegistryError',
+           'TransportParser', 'environment_label', 'families', 'family', 'family_names',
+           'in_probe_order', 'is_report_variable', 'known_issue', 'known_issue_named',
+           'known_issues', 'library_family', 'module_family', 'mpi_profile', 'probe_header_chain',
+           'register', 'spack_family', 'spack_packages', 'start_env', 'toolchains',
+           'transport_parser', 'transport_parsers', 'unregister', 'wrapper_show_args', 'MpiFamily']
