@@ -21,20 +21,17 @@ import tempfile
 from pathlib import Path
 
 from hpcnet import testbed as tbm
+from hpcnet.acceptance import compare, references
 from hpcnet.commands.testbed import parse_on_testbed, run_on
 from hpcnet.paths import isolate_history
 
 
-def perflog_values(lines: list) -> dict:
-    '''{metric: value} of one run's perflog lines (the format of
-    config/settings.py: the 4th field is ``name=value``).'''
-    values = {}
-    for line in lines:
-        fields = line.split('|')
-        if len(fields) > 3 and '=' in fields[3] and not line.startswith('job_completion_time'):
-            name, value = fields[3].split('=', 1)
-            values[name] = float(value)
-    return values
+def run_values(report_path: Path) -> dict:
+    '''{metric: median of its samples} of one run's report, read as compare
+    reads a side (asserted or not; a withheld measurement left out).'''
+    report = references.load_report(report_path)
+    got = compare.samples(compare.Side(str(report_path), [report]))
+    return {key[-1]: statistics.median(samples) for key, (_, samples) in got.values.items()}
 
 
 def main(argv=None) -> int:
@@ -51,22 +48,20 @@ def main(argv=None) -> int:
     values = [v for v in listed.split(',') if v]
     if not variable or len(values) < 2:
         ap.error('--set needs a variable and at least two values: VAR=V1,V2')
-    check = args.select.split('.')[0]
     scratch = isolate_history(Path(tempfile.mkdtemp(prefix='hpcnet-variable-spread-')))
-    perflog = scratch / 'perflogs' / 'testbed' / 'eth' / f'{check}.log'
+    # `hpcnet testbed run` copies each run's report there.
+    latest = scratch / 'reports' / 'testbed-latest.json'
     tb = tbm.Testbed(name='hpcnetvar')
     tb.down()
     tb.up(nodes=2, rate=args.rate)
     runs = {value: [] for value in values}
-    read = 0
     try:
         for run in range(1, args.runs + 1):
             for value in values:
+                latest.unlink(missing_ok=True)     # never the report of an earlier run
                 code = run_on(tb, parse_on_testbed('run', ['-n', args.select, '-p', args.env,
                                                            '-S', f'{variable}={value}']))
-                lines = perflog.read_text().splitlines() if perflog.exists() else []
-                got = perflog_values(lines[read:])
-                read = len(lines)
+                got = run_values(latest) if latest.exists() else {}
                 runs[value].append(got)
                 print(f'run {run} {variable}={value}: exit {int(code)}, {len(got)} figures',
                       flush=True)
