@@ -495,3 +495,29 @@ def test_a_session_of_other_checks_only_does_not_stop_a_series():
     assert not bandwidth(found).stop and not found.stopped()
     # Its own check ran that night without it: stopped.
     assert bandwidth(judged(reports + [night(13, None)])).stop.since.index == 13
+
+
+def test_a_long_series_gets_at_most_max_candidates_and_a_short_one_all_that_fit():
+    '''A year has more places to split than real changes: the search tries
+    MAX_CANDIDATES of them; a series of up to (MAX_CANDIDATES + 1) x
+    MIN_SEGMENT sessions gets every candidate that fits, as before the cap.'''
+    year = _noisy(365)
+    assert len(levels._candidates(year, True, levels.MIN_SEGMENT)) == levels.MAX_CANDIDATES
+    short = year[:(levels.MAX_CANDIDATES + 1) * levels.MIN_SEGMENT]
+    assert levels._candidates(short, True, levels.MIN_SEGMENT) == \
+        levels._candidates(short, True, levels.MIN_SEGMENT, max_candidates=10 ** 6)
+
+
+def test_the_candidate_cap_keeps_every_step_of_a_year_of_upgrades():
+    '''Twelve upgrades in a year, each moving the level 8 % up or down over
+    the night-to-night 1 % noise: each found, at its night or the next (a
+    noisy night at a border belongs with either level).'''
+    rng = np.random.default_rng(11)
+    steps = sorted(int(p) for p in rng.choice(np.arange(2, 30), size=12, replace=False) * 12)
+    level = np.ones(365)
+    for i, position in enumerate(steps):
+        level[position:] *= 1.08 if i % 2 else 1 / 1.08
+    values = list(112.0 * level * np.exp(rng.normal(0, 0.01, 365)))
+    found = [c.position for c in levels.find_changes(values).changes]
+    assert len(found) == len(steps)
+    assert all(0 <= position - step <= 1 for position, step in zip(found, steps)), found

@@ -133,16 +133,22 @@ class Series:
         return [(s, v) for s, v in self.busy if s.index > last]
 
 
+def _session_facts(session: Session) -> tuple:
+    """((what, [value]), ...) the session recorded for all its cases: its
+    ReFrame version and host."""
+    info = session.report.get('session_info', {})
+    return tuple((what, (str(info[key]),))
+                 for what, key in (('ReFrame', 'version'), ('host running ReFrame', 'hostname'),
+                                   ('kernel of the host running ReFrame', OS_KERNEL_TAG),
+                                   ('suite commit', SUITE_COMMIT_TAG))
+                 if info.get(key))
+
+
 def facts(session: Session, provenance: dict, case: tuple) -> dict:
     """What a case recorded in a session ({what: [values]}), with the
     session's ReFrame version and host."""
-    info = session.report.get('session_info', {})
     facts = dict(provenance.get(case, {}))
-    for what, key in (('ReFrame', 'version'), ('host running ReFrame', 'hostname'),
-                      ('kernel of the host running ReFrame', OS_KERNEL_TAG),
-                      ('suite commit', SUITE_COMMIT_TAG)):
-        if info.get(key):
-            facts[what] = [str(info[key])]
+    facts.update((what, list(value)) for what, value in _session_facts(session))
     return facts
 
 
@@ -264,6 +270,10 @@ class History:
     threshold: float = THRESHOLD
     #: {session uuid: hpcnet.acceptance.compare.provenance of the session}
     provenance: dict = field(default_factory=dict)
+    _selected_cases: set | None = field(default=None, init=False, repr=False, compare=False)
+    #: what_changed of a case's two records and their sessions' facts, by
+    #: (id of each record, the sessions' facts): the records stay in provenance.
+    _lines_of: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def session_changes(self, session: Session) -> list:
         """What the cases of ``session`` recorded differently from the
@@ -274,11 +284,18 @@ class History:
             return []
         before = self.sessions[at - 1]
         now_cases, before_cases = self.provenance[session.uuid], self.provenance[before.uuid]
-        selected = {s.case for s in self.series}
+        if self._selected_cases is None:
+            self._selected_cases = {s.case for s in self.series}
+        sides = (_session_facts(before), _session_facts(session))
         counted: dict = {}
-        for case in sorted(set(now_cases) & set(before_cases) & selected):
-            for line in compare.what_changed(facts(before, before_cases, case),
-                                             facts(session, now_cases, case)):
+        for case in sorted(set(now_cases) & set(before_cases) & self._selected_cases):
+            # A case's record is one object per distinct text (history_index
+            # decodes each once): nights that recorded the same compare once.
+            key = (id(before_cases.get(case)), id(now_cases.get(case)), sides)
+            if key not in self._lines_of:
+                self._lines_of[key] = compare.what_changed(facts(before, before_cases, case),
+                                                           facts(session, now_cases, case))
+            for line in self._lines_of[key]:
                 counted[line] = counted.get(line, 0) + 1
         return [f'{line} ({n} case{"s" if n > 1 else ""})' for line, n in counted.items()]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from hpcnet.acceptance.history import History, Series
-from hpcnet.acceptance.levels import Change, Outlier
+from hpcnet.acceptance.levels import MAX_CANDIDATES, Change, Outlier
 from hpcnet.acceptance.spread import OUTLIER_Z
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
@@ -46,7 +46,7 @@ def outlier_text(outlier: Outlier) -> str:
 
 def method(history: History) -> str:
     return (f'change points: ruptures Binseg, L1 cost on log(value), levels of at least '
-            f'{history.min_segment} sessions, each kept where the two-sided Mann-Whitney U p '
+            f'{history.min_segment} sessions, up to {MAX_CANDIDATES} candidates, each kept where the two-sided Mann-Whitney U p '
             f'x the borders searched < {history.alpha:g} and the level moved by more than '
             f'{history.threshold:.0%}; outliers and the newest nights that stand apart: more '
             f'than {OUTLIER_Z:g} robust sd and {history.threshold:.0%} from their level')

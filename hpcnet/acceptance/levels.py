@@ -10,7 +10,9 @@ the series; docs/acceptance.md, "Nightly history", states it for users).
    log(value) (a relative change is the same size at any scale; raw values
    for a series with a zero or a negative value, such as error counts), no
    level shorter than MIN_SEGMENT sessions: one bad night, or a few, cannot
-   be a level of its own in the middle of a series.
+   be a level of its own in the middle of a series.  As many candidates as
+   such levels fit, up to MAX_CANDIDATES, in Binseg's order (the largest
+   gain first).
 3. Each candidate is tested against the levels on both sides of it, up to
    the neighbouring change points, each level without its outliers (4.):
    the two-sided Mann-Whitney U p times the number of places the border
@@ -58,6 +60,11 @@ MIN_SEGMENT = 4
 ALPHA = compare.ALPHA
 #: Smallest relative change of level that is a change (as `hpcnet compare`).
 THRESHOLD = compare.THRESHOLD
+#: The most candidates of one series (2.): more than a long period's real
+#: changes, as Binseg proposes the largest gains first; every one more is a
+#: round of the elimination (3.), the search's cost.  A series of up to
+#: (MAX_CANDIDATES + 1) x MIN_SEGMENT sessions gets as many as fit.
+MAX_CANDIDATES = 24
 #: Fewest series per worker process where find_all() judges series over
 #: several cores: below it a worker's start costs more than it saves.
 SERIES_PER_WORKER = 64
@@ -205,13 +212,15 @@ def _outliers(values: list, bounds: list, relative: bool, threshold: float,
                            threshold if relative else 0.0)
 
 
-def _candidates(values: list, relative: bool, min_segment: int) -> list:
+def _candidates(values: list, relative: bool, min_segment: int,
+                max_candidates: int = MAX_CANDIDATES) -> list:
     """Positions where ruptures' Binseg (L1 cost) splits the series into
-    levels of at least ``min_segment`` values, as many as fit
-    (hpcnet.acceptance.binseg finds the same breakpoints faster)."""
+    levels of at least ``min_segment`` values, as many as fit up to
+    ``max_candidates`` (hpcnet.acceptance.binseg finds the same breakpoints
+    faster)."""
     signal = np.log(values) if relative else np.asarray(values, dtype=float)
-    return [b for b in binseg_l1(signal, min_segment, max(1, len(values) // min_segment - 1))
-            if b < len(values)]
+    most = min(max_candidates, len(values) // min_segment - 1)
+    return [b for b in binseg_l1(signal, min_segment, max(1, most)) if b < len(values)]
 
 
 def _end(values: list, bounds: list, *, newest: bool, relative: bool, threshold: float,
@@ -304,6 +313,8 @@ class _Elimination:
         belong with the neighbour. An outlier on its own level's side is a
         bad night of that level, still one of its nights: left out of the
         test, it does not make the level too short to be one."""
+        if len(self.level(start, end)[0]) == end - start:
+            return end - start     # no outlier in it
         values = self.array[start:end]
         midpoint = math.sqrt(own * other) if self.relative else (own + other) / 2
         past = values > midpoint if other > own else values < midpoint
@@ -372,7 +383,7 @@ def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, al
 
 
 def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-                 threshold: float = THRESHOLD) -> Finding:
+                 threshold: float = THRESHOLD, max_candidates: int = MAX_CANDIDATES) -> Finding:
     """The change points, outliers and ends of one series by the module's rule."""
     values = [float(v) for v in values]
     n = len(values)
@@ -384,7 +395,7 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
                        True, tail, head)
     relative = _relative(values)
     kept, out, tests, residuals = _eliminate(
-        values, _candidates(values, relative, min_segment), relative=relative,
+        values, _candidates(values, relative, min_segment, max_candidates), relative=relative,
         min_segment=min_segment, alpha=alpha, threshold=threshold)
     bounds = [0, *kept, n]
     segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]
@@ -405,11 +416,12 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
 
 
 def find_all(series_values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-             threshold: float = THRESHOLD, workers: int | None = None) -> list:
+             threshold: float = THRESHOLD, max_candidates: int = MAX_CANDIDATES,
+             workers: int | None = None) -> list:
     """find_changes of each series, in order, over the host's cores (the
     series are independent; ``workers`` caps the processes, 1 judges them in
     this process), in forked workers that share this process's memory."""
     judge = functools.partial(find_changes, min_segment=min_segment, alpha=alpha,
-                              threshold=threshold)
+                              threshold=threshold, max_candidates=max_candidates)
     return forked.map_in_order(judge, series_values, per_worker=SERIES_PER_WORKER,
                                workers=workers)
