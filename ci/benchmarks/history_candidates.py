@@ -83,6 +83,9 @@ def main() -> int:
         noise, size, count = key
         print(f'| {noise:.0%} | {size:.0%} | {count} | {found}/{steps} | {found_all}/{steps} '
               f'| {other} | {other_all} |')
+    capped_sum, uncapped_sum = (np.sum(list(t.values()), axis=0) for t in (capped[1], uncapped[1]))
+    print(f'| all | | | {capped_sum[0]}/{capped_sum[1]} | {uncapped_sum[0]}/{uncapped_sum[1]} '
+          f'| {capped_sum[2]} | {uncapped_sum[2]} |')
     return 0
 
 

@@ -141,7 +141,7 @@ def measure(*cmd, env: dict | None = None) -> dict:
 def accepted_baseline(refdir: Path, sessions: int) -> None:
     """A reference file of system local whose provenance names the first
     ``sessions`` nights: the baseline `compare baseline` reads."""
-    refdir.mkdir()
+    refdir.mkdir(exist_ok=True)   # --keep: the file is written again
     uuids = ', '.join(f'{night:08d}-0000-4000-8000-000000000000'
                       for night in range(1, sessions + 1))
     (refdir / 'local.yaml').write_text(f'$provenance: {{sessions: [{uuids}]}}\n')
