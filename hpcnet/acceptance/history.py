@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import functools
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -270,10 +271,13 @@ class History:
     threshold: float = THRESHOLD
     #: {session uuid: hpcnet.acceptance.compare.provenance of the session}
     provenance: dict = field(default_factory=dict)
-    _selected_cases: set | None = field(default=None, init=False, repr=False, compare=False)
     #: what_changed of a case's two records and their sessions' facts, by
     #: (id of each record, the sessions' facts): the records stay in provenance.
     _lines_of: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @functools.cached_property
+    def _selected_cases(self) -> set:
+        return {s.case for s in self.series}
 
     def session_changes(self, session: Session) -> list:
         """What the cases of ``session`` recorded differently from the
@@ -284,8 +288,6 @@ class History:
             return []
         before = self.sessions[at - 1]
         now_cases, before_cases = self.provenance[session.uuid], self.provenance[before.uuid]
-        if self._selected_cases is None:
-            self._selected_cases = {s.case for s in self.series}
         sides = (_session_facts(before), _session_facts(session))
         counted: dict = {}
         for case in sorted(set(now_cases) & set(before_cases) & self._selected_cases):

@@ -46,9 +46,10 @@ def outlier_text(outlier: Outlier) -> str:
 
 def method(history: History) -> str:
     return (f'change points: ruptures Binseg, L1 cost on log(value), levels of at least '
-            f'{history.min_segment} sessions, up to {MAX_CANDIDATES} candidates, each kept where the two-sided Mann-Whitney U p '
-            f'x the borders searched < {history.alpha:g} and the level moved by more than '
-            f'{history.threshold:.0%}; outliers and the newest nights that stand apart: more '
+            f'{history.min_segment} sessions, up to {MAX_CANDIDATES} candidates, each kept where '
+            f'the two-sided Mann-Whitney U p x the borders searched < {history.alpha:g} and the '
+            f'level moved by more than {history.threshold:.0%}; outliers and the newest nights '
+            f'that stand apart: more '
             f'than {OUTLIER_Z:g} robust sd and {history.threshold:.0%} from their level')
 
 
