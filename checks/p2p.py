@@ -18,6 +18,20 @@ from hpcnet.sizes import message_sizes, size_label
 from hpcnet.checklib.testlib import KernelRun
 
 
+#: The kernel's sizing on each scale, for what a run leaves at None.
+SIZING_OF_SCALE = {
+    Scale.ONE_NODE: {'time_per_size_ms': 40, 'min_iters': 20, 'warmup': 10,
+                     'window': 64, 'window_bytes': 16 * 1024 * 1024},
+    # At 1 Gbit/s one 4 MiB message takes 35 ms, so a window of 64 would make
+    # one streaming sample 2.2 s; with less than 8 MiB in flight streaming at
+    # 4 MiB falls well below the wire (docs/measurements.md).  A window of
+    # 64 KiB messages takes a few ms, so 40 ms per size is a handful of
+    # samples and moves from run to run: 160 ms (docs/measurements.md).
+    Scale.TWO_NODES: {'time_per_size_ms': 160, 'min_iters': 10, 'warmup': 3,
+                      'window': 8, 'window_bytes': 8 * 1024 * 1024},
+}
+
+
 @rfm.simple_test
 class hpcnet_p2p(KernelRun):
     scale = parameter(Scale.POINT_TO_POINT)
@@ -28,20 +42,21 @@ class hpcnet_p2p(KernelRun):
     min_size = variable(int, value=0)
     max_size = variable(int, value=4 * 1024 * 1024)
     #: Samples per size: until the median is known within +-precision_pct %
-    #: (95 % confidence), at most time_per_size_ms of them (src/README.md);
-    #: None: the scale's (size_for_real_links).
+    #: (95 % confidence), at most time_per_size_ms of them (src/README.md).
     precision_pct = variable(float, value=1.0)
-    time_per_size_ms = variable(int, type(None), value=None)
     #: A sample times as many iterations as last batch_us (the clock is read
     #: once per sample, not inside every sub-microsecond round trip).
     batch_us = variable(float, value=10.0)
+    #: The sizing below is the scale's (SIZING_OF_SCALE) where left at None;
+    #: a value set with ``-S`` is kept on every scale.
+    time_per_size_ms = variable(int, type(None), value=None)
     #: Fewest timed iterations per size, and untimed warm-up iterations.
-    min_iters = variable(int, value=20)
-    warmup = variable(int, value=10)
+    min_iters = variable(int, type(None), value=None)
+    warmup = variable(int, type(None), value=None)
     #: Messages in flight per iteration of the bw and bibw modes, and at most
     #: this many bytes in flight (large messages need few to fill the pipe).
-    window = variable(int, value=64)
-    window_bytes = variable(int, value=16 * 1024 * 1024)
+    window = variable(int, type(None), value=None)
+    window_bytes = variable(int, type(None), value=None)
     #: bw/bibw: receive buffers per window (0: one per message; 1: one for
     #: all, as osu_bw; for comparisons only, see src/p2p.c).
     recv_slots = variable(int, value=0)
@@ -54,19 +69,10 @@ class hpcnet_p2p(KernelRun):
     kernel_name = 'p2p'
 
     @run_after('init')
-    def size_for_real_links(self):
-        if self.scale == Scale.TWO_NODES:
-            # At 1 Gbit/s one 4 MiB message takes 35 ms, so a window of 64
-            # would make one streaming sample 2.2 s.  Not less than 8 MiB in
-            # flight: with 4 MiB (one 4 MiB message per window) streaming at
-            # 4 MiB fell from 0.89-0.93 of the wire to 0.75-0.78.
-            self.window, self.window_bytes = 8, 8 * 1024 * 1024
-            self.min_iters, self.warmup = 10, 3
-        if self.time_per_size_ms is None:
-            # Across a link a window of 64 KiB messages takes a few ms: 40 ms
-            # of them is a handful of samples, and the 64 KiB figure moved
-            # 3 times as much from run to run as at 160 ms (docs/measurements.md).
-            self.time_per_size_ms = 160 if self.scale == Scale.TWO_NODES else 40
+    def size_for_the_scale(self):
+        for name, value in SIZING_OF_SCALE[self.scale].items():
+            if getattr(self, name) is None:
+                setattr(self, name, value)
 
     def kernel_args(self) -> list:
         self.descr = f'MPI point-to-point {self.mode} over {self.current_partition.fullname}'
