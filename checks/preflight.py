@@ -14,23 +14,18 @@ from hpcnet.constants import Scale, Unit
 from hpcnet.model import Partition
 from hpcnet.stacks import BUILTIN_ENV
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
-from hpcnet.checklib.testlib import JudgedByReferences, SkipsWithReason
+from hpcnet.checklib.testlib import JudgedByReferences, PlacedByScale, SkipsWithReason
 
 
 @rfm.simple_test
 class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithReason,
-                       TakesAvailableNodes):
+                       TakesAvailableNodes, PlacedByScale):
     #: One node, or the nodes of a multi-node partition available when it starts.
     scale = parameter(Scale.WHOLE_PARTITION)
     valid_systems = ['*']
     valid_prog_environs = [BUILTIN_ENV]
     executable = 'sh'
     tags = {'preflight'}
-
-    @run_after('init')
-    def select_partitions_by_scale(self):
-        # As hpcnet.checklib.testlib.NetworkRun: one node only where the partition is one node.
-        self.valid_systems = ['-multinode' if self.scale == Scale.ONE_NODE else '+multinode']
 
     @run_after('setup')
     def set_probe(self):

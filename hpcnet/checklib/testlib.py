@@ -166,8 +166,23 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
         return None
 
 
+class PlacedByScale(rfm.RegressionTestPlugin):
+    '''The partitions of a check parametrized by ``scale``
+    (hpcnet.constants.Scale), which the check defines.'''
+
+    @run_after('init')
+    def select_partitions_by_scale(self):
+        '''A single-node run on a multi-node partition measures the node, not
+        the link: scale ONE_NODE runs only where the partition is one node,
+        the multi-node scales only where it has several.'''
+        wanted = (f'-{PartitionFeature.MULTINODE}' if self.scale == Scale.ONE_NODE
+                  else f'+{PartitionFeature.MULTINODE}')
+        self.valid_systems = [wanted if entry == '*' else f'{entry} {wanted}'
+                              for entry in self.valid_systems]
+
+
 class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences,
-                 SkipsWithReason, TakesAvailableNodes):
+                 SkipsWithReason, TakesAvailableNodes, PlacedByScale):
     '''Base of every run whose bytes should cross the partition's link.'''
 
     exclusive_access = True
@@ -184,16 +199,6 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences
     link_counters = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: The partition's wire rate (bit/s; None where unknown), for provenance.
     link_rate_bps = variable(int, type(None), value=None, loggable=True)
-
-    @run_after('init')
-    def select_partitions_by_scale(self):
-        '''A single-node run on a multi-node partition measures the node, not
-        the link: scale ONE_NODE runs only where the partition is one node,
-        the multi-node scales only where it has several.'''
-        wanted = (f'-{PartitionFeature.MULTINODE}' if self.scale == Scale.ONE_NODE
-                  else f'+{PartitionFeature.MULTINODE}')
-        self.valid_systems = [wanted if entry == '*' else f'{entry} {wanted}'
-                              for entry in self.valid_systems]
 
     @run_after('setup')
     def place_ranks(self):
