@@ -344,18 +344,23 @@ def test_adaptive_stops_when_the_median_is_precise(built, kernel, args):
 def test_p2p_batch(built):
     '''--batch-us 0: one iteration per sample (the clock read around every
     round trip); the default (10 us) times a batch of the sub-microsecond
-    shared-memory round trips of size 0 per sample.'''
-    single = _run_ok(built, 'p2p', '--batch-us', '0', '--sizes', '0,64,4K', '--iters', '30')
+    shared-memory round trips per sample, the batch chosen from the median of
+    the size's warm-up, timed one round trip at a time. A busy host can make
+    one size's warm-up slow (it then measures one round trip a sample, as it
+    should), so batching is asserted of the small sizes together.'''
+    small = '0,1,2,4,8,16,32,64'
+    single = _run_ok(built, 'p2p', '--batch-us', '0', '--sizes', small, '--iters', '30')
     assert single.header['batch-us'] == '0'
-    assert [r['batch'] for r in single.rows] == [1, 1, 1]
+    assert all(r['batch'] == 1 for r in single.rows)
     assert all(r['iterations'] == 30 for r in single.rows)
-    batched = _run_ok(built, 'p2p', '--sizes', '0,64,4K', '--iters', '30')
+    batched = _run_ok(built, 'p2p', '--sizes', small + ',4K', '--iters', '30')
     assert batched.header['batch-us'] == '10'
-    zero = batched.row_for_size(0)
-    assert zero['batch'] > 1, zero
-    # a sample lasts about 10 us (batch x round trip), with slack: the batch
-    # comes from the warm-up, timed one round trip at a time
-    assert zero['batch'] * 2 * zero['median_us'] < 100, zero
+    batching = [r for r in batched.rows if r['batch'] > 1]
+    assert batching, batched.rows
+    for row in batching:
+        # a sample lasts about 10 us (batch x round trip), with slack: the
+        # batch comes from the warm-up
+        assert row['batch'] * 2 * row['median_us'] < 100, row
     # bytes: 10 warm-up + 30 samples of `batch` round trips per size
     sent = sum((10 + 30 * int(r['batch'])) * int(r['size_bytes']) for r in batched.rows)
     assert batched.header['bytes-sent'] == f'{sent} {sent}'
