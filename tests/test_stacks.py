@@ -133,6 +133,25 @@ def test_working_prefixes_become_named_environments(tmp_path, compiler):
     assert cfg['extras']['tools']['IMB-MPI1'].endswith('bin/IMB-MPI1')
 
 
+def test_an_environment_under_a_path_with_blanks_exports_it_whole(tmp_path, compiler):
+    '''ReFrame writes each variable as `export NAME=VALUE`: an MPI under a
+    directory with a blank gets its PATH and library path exported whole,
+    and $PATH still expands.'''
+    prefix = make_fake_mpi(tmp_path, 'impi', 'impi')
+    found = discover(tmp_path, [prefix], [compiler])
+    env = found.environments[0]
+    blank = f'{tmp_path}/my mpi'
+    cand = env.mpi.candidate
+    moved = dataclasses.replace(cand, bindir=cand.bindir.replace(str(prefix), blank), env_vars=tuple(
+        (name, value.replace(str(prefix), blank)) for name, value in cand.env_vars))
+    env = dataclasses.replace(env, mpi=dataclasses.replace(env.mpi, candidate=moved))
+    script = ''.join(f'export {name}={value}\n' for name, value in env.env_vars())
+    script += 'printf "%s\\n" "$PATH" "$LD_LIBRARY_PATH" "$I_MPI_CC"\n'
+    out = subprocess.run(['sh', '-c', script], capture_output=True, text=True, check=True,
+                         env={'PATH': '/usr/bin:/bin', 'LD_LIBRARY_PATH': '/before'})
+    assert out.stdout.splitlines() == [f'{blank}/bin:/usr/bin:/bin', f'{blank}/lib:/before', CC]
+
+
 def test_header_and_library_of_different_mpis_is_rejected(tmp_path, compiler):
     # The Debian trap: MPICH's name, Open MPI's library.
     found = discover(tmp_path, [make_fake_mpi(tmp_path, 'mpich', 'openmpi')], [compiler])

@@ -114,3 +114,20 @@ def test_peer_without_node_is_a_usage_error(capsys):
     assert run_cli(['shape', '--name', 'hpcnetnone', '--peer', 'cn2', '--rate', '700mbit']) == 2
     assert capsys.readouterr().err == ('hpcnet testbed shape: --peer needs --node '
                                        '(the path between them)\n')
+
+
+@pytest.mark.parametrize('argv, named', [
+    (['shape', '--rate', '5xbit'], "rate '5xbit' is not valid"),
+    (['status', '--name', 'Bad'], "bad testbed name 'Bad'"),
+    (['status', '--state-dir', '/tmp/tb $(id)'], "testbed state directory '/tmp/tb $(id)'"),
+    (['up', '--state-dir', '/tmp/tb\nx'], 'testbed state directory'),
+])
+def test_a_value_the_user_gave_is_a_usage_error_before_anything_runs(capsys, argv, named):
+    '''Exit 2, one line naming the value and what is valid; a state directory
+    slurm.conf and the node scripts could not carry is refused, never quoted
+    into a root shell.'''
+    assert run_cli(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'hpcnet testbed {argv[0]}: ') and named in err, err
+    assert 'valid' in err or 'use ' in err, err
+    assert err.count('\n') == 1, err

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import shlex
 
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
@@ -366,13 +367,14 @@ class ToolBenchmark(MpiBenchmark):
         if reason is not None:
             self.skip_because(reason)
         self.tool_path = self.stack.tool(self.tool)
-        self.executable = self.tool_path
+        self.executable = shlex.quote(self.tool_path)
 
     @run_before('run')
     def preload_probe(self):
         # Into the benchmark's processes only, not the launcher's.
         probe = os.path.join(self.mpiprobe.stagedir, 'bin', PROBE_LIBRARY)
-        self.executable_opts = [f'LD_PRELOAD={probe}', self.executable, *self.executable_opts]
+        self.executable_opts = [shlex.quote(f'LD_PRELOAD={probe}'), self.executable,
+                                *self.executable_opts]
         self.executable = 'env'
 
     def stdout_path(self) -> str:

@@ -437,7 +437,7 @@ class KernelRun(MpiBenchmark):
 
     @run_after('setup')
     def set_kernel_command(self):
-        self.executable = os.path.join(self.kernels.stagedir, 'bin', self.kernel_name)
+        self.executable = shlex.quote(os.path.join(self.kernels.stagedir, 'bin', self.kernel_name))
         self.executable_opts = self.kernel_args()
         self.env_vars[FINALIZE_TIMEOUT_ENV] = str(
             FINALIZE_TIMEOUT_OVERSUBSCRIBED_S if self.partition.oversubscribed(self.num_tasks)

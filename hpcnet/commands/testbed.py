@@ -13,6 +13,7 @@ from hpcnet import runner, testbed
 from hpcnet.commands import accept, baseline
 from hpcnet.commands import run as run_command
 from hpcnet.commands.parser import CommandParser
+from hpcnet.exitcodes import Exit
 from hpcnet.paths import WORK_DIR
 from hpcnet.testbed.config import HEAD
 from hpcnet.variables import TESTBED_STATE_DIR_ENV
@@ -152,10 +153,13 @@ def testbed_main(argv: Sequence[str] | None = None) -> int:
                   f'{tb.rate or "unshaped"}'
                   f'{" burst " + tb.burst if tb.burst else ""}')
             return 0
+    except testbed.TestbedUsageError as e:
+        print(f'hpcnet testbed {args.cmd}: {e}', file=sys.stderr)
+        return Exit.USAGE
     except testbed.TestbedError as e:
         print(f'hpcnet testbed {args.cmd}: {e}', file=sys.stderr)
         return 1
-    return 2
+    return Exit.USAGE
 
 
 
@@ -196,10 +200,13 @@ def run(args) -> int:
     # The testbed's options, the command's, and what neither knows goes to
     # reframe (e.g. -n NAME, -p ENV).
     opts = parse_on_testbed(command, argv[1:], up_options=True)
-    tb = testbed.Testbed()
-    tb.log = lambda m: print(m, file=sys.stderr, flush=True)
     try:
+        tb = testbed.Testbed()
+        tb.log = lambda m: print(m, file=sys.stderr, flush=True)
         up_from_options(tb, opts)
+    except testbed.TestbedUsageError as err:
+        runner.say(f'testbed {command}: {err}')
+        return Exit.USAGE
     except testbed.TestbedError as err:
         runner.say(f'testbed did not come up: {err}')
         return 1

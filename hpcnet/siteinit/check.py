@@ -227,7 +227,9 @@ def _environment_setup(env: dict) -> tuple:
         if spec.get('path'):
             lines.append(f'module use {shlex.quote(spec["path"])}')
         lines.append(f'module load {shlex.quote(spec["name"])}')
-    variables = {name: os.path.expandvars(value) for name, value in env.get('env_vars', [])}
+    # Each value is a shell word (ReFrame writes `export NAME=VALUE`).
+    variables = {name: os.path.expandvars(''.join(shlex.split(value)))
+                 for name, value in env.get('env_vars', [])}
     return lines, variables
 
 

@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -97,6 +98,16 @@ class MpiStack(Labelled):
         return mpi.mpi_profile(self.family, self.candidate.transport_layer)
 
 
+_VARIABLE_REFERENCE = re.compile(r'\$[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _shell_word(value: str) -> str:
+    '''A path or a colon-separated list of them as one shell word: each part
+    quoted, a ``$NAME`` part left to expand.'''
+    return ':'.join(part if _VARIABLE_REFERENCE.fullmatch(part) else shlex.quote(part)
+                    for part in value.split(':'))
+
+
 @dataclass(frozen=True)
 class Environment:
     compiler: Compiler
@@ -122,14 +133,15 @@ class Environment:
         return sorted(set(features))
 
     def env_vars(self) -> list:
-        '''Environment variables as ReFrame expects them: [[name, value], ...].'''
+        '''Environment variables as ReFrame expects them: [[name, value], ...],
+        each value a shell word (ReFrame writes ``export NAME=VALUE``).'''
         cand = self.mpi.candidate
         # A module candidate's PATH and variables come from its modules,
         # loaded in the job (repeating them would hide a module that fails).
         env = [] if cand.modules else [['PATH', f'{cand.bindir}:$PATH'],
                                        *([k, v] for k, v in cand.env_vars)]
         env.append([mpi.family(self.mpi.family).wrapper_cc_variable, self.compiler.command])
-        return env
+        return [[name, _shell_word(value)] for name, value in env]
 
     def to_reframe(self, target_systems: Iterable[str]) -> dict:
         cand = self.mpi.candidate

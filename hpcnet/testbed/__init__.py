@@ -35,9 +35,10 @@ testbed site file's report section) and the EasyBuild module trees CI and
 the tests load (:mod:`.moduletree`).
 """
 from hpcnet.testbed.cluster import Testbed
-from hpcnet.testbed.config import DEFAULTS, StepError, TestbedError, burst_bytes, rate_bps
+from hpcnet.testbed.config import (DEFAULTS, StepError, TestbedError, TestbedUsageError,
+                                   burst_bytes, rate_bps)
 from hpcnet.testbed.leftovers import leftovers
 from hpcnet.testbed.processes import unavailable_reason
 
-__all__ = ['DEFAULTS', 'StepError', 'Testbed', 'TestbedError', 'leftovers', 'rate_bps', 'burst_bytes',
-           'unavailable_reason']
+__all__ = ['DEFAULTS', 'StepError', 'Testbed', 'TestbedError', 'TestbedUsageError', 'leftovers',
+           'rate_bps', 'burst_bytes', 'unavailable_reason']

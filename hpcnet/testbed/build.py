@@ -227,7 +227,7 @@ class Build:
             script = render(script_t, {
                 'NODE': node, 'NS_DIR': self.ns_dir,
                 'NODE_DIR': self.state_dir / 'nodes' / node,
-                'STATE_DIR': self.state_dir})
+                'STATE_DIR': self.state_dir}, shell=True, source='node-setup.sh.in')
             # Record first: unshare may have persisted one of them before a
             # failure of the script; teardown tolerates unmounted files.
             self._record('nsfile', path=str(uts))
@@ -330,7 +330,7 @@ class Build:
             wrapper = self.bin_dir / 'sacct'
             wrapper.write_text(render(
                 (self.template_dir / 'sacct.in').read_text(),
-                {'SACCT': sacct, 'SLURM_CONF': self.slurm_conf}))
+                {'SACCT': sacct, 'SLURM_CONF': self.slurm_conf}, shell=True, source='sacct.in'))
             os.chmod(wrapper, 0o755)
             key = sd / 'munge-key' / 'munge.key'
             fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

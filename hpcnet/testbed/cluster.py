@@ -10,11 +10,12 @@ import subprocess
 from pathlib import Path
 from typing import Sequence
 
-from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
+from hpcnet.variables import (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV,
+                              TESTBED_STATE_DIR_ENV)
 from hpcnet.testbed import softirq
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, HEAD, HOST_OFFSET, IFACE, NETNS_DIR,
-                                   SUBNET_PREFIX, TestbedError, default_state_dir,
-                                   default_template_dir, rate_bps)
+                                   SUBNET_PREFIX, TestbedError, TestbedUsageError,
+                                   default_state_dir, default_template_dir, rate_bps)
 from hpcnet.testbed.build import Build
 from hpcnet.testbed.daemons import Daemons
 from hpcnet.testbed.shaping import Shaping
@@ -34,11 +35,16 @@ class Testbed(Build, Daemons, Teardown, Shaping):
     def __init__(self, state_dir=None, name: str = DEFAULTS.name,
                  template_dir=None):
         if not re.fullmatch(r'[a-z][a-z0-9]{0,9}', name):
-            raise TestbedError(f'bad testbed name {name!r}: '
+            raise TestbedUsageError(f'bad testbed name {name!r}: '
                                'use 1-10 lowercase letters/digits')
         self.name = name
         self.state_dir = Path(os.path.abspath(state_dir)) if state_dir \
             else default_state_dir(name)
+        # Its paths go into slurm.conf, which has no quoting.
+        if not re.fullmatch(r'[A-Za-z0-9._/+-]+', str(self.state_dir)):
+            raise TestbedUsageError(f'testbed state directory {str(self.state_dir)!r} (--state-dir '
+                               f'or {TESTBED_STATE_DIR_ENV}): use letters, digits and . _ - + / '
+                               'only; slurm.conf cannot carry the others')
         self.template_dir = Path(template_dir) if template_dir else \
             default_template_dir()
         self.state_file = self.state_dir / 'state.json'

@@ -60,6 +60,10 @@ class TestbedError(Exception):
     __test__ = False  # not a pytest class
 
 
+class TestbedUsageError(TestbedError):
+    """An option or variable the user gave that is not valid (exit 2)."""
+
+
 class StepError(TestbedError):
     """A named step of ``up`` failed."""
 
@@ -73,7 +77,7 @@ def _tc_quantity(value: str, what: str, pattern: str, units: dict, valid: str) -
     """A number with one of tc's unit suffixes, as an int of the base unit."""
     m = re.fullmatch(pattern, str(value).strip().lower())
     if not m:
-        raise TestbedError(f'{what} {value!r} is not valid (valid: {valid})')
+        raise TestbedUsageError(f'{what} {value!r} is not valid (valid: {valid})')
     return int(float(m.group(1)) * units[m.group(2)])
 
 
