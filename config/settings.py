@@ -32,6 +32,7 @@ from hpcnet import stacks
 from hpcnet.stacks import modules
 from hpcnet.acceptance import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
+from hpcnet.model import ConfigError
 from hpcnet.reframeargs import is_option, named_system, option_values, unmatched_prgenv
 from hpcnet.sites import (load_site_files, selected_site, shares_host_cores, system_directories,
                           unmatched_host)
@@ -53,18 +54,21 @@ def _discovery():
         return stacks.Discovery()
 
 
-_sites = load_site_files(*system_directories())
+def _stop(message):
+    print(f'hpcnet: error: {message}', file=sys.stderr)
+    sys.exit(2)
+
+
+try:
+    _sites = load_site_files(*system_directories())
+except ConfigError as _err:
+    _stop(_err)
 _systems = [_site.system for _site in _sites]
 # A host that no site file names does not fall back to `local` (nor to
 # ReFrame's `generic`) where site files exist: a session that would select
 # or run checks stops here, unless --system (or RFM_SYSTEM) names one.
 _SELECTING = ('-r', '--run', '--dry-run', '-l', '-L', '--list', '--list-detailed', '--describe',
               '--ci-generate')
-
-
-def _stop(message):
-    print(f'hpcnet: error: {message}', file=sys.stderr)
-    sys.exit(2)
 
 
 _unmatched = unmatched_host(_systems, socket.gethostname())

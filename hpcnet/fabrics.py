@@ -26,11 +26,10 @@ import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import yaml
-
 from hpcnet import mpi
 from hpcnet.constants import FABRICS_FILE, Fabric
 from hpcnet.mpi import RegistryError
+from hpcnet.yamlfile import YamlFileError, load_yaml
 
 
 class Carrier:
@@ -389,12 +388,9 @@ def validate_table(data, path='<table>') -> dict:
 def load_table(path: str | Path = FABRICS_FILE) -> dict:
     path = Path(path)
     try:
-        with open(path) as fp:
-            data = yaml.safe_load(fp)
-    except OSError as err:
-        raise ConfigError(f'{path}: cannot read the fabric table: {err.strerror}') from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+        data = load_yaml(path)
+    except YamlFileError as err:
+        raise ConfigError(f'the fabric table {err}') from None
     return validate_table(data, path)
 
 

@@ -85,9 +85,12 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
                      rdma_port: int | None = None, gid_index: int | None = None,
                      link_rate_bps: int | None = None, mtu: int | None = None,
                      link_speed_mbps: int | None = None, num_nodes: int = 1,
-                     nodes_share_cores: bool | None = None, pmi=None) -> dict:
+                     nodes_share_cores: bool | None = None, pmi=None, **unknown) -> dict:
     """A partition's ``extras`` for a system file (keys from PartitionKey;
     values are validated when the configuration loads)."""
+    if unknown:
+        raise ConfigError(f'partition_extras: unknown argument(s) {", ".join(sorted(unknown))} '
+                          f'(valid: {", ".join(sorted(PartitionKey.ALL))})')
     given = {PartitionKey.FABRIC: fabric, PartitionKey.IFACE: iface,
              PartitionKey.RDMA_DEVICE: rdma_device, PartitionKey.RDMA_PORT: rdma_port,
              PartitionKey.GID_INDEX: gid_index, PartitionKey.LINK_RATE_BPS: link_rate_bps,

@@ -7,8 +7,10 @@ mistake is one ConfigError naming the file and the key.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +95,64 @@ def _report_sections(value, where: str) -> tuple:
                       "anchor, function of one session's report returning the section's text))")
 
 
+def _run_site_file(path: Path):
+    """The module of one site file, run; what stops it (a syntax error, a
+    misspelled argument, a failed import) is one ConfigError naming the file
+    and the line."""
+    spec = importlib.util.spec_from_file_location(f'hpcnet_system_{path.stem}', path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ConfigError as err:
+        raise ConfigError(f'{path}:{_site_line(err, path)}: {err}') from err
+    except SyntaxError as err:
+        raise ConfigError(f'{path}:{err.lineno}: {err.msg}') from err
+    except Exception as err:    # whatever the site's own Python raised
+        raise ConfigError(f'{path}:{_site_line(err, path)}: {type(err).__name__}: {err}') from err
+    return module
+
+
+def _site_line(err: BaseException, path: Path) -> str:
+    """The line of the site file where ``err`` was raised (or passed through)."""
+    lines = [frame.lineno for frame in traceback.extract_tb(err.__traceback__)
+             if frame.filename == str(path)]
+    return str(lines[-1]) if lines else '?'
+
+
+def _check_backends(part: dict, where: str) -> None:
+    """The partition's scheduler and launcher are ReFrame's (a misspelled one
+    would stop ReFrame only when the partition runs)."""
+    from reframe.core import backends
+    from reframe.core.exceptions import ConfigError as ReFrameConfigError
+    for key, lookup in (('scheduler', backends.getscheduler), ('launcher', backends.getlauncher)):
+        try:
+            lookup(part.get(key))
+        except ReFrameConfigError as err:
+            raise ConfigError(f'{where}: {key}: {err} (valid: a scheduler or launcher of '
+                              "ReFrame's configuration reference, e.g. slurm and srun)") from err
+
+
+def _check_reframe_keys(system, path: Path) -> None:
+    """What ReFrame would refuse only later, or take in another sense: the
+    system's ``hostnames`` (a list of regular expressions; a string would be
+    read as its letters, and '^' matches every host) and each partition's
+    scheduler and launcher."""
+    name, hostnames = system.get('name'), system.get('hostnames')
+    if (not isinstance(hostnames, list) or not hostnames
+            or not all(isinstance(h, str) for h in hostnames)):
+        given = f'is {hostnames!r}' if 'hostnames' in system else 'is missing'
+        raise ConfigError(f'{path}: system {name}: `hostnames` {given} (valid: a list of regular '
+                          "expressions of the login hosts' names, e.g. ['^login'])")
+    for pattern in hostnames:
+        try:
+            re.compile(pattern)
+        except re.error as err:
+            raise ConfigError(f'{path}: system {name}: hostnames: {pattern!r} is not a regular '
+                              f'expression ({err})') from err
+    for part in system['partitions']:
+        _check_backends(part, f'{path}: partition {name}:{part.get("name")}')
+
+
 def load_site_files(*directories) -> list:
     """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
     (a site is a file), and may define ``stacks`` (StackChoice),
@@ -101,16 +161,15 @@ def load_site_files(*directories) -> list:
     validated (SiteFile), in the order ReFrame must try them: by file name,
     except that systems whose hostnames match any host (``.*``, the ``local``
     fallback) come last."""
-    import importlib.util
     sites = []
     for path in sorted(p for d in directories for p in Path(d).glob('*.py')):
-        spec = importlib.util.spec_from_file_location(f'hpcnet_system_{path.stem}', path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = _run_site_file(path)
         if not hasattr(module, 'system'):
             raise ConfigError(f'{path}: defines no `system` (a ReFrame system dictionary)')
         _register_fabrics(getattr(module, SITE_FABRICS, None), str(path))
-        sites.append(SiteFile(str(path), check_system(module.system, str(path)),
+        system = check_system(module.system, str(path))
+        _check_reframe_keys(system, path)
+        sites.append(SiteFile(str(path), system,
                               StackChoice.from_site(getattr(module, 'stacks', None), str(path)),
                               _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path)),
                               _report_sections(getattr(module, REPORT_SECTIONS, None), str(path))))
@@ -191,6 +250,10 @@ def system_directories() -> list:
     """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
     (colon-separated: a site's own system files kept outside the checkout)."""
     extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
+    for directory in extra:
+        if not os.path.isdir(directory):
+            raise ConfigError(f'{SYSTEMS_DIRS_ENV}: {directory!r} is not a directory (valid: '
+                              'directories of site files, separated by colons)')
     return [SYSTEMS_DIR, *extra]
 
 

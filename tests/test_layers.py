@@ -215,14 +215,15 @@ def test_the_metric_catalogue_is_a_floor_below_the_checks():
 
 def test_fabric_registry_sits_on_the_mpi_registry():
     # The model, discovery, the checks and the metric catalogue read it.
-    assert {m for m in GRAPH['hpcnet.fabrics'] if not _in(m, 'hpcnet.mpi')} == {'hpcnet.constants'}
+    assert {m for m in GRAPH['hpcnet.fabrics'] if not _in(m, 'hpcnet.mpi')} == {'hpcnet.constants',
+                                                                              'hpcnet.yamlfile'}
 
 
 def test_constants_imports_no_layer():
     assert GRAPH['hpcnet.constants'] <= {'hpcnet.paths', 'hpcnet.variables'}
 
 
-@pytest.mark.parametrize('module', ['hpcnet.variables', 'hpcnet.reframeargs'])
+@pytest.mark.parametrize('module', ['hpcnet.variables', 'hpcnet.reframeargs', 'hpcnet.yamlfile'])
 def test_leaves_import_nothing_of_hpcnet(module):
     assert GRAPH[module] == set()
 

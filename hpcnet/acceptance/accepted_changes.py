@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from hpcnet.yamlfile import YamlFileError, load_yaml
 from hpcnet.acceptance.references import PROVENANCE, reference_dir, reference_file
 
 #: The acknowledgements file, under the reference directory.
@@ -78,9 +79,9 @@ def acknowledgements(path: Path) -> list:
     if not path.is_file():
         return []
     try:
-        entries = yaml.safe_load(path.read_text()) or []
-    except (OSError, yaml.YAMLError) as err:
-        raise AcceptedError(f'{path}: cannot read the acknowledgements: {err}') from None
+        entries = load_yaml(path) or []
+    except YamlFileError as err:
+        raise AcceptedError(f'the acknowledgements {err}') from None
     if not isinstance(entries, list):
         raise AcceptedError(f'{path}: not a list of acknowledgements (valid: a YAML list of '
                             '{session, metrics, why, date})')
@@ -128,9 +129,10 @@ def baselines(systems: set, refdir: Path | None = None) -> list:
         if not path.is_file():
             continue
         try:
-            block = (yaml.safe_load(path.read_text()) or {}).get(PROVENANCE)
-        except (OSError, yaml.YAMLError, AttributeError) as err:
-            raise AcceptedError(f'{path}: cannot read its {PROVENANCE}: {err}') from None
+            document = load_yaml(path) or {}
+        except YamlFileError as err:
+            raise AcceptedError(f'its {PROVENANCE}: {err}') from None
+        block = document.get(PROVENANCE) if isinstance(document, dict) else None
         if not isinstance(block, dict):
             continue
         for b in [block, *(block.get('earlier') or [])]:

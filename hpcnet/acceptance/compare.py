@@ -32,7 +32,8 @@ from pathlib import Path
 from hpcnet.acceptance import accepted, metricjudge, statcompare, storedsessions
 from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
 from hpcnet.acceptance.casevalues import recorded_values
-from hpcnet.acceptance.references import withheld, withheld_reason
+from hpcnet.acceptance.references import (ReferenceFileError, load_report, withheld,
+                                          withheld_reason)
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
@@ -140,9 +141,9 @@ def load_side(spec: str, *, system: str | None = None, include_baselines: bool =
     path = Path(spec)
     if spec.endswith('.json') or path.is_file():
         try:
-            return Side(spec, [json.loads(path.read_text())])
-        except (OSError, ValueError) as err:
-            raise CompareError(f'{spec}: not a readable ReFrame JSON report ({err})') from None
+            return Side(spec, [load_report(path)])
+        except ReferenceFileError as err:
+            raise CompareError(str(err)) from None
     if spec == BASELINE:
         return Side(spec, accepted_baseline(system))
     reports = stored_sessions(spec)

@@ -50,6 +50,7 @@ import yaml
 from hpcnet import metrics
 from hpcnet.constants import MEASUREMENT_WITHHELD, REFERENCE_DIR
 from hpcnet.variables import REFERENCE_DIR_ENV
+from hpcnet.yamlfile import YamlFileError, load_yaml
 
 #: Special keys ReFrame accepts in an $index, besides test attribute names.
 INDEX_SPECIALS = ('$system', '$partition', '$environ')
@@ -291,10 +292,13 @@ def validate(data, path='<references>', perfvars_by_test=KNOWN) -> dict:
         return {}
     if not isinstance(data, dict):
         _fail(path, '(top level)', 'expected a mapping of test class name: references')
+    # The reasons first: each test's entry reads its own among them.
+    for block in (NOT_ASSERTED, UNBOUNDED):
+        if block in data:
+            _check_reasons(path, block, data[block], perfvars_by_test)
     unbounded = data.get(UNBOUNDED) or {}
     for test, refs in data.items():
         if test in (NOT_ASSERTED, UNBOUNDED):
-            _check_reasons(path, test, refs, perfvars_by_test)
             continue
         if test == PROVENANCE:
             if not isinstance(refs, dict):
@@ -332,13 +336,9 @@ def load(path: Path, perfvars_by_test=KNOWN) -> dict:
     '''Read and validate a reference file (names against the checks' by
     default); every problem is a ReferenceFileError.'''
     try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise ReferenceFileError(f'{path}: cannot read: {err.strerror}') from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ReferenceFileError(f'{path}: not valid YAML: {err}') from None
+        data = load_yaml(path)
+    except YamlFileError as err:
+        raise ReferenceFileError(str(err)) from None
     return validate(data, path, perfvars_by_test)
 
 
@@ -417,7 +417,25 @@ def dump(data: dict) -> str:
 
 
 def load_report(path: Path) -> dict:
+    """A ReFrame JSON run report (``--report-file``), its shape checked: a
+    JSON file of another program is refused, never read as a session
+    without cases."""
     try:
-        return json.loads(Path(path).read_text())
+        data = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:
         raise ReferenceFileError(f'{path}: not a readable ReFrame JSON report: {err}') from None
+    check_report_shape(data, path)
+    return data
+
+
+def check_report_shape(data, where) -> None:
+    """What every reader of a run report relies on: ``session_info`` (a
+    mapping) and ``runs``, a list of runs each with a list of ``testcases``."""
+    runs = data.get('runs') if isinstance(data, dict) else None
+    if (not isinstance(data, dict) or not isinstance(data.get('session_info'), dict)
+            or not isinstance(runs, list)
+            or not all(isinstance(run, dict) and isinstance(run.get('testcases'), list)
+                       for run in runs)):
+        raise ReferenceFileError(f'{where}: not a ReFrame JSON run report (valid: the file of '
+                                 'reframe --report-file, or reports/latest.json of hpcnet run: '
+                                 'session_info and runs, each run with its testcases)')

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references, refmerge
-from hpcnet.commands.parser import pass_through
+from hpcnet.commands.parser import check_writable, pass_through, write_output
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
@@ -29,6 +29,10 @@ def run(args) -> int:
                                     'reference directory (runs are then judged against it), or '
                                     'give -o FILE')
     system = named_system(args.reframe_args, os.environ).split(':')[0] or None
+    if args.output or system:
+        # Before the sessions run: they take minutes, a wrong path seconds.
+        check_writable(Path(args.output or baseline.reference_path_for(system)),
+                       '-o' if args.output else REFERENCE_DIR_ENV)
     baseline_id = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
     reports, codes = [], []
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
@@ -72,12 +76,13 @@ def run(args) -> int:
         print(changes or f'{path}: the references are unchanged (only the provenance is new)')
         if not args.write:
             proposed = path.with_name(path.name + '.baseline')
-            proposed.write_text(text)
+            write_output(text, proposed, '-o' if args.output else REFERENCE_DIR_ENV,
+                         'candidate baseline')
             runner.say(f'{path} exists and was kept; the candidate baseline is {proposed} '
                  '(hpcnet baseline --write replaces the file; entries it did not measure are kept)')
             runner.say(accepted.candidate_note(baseline_id, path))
             return rc
-    path.write_text(text)
+    write_output(text, path, '-o' if args.output else REFERENCE_DIR_ENV, 'references')
     runner.say(f'wrote {path} from {args.repeats} sessions ({prov["passed_cases"]} passed cases): '
          'review it, then commit')
     reference = Path(baseline.reference_path_for(system)) if system else None

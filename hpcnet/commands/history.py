@@ -10,7 +10,7 @@ from hpcnet import argtypes, exitcodes, forked, runner
 from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
 from hpcnet.acceptance import history_text, levels, metricindex
 from hpcnet.acceptance import report as hpcnet_report
-from hpcnet.commands.report import write_page
+from hpcnet.commands.parser import write_output
 from hpcnet.progress import phase
 
 
@@ -43,7 +43,7 @@ def run(args) -> int:
                   f'below are those of the latest, {latest.label()})',
             trend=trend.section(found), drawn=drawn)
         output = Path(args.html)
-        write_page(page, output, '--html', 'page')
+        write_output(page, output, '--html', 'page')
         runner.say(f'trend page: {output}')
     runner.say(verdict)
     return code

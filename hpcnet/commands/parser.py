@@ -2,12 +2,17 @@
 it: the commands that pass them through to ReFrame list them in their
 --help, and an option of ReFrame's that one of ours replaces is refused
 with one line naming ours (else `--repeat 5` for `--repeats 5` would
-silently run something else)."""
+silently run something else).  And the files options name (-o, --html,
+--output): a path that cannot be written is the user's error, one line,
+found before anything runs where the command runs sessions first."""
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
 from hpcnet.exitcodes import Exit
+from hpcnet.runner import SelectionError
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -83,3 +88,24 @@ def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     naming ``new`` (one spelling per meaning across the commands).'''
     parser.add_argument(old, action=_Replaced, ours=new, dest=f'refused{old[1:]}',
                         why=f'{new} is the name of ReFrame and of every hpcnet command')
+
+
+def check_writable(output: Path, option: str) -> None:
+    '''Raise SelectionError unless ``output`` can be written: its directory
+    exists and is writable, and so is the file where it exists.'''
+    directory = output.parent if str(output.parent) else Path('.')
+    if not directory.is_dir():
+        raise SelectionError(f'{option} {output}: no directory {directory} (valid: a file in '
+                             'an existing directory)')
+    if output.is_dir() or not os.access(output if output.exists() else directory, os.W_OK):
+        raise SelectionError(f'{option} {output}: cannot be written (valid: a writable file in '
+                             'a writable directory)')
+
+
+def write_output(text: str, output: Path, option: str, what: str) -> None:
+    '''Write ``text`` to ``output``, given by ``option``.'''
+    try:
+        output.write_text(text)
+    except OSError as err:
+        raise SelectionError(f'{option} {output}: cannot write the {what}: '
+                             f'{err.strerror}') from None

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, runner, sites
 from hpcnet.acceptance import baseline, references
+from hpcnet.commands.parser import check_writable, write_output
 from hpcnet.exitcodes import Exit
 
 
@@ -20,12 +21,14 @@ def run(args) -> int:
         for f in files:
             print(f'ok: {f}')
         return Exit.OK
+    if args.output:
+        check_writable(Path(args.output), '-o')
     report = references.load_report(Path(args.report))
     systems = {tc['system'] for tc in baseline.judged_cases([report])}
     floor, _ = sites.baseline_floor(systems.pop() if len(systems) == 1 else None, args.floor)
     text = references.dump(baseline.document([report], floor=floor))
     if args.output:
-        Path(args.output).write_text(text)
+        write_output(text, Path(args.output), '-o', 'references')
         runner.say(f'wrote {args.output}: review it, then commit')
     else:
         print(text, end='')

@@ -8,6 +8,7 @@ from hpcnet import exitcodes, runner, verdict
 from hpcnet.acceptance import compare
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides
+from hpcnet.commands.parser import write_output
 
 
 def run(args) -> int:
@@ -48,19 +49,9 @@ def run(args) -> int:
     except compare.CompareError as err:
         raise runner.SelectionError(str(err)) from None
     output = Path(args.output) if args.output else runner.reports_dir() / name
-    write_page(page, output, '-o', 'report')
+    write_output(page, output, '-o', 'report')
     runner.say(f'HTML report: {output}')
     return 0
-
-
-def write_page(page: str, output: Path, option: str, what: str) -> None:
-    '''Write the HTML ``page`` where ``option`` says: a path that cannot be
-    written is the user's error, one line.'''
-    try:
-        output.write_text(page)
-    except OSError as err:
-        raise runner.SelectionError(f'{option} {output}: cannot write the {what}: '
-                                    f'{err.strerror}') from None
 
 
 def add_parser(sub) -> None:

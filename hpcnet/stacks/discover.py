@@ -45,6 +45,7 @@ from hpcnet.constants import CompilerFamily, Feature
 from hpcnet.fabrics import host_probed
 from hpcnet.model import Stack
 from hpcnet.model import StackChoice
+from hpcnet.variables import STATE_DIR_ENV
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
 from hpcnet.stacks.candidate import PROBE_PROGRAM, probe, probe_fabrics, probe_source
@@ -360,7 +361,11 @@ def discover(state: Path | None = None, sources: list | None = None,
     ``fabrics`` (default: every fabric one host can carry, hpcnet.fabrics)
     each MPI cannot use on this host.'''
     state = Path(state) if state else state_dir()
-    state.mkdir(parents=True, exist_ok=True)
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StackError(f'state directory {state} ({STATE_DIR_ENV} or the default) cannot be '
+                         f'created: {err.strerror} (valid: a writable directory)') from err
     if not use_cache:
         (state / MODULES_CACHE_FILE).unlink(missing_ok=True)
     candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
