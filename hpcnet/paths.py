@@ -75,6 +75,24 @@ def work_dir_problem() -> str | None:
         return f'{named}: cannot be created: {err.strerror}'
     if not os.access(WORK_DIR, os.W_OK | os.X_OK):
         return f'{named}: is not writable; set {WORK_DIR_ENV} to a directory you can write'
+    return _reports_dir_problem()
+
+
+def _reports_dir_problem() -> str | None:
+    """Why the reports directory a user named (HPCNET_REPORTS_DIR) cannot
+    take the reports, or None.  Creates it when it is missing."""
+    named = os.environ.get(REPORTS_DIR_ENV)
+    if not named:
+        return None
+    where = f'{REPORTS_DIR_ENV}={named}'
+    if not Path(named).is_absolute():
+        return f'{where}: must be an absolute path'
+    try:
+        Path(named).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        return f'{where}: cannot be created: {err.strerror}'
+    if not os.access(named, os.W_OK | os.X_OK):
+        return f'{where}: is not writable; set it to a directory you can write'
     return None
 
 

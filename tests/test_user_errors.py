@@ -13,7 +13,7 @@ import pytest
 from hpcnet import cli
 from hpcnet.constants import SYSTEMS_DIR
 from hpcnet.exitcodes import Exit
-from hpcnet.variables import REFERENCE_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV
+from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV
 
 DATA = Path(__file__).resolve().parent / 'data'
 #: A recorded run report (tests/data/reports/README.md says where it came from).
@@ -125,3 +125,29 @@ def test_a_state_directory_that_cannot_be_made_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv(STATE_DIR_ENV, str(occupied / 'state'))
     code, err = _hpcnet('stacks')
     _one_line_usage_error(code, err, f'state directory {occupied / "state"} ({STATE_DIR_ENV}')
+
+
+@pytest.mark.parametrize('where', ['relative/reports', '{tmp}/a-file', '{tmp}/a-file/reports'])
+def test_a_reports_directory_that_cannot_take_reports_is_named(tmp_path, monkeypatch, where):
+    (tmp_path / 'a-file').write_text('')
+    named = where.format(tmp=tmp_path)
+    monkeypatch.setenv(REPORTS_DIR_ENV, named)
+    code, err = _hpcnet('report', str(REPORT))
+    _one_line_usage_error(code, err, f'{REPORTS_DIR_ENV}={named}: ')
+
+
+@pytest.mark.parametrize('command', [['history', '--period', '{}'],
+                                     ['compare', '{}', 'now-1d:now']])
+@pytest.mark.parametrize('period', ['now:now-1d', '20300101:now'])
+def test_a_period_that_ends_before_it_starts_is_refused(tmp_path, monkeypatch, command, period):
+    monkeypatch.setenv('RFM_SQLITE_DB_FILE', str(tmp_path / 'results.db'))
+    code, err = _hpcnet(*(a.format(period) for a in command))
+    _one_line_usage_error(code, err, f'{period}: ends before it starts')
+
+
+@pytest.mark.parametrize('argv', [['testbed', 'foo'], ['testbed', 'up', '--nodes', 'x'],
+                                  ['testbed', 'status', '--bogus']])
+def test_a_testbed_command_line_mistake_is_one_line(argv):
+    code, err = _hpcnet(*argv)
+    assert code == Exit.USAGE and err.count('\n') == 1, err
+    assert err.startswith('hpcnet testbed') and 'error: ' in err and '--help' in err, err

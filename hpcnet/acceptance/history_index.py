@@ -271,11 +271,11 @@ def load(period: str, *, db: Path | None = None, system: str | None = None,
     (``db``, else the configured one), synced with it first; it calls
     ``before_judging`` before it reads the samples, as soon as it knows the
     sessions."""
+    selector = _period(period)
     try:
         path = metricindex.results_db(db)
     except metricindex.MetricIndexError as err:
         raise history.HistoryError(str(err)) from None
-    selector = _period(period)
     if selector is None:
         return history.load(period, db=path, system=system, name=name, min_segment=min_segment,
                             alpha=alpha, threshold=threshold, acknowledged=acknowledged,

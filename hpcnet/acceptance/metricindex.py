@@ -305,6 +305,9 @@ def period_bounds(period: str | None) -> tuple:
     except ValueError as err:
         raise MetricIndexError(f'--period {period}: {err} (valid: START:END as ReFrame takes '
                                'it, e.g. now-30d:now or 20260101:now)') from None
+    if start >= end:
+        raise MetricIndexError(f'--period {period}: ends before it starts (valid: START:END, '
+                               'START the earlier, e.g. now-30d:now or 20260101:now)')
     return (float(start), float(end))
 
 

@@ -49,6 +49,9 @@ def _selection(query: str) -> tuple | None:
     except ValueError as err:
         raise StoredSessionsError(f'{query}: {err} (valid: a session UUID, or START:END as '
                                   'ReFrame takes it, e.g. now-1d:now or 20260101:now)') from None
+    if start >= end:
+        raise StoredSessionsError(f'{query}: ends before it starts (valid: START:END, START the '
+                                  'earlier, e.g. now-1d:now or 20260101:now)')
     return '(session_start_unix >= ? AND session_start_unix < ?)', (start, end)
 
 

@@ -42,14 +42,14 @@ def up_from_options(tb: testbed.Testbed, args) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = CommandParser(add_help=False)
     common.add_argument('--state-dir', default=None,
                         help='state directory (default /run/<name>-testbed, '
                              f'or ${TESTBED_STATE_DIR_ENV})')
     common.add_argument('--name', default=testbed.DEFAULTS.name,
                         help='testbed name, prefix of its network namespaces '
                              f'(default {testbed.DEFAULTS.name})')
-    p = argparse.ArgumentParser(
+    p = CommandParser(
         prog='hpcnet testbed',
         description='Slurm virtual cluster in network namespaces.',
         epilog='hpcnet testbed run|baseline|accept [options]: testbed up, that hpcnet command '
