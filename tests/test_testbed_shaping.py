@@ -110,6 +110,23 @@ def test_frames_to_the_slowed_peer_take_its_class(veth_pair):
     assert sent['1:1'] >= 20, sent            # and whatever else the stack sent
 
 
+@pytest.mark.skipif(SKIP is not None, reason=f'scratch network namespaces: {SKIP}')
+def test_unshaping_fails_loudly_unless_there_was_nothing_to_remove(veth_pair):
+    '''Removing the shaping where there is none is done; a tc that fails
+    otherwise (here: no such device) is a StepError, never a link left
+    slowed while the state says unshaped.'''
+    a, _ = veth_pair
+    subprocess.run(shaping.root_tbf_command(a, 'eth0', '1gbit', '8kb'), check=True)
+    shaping.clear_root('unshape', a, 'eth0')
+    shaping.clear_root('unshape', a, 'eth0')   # nothing left: fine
+    qdiscs = json.loads(subprocess.run(['tc', '-n', a, '-j', 'qdisc', 'show', 'dev', 'eth0'],
+                                       check=True, capture_output=True, text=True).stdout)
+    assert not any(q['kind'] == 'tbf' for q in qdiscs), qdiscs
+    with pytest.raises(tbm.StepError, match=r"step 'unshape' failed: .* exited with 1: "
+                                            r'Cannot find device "eth9"'):
+        shaping.clear_root('unshape', a, 'eth9')
+
+
 def test_peer_without_node_is_a_usage_error(capsys):
     assert run_cli(['shape', '--name', 'hpcnetnone', '--peer', 'cn2', '--rate', '700mbit']) == 2
     assert capsys.readouterr().err == ('hpcnet testbed shape: --peer needs --node '

@@ -151,3 +151,11 @@ def test_a_testbed_command_line_mistake_is_one_line(argv):
     code, err = _hpcnet(*argv)
     assert code == Exit.USAGE and err.count('\n') == 1, err
     assert err.startswith('hpcnet testbed') and 'error: ' in err and '--help' in err, err
+
+
+def test_an_unreadable_stack_cache_is_named_not_taken_for_none(tmp_path, monkeypatch):
+    (tmp_path / 'stacks.json').write_text('{truncated')
+    monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path))
+    code, err = _hpcnet('config')
+    _one_line_usage_error(code, err, f"{tmp_path / 'stacks.json'}: unreadable (JSONDecodeError",
+                          '`hpcnet stacks --refresh` probes again')

@@ -23,7 +23,14 @@ def run(args) -> int:
         if marker.exists() and marker.read_text().split() == reqs:
             runner.say(f'{name}: {" ".join(reqs)} already in {prefix}')
             continue
-        shutil.rmtree(prefix, ignore_errors=True)
+        try:
+            # An old prefix left in part would mix its libraries with the new.
+            if prefix.exists():
+                shutil.rmtree(prefix)
+        except OSError as err:
+            failed.append(name)
+            runner.say(f'{name}: {prefix} cannot be removed ({err}); this stack is left out')
+            continue
         cmd = [sys.executable, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
                '--no-warn-script-location', '--ignore-installed', '--prefix', str(prefix), *reqs]
         if entry.pypi_no_deps:

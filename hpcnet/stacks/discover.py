@@ -406,12 +406,15 @@ def discover(state: Path | None = None, sources: list | None = None,
 def cached_discovery(state: Path | None = None) -> Discovery | None:
     '''What the last discovery kept in the state directory, read without
     probing and without checking that it is current (`hpcnet config`);
-    None where there is no readable cache.'''
+    None where there is none; a StackError where it cannot be read.'''
     cache = (Path(state) if state else state_dir()) / CACHE_FILE
     try:
         return _from_json(json.loads(cache.read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise StackError(f'{cache}: unreadable ({type(err).__name__}: {err}); `hpcnet stacks '
+                         '--refresh` probes again and writes it anew') from None
 
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import subprocess
 
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, IFACE, TBF_LATENCY,
-                                   TestbedError, burst_bytes, rate_bps)
+                                   StepError, TestbedError, burst_bytes, rate_bps)
+from hpcnet.testbed.processes import fmt_cmd
 
 #: The size table of every root qdisc: tbf (alone or under htb) then counts
 #: the bytes a real Ethernet frame spends on the wire.
@@ -31,9 +32,23 @@ def tbf(rate: str, burst: str) -> list[str]:
     return ['tbf', 'rate', rate, 'burst', burst, 'latency', TBF_LATENCY]
 
 
+#: What `tc qdisc del ... root` says where the device has no root qdisc.
+NO_ROOT_QDISC = 'Cannot delete qdisc with handle of zero'
+
+
 def clear_command(netns: str, dev: str) -> list[str]:
-    """Removes ``dev``'s root qdisc (fails, harmlessly, where it has none)."""
+    """Removes ``dev``'s root qdisc (fails with NO_ROOT_QDISC where it has none)."""
     return ['tc', '-n', netns, 'qdisc', 'del', 'dev', dev, 'root']
+
+
+def clear_root(step: str, netns: str, dev: str) -> None:
+    """Remove ``dev``'s shaping; where it has none that is done too, and any
+    other failure of tc is a StepError of ``step``."""
+    res = subprocess.run(clear_command(netns, dev), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, timeout=CMD_TIMEOUT)
+    if res.returncode != 0 and NO_ROOT_QDISC not in res.stderr:
+        raise StepError(step, f'{fmt_cmd(clear_command(netns, dev))} exited with '
+                              f'{res.returncode}: {res.stderr.strip()}')
 
 
 def root_tbf_command(netns: str, dev: str, rate: str, burst: str,
@@ -89,8 +104,7 @@ class Shaping:
         if rate:
             self._cmd(step, root_tbf_command(netns, dev, rate, burst, verb))
         else:
-            subprocess.run(clear_command(netns, dev), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=CMD_TIMEOUT)
+            clear_root(step, netns, dev)
 
     def path_rates(self, node: str) -> dict[str, str]:
         """{peer: rate} of the slowed paths from ``node``."""
