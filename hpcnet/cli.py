@@ -76,7 +76,10 @@ def main(argv=None) -> int:
     # Options hpcnet does not know go to reframe (hpcnet run -n hpcnet_p2p ...).
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, 'takes_reframe_args', False):
-        parser.error(f'unrecognized arguments: {" ".join(extra)}')
+        command = f'hpcnet {args.cmd}'
+        print(f'{command}: error: unrecognized arguments: {" ".join(extra)} (see {command} '
+              '--help)', file=sys.stderr)
+        return Exit.USAGE
     args.reframe_args = extra
     problem = installation_problem() or (work_dir_problem()
                                          if getattr(args, 'needs_work_dir', True) else None)

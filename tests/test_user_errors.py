@@ -159,3 +159,24 @@ def test_an_unreadable_stack_cache_is_named_not_taken_for_none(tmp_path, monkeyp
     code, err = _hpcnet('config')
     _one_line_usage_error(code, err, f"{tmp_path / 'stacks.json'}: unreadable (JSONDecodeError",
                           '`hpcnet stacks --refresh` probes again')
+
+
+def test_a_reference_file_named_yml_is_not_silently_unread(tmp_path, monkeypatch):
+    (tmp_path / 'testbed.yml').write_text('{}\n')
+    monkeypatch.setenv(REFERENCE_DIR_ENV, str(tmp_path))
+    code, err = _hpcnet('refs', 'validate')
+    _one_line_usage_error(code, err, f"{tmp_path / 'testbed.yml'}: not read",
+                          'rename it to testbed.yaml')
+
+
+def test_an_empty_reference_dir_variable_is_unset_not_the_current_directory(monkeypatch):
+    from hpcnet.acceptance.references import reference_dir
+    from hpcnet.constants import REFERENCE_DIR
+    monkeypatch.setenv(REFERENCE_DIR_ENV, '')
+    assert reference_dir() == Path(REFERENCE_DIR)
+
+
+def test_an_option_no_command_knows_names_the_command():
+    code, err = _hpcnet('compare', '--alpah', '0.1', 'a.json', 'b.json')
+    assert code == Exit.USAGE and err == ('hpcnet compare: error: unrecognized arguments: '
+                                          '--alpah b.json (see hpcnet compare --help)\n'), err

@@ -343,7 +343,8 @@ def load(path: Path, perfvars_by_test=KNOWN) -> dict:
 
 
 def reference_dir() -> Path:
-    return Path(os.environ.get(REFERENCE_DIR_ENV, REFERENCE_DIR))
+    """HPCNET_REFERENCE_DIR, or reference/ where it is unset or empty."""
+    return Path(os.environ.get(REFERENCE_DIR_ENV) or REFERENCE_DIR)
 
 
 def validate_directory(path: Path | None = None) -> list:
@@ -355,6 +356,10 @@ def validate_directory(path: Path | None = None) -> list:
     if not path.is_dir():
         raise ReferenceFileError(f'{path}: not a directory (valid: a directory of '
                                  f'<system>.yaml reference files; {REFERENCE_DIR_ENV} selects it)')
+    unread = sorted(path.glob('*.yml'))
+    if unread:
+        raise ReferenceFileError(f'{unread[0]}: not read (valid: a reference file is '
+                                 f'<system>.yaml; rename it to {unread[0].stem}.yaml)')
     files = sorted(path.glob('*.yaml'))
     for f in files:
         load(f)
