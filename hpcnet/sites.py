@@ -250,11 +250,16 @@ def system_directories() -> list:
     """config/systems, and the directories in HPCNET_SYSTEMS_DIRS
     (colon-separated: a site's own system files kept outside the checkout)."""
     extra = [d for d in os.environ.get(SYSTEMS_DIRS_ENV, '').split(':') if d]
-    for directory in extra:
-        if not os.path.isdir(directory):
-            raise ConfigError(f'{SYSTEMS_DIRS_ENV}: {directory!r} is not a directory (valid: '
-                              'directories of site files, separated by colons)')
     return [SYSTEMS_DIR, *extra]
+
+
+def missing_system_directories() -> str | None:
+    """What HPCNET_SYSTEMS_DIRS names that is not a directory (a typo, or
+    the directory `hpcnet site init` is about to make), said in one clause;
+    None where there is none."""
+    missing = [d for d in system_directories() if not os.path.isdir(d)]
+    return (f'{SYSTEMS_DIRS_ENV} names {", ".join(repr(d) for d in missing)}, not a directory '
+            '(valid: directories of site files, separated by colons)') if missing else None
 
 
 def shares_host_cores(system: dict) -> bool:

@@ -142,5 +142,5 @@ def test_malformed_table_names_file_key_and_valid(mutate, match):
 def test_unreadable_table(tmp_path):
     bad = tmp_path / 'model.yaml'
     bad.write_text('fabrics: [unclosed\n')
-    with pytest.raises(model.ConfigError, match=f'{bad}: not valid YAML'):
+    with pytest.raises(model.ConfigError, match=f"{bad}:2:1: not valid YAML: expected ',' or"):
         fabrics.load_table(bad)

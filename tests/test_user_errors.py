@@ -71,7 +71,10 @@ def test_a_systems_directory_that_is_not_there_is_named(tmp_path, monkeypatch):
     missing = tmp_path / 'sytems'
     monkeypatch.setenv(SYSTEMS_DIRS_ENV, str(missing))
     code, err = _hpcnet('fabrics', 'validate')
-    _one_line_usage_error(code, err, f"{SYSTEMS_DIRS_ENV}: '{missing}' is not a directory")
+    _one_line_usage_error(code, err, f"{SYSTEMS_DIRS_ENV} names '{missing}', not a directory")
+    code, err = _hpcnet('site', 'check', '--system', 'mysite')
+    _one_line_usage_error(code, err, '--system mysite: no site file defines it',
+                          f"; {SYSTEMS_DIRS_ENV} names '{missing}', not a directory")
 
 
 @pytest.mark.parametrize('content, named', [

@@ -343,7 +343,7 @@ def load(path: Path, perfvars_by_test=KNOWN) -> dict:
 
 
 def reference_dir() -> Path:
-    """HPCNET_REFERENCE_DIR, or reference/ where it is unset or empty."""
+    """REFERENCE_DIR_ENV's directory, or reference/ where it is unset or empty."""
     return Path(os.environ.get(REFERENCE_DIR_ENV) or REFERENCE_DIR)
 
 

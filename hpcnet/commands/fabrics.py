@@ -11,6 +11,9 @@ from hpcnet.constants import FABRICS_FILE
 def run(args) -> int:
     '''Validate the fabric table (and every system file against it).'''
     path = Path(args.file) if args.file else FABRICS_FILE
+    missing = sites.missing_system_directories()
+    if missing:
+        raise model.ConfigError(missing)
     # The site files first: the fabrics they add have blocks in the table.
     systems = sites.load_system_files(*sites.system_directories())
     table = fabrics.load_table(path)

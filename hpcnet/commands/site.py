@@ -20,7 +20,8 @@ from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
 from hpcnet.siteinit import check, nodes, plan, proposal, slurm
-from hpcnet.sites import SHIPPED_SYSTEMS, load_site_files, sessions_dir, system_directories
+from hpcnet.sites import (SHIPPED_SYSTEMS, load_site_files, missing_system_directories,
+                          sessions_dir, system_directories)
 from hpcnet.stacks import modules
 
 
@@ -138,8 +139,10 @@ def _site(args):
     if args.system:
         chosen = [s for s in sites if s.system['name'] == args.system]
         if not chosen:
+            missing = missing_system_directories()
             raise ConfigError(f'--system {args.system}: no site file defines it (systems: '
-                              f'{", ".join(s.system["name"] for s in sites)})')
+                              f'{", ".join(s.system["name"] for s in sites)})'
+                              + (f'; {missing}' if missing else ''))
         return chosen[0]
     host = socket.gethostname()
     mine = [s for s in sites if s.system['name'] not in SHIPPED_SYSTEMS
