@@ -69,31 +69,32 @@ def work_dir_problem() -> str | None:
         if here == installation or installation in here.parents:
             return (f'{named}: is inside the hpcnet installation {installation}; '
                     f'run from, or set {WORK_DIR_ENV} to, a directory of your own')
+    return (_writable_directory_problem(WORK_DIR, named, f'set {WORK_DIR_ENV} to a directory '
+                                       'you can write') or _reports_dir_problem())
+
+
+def _writable_directory_problem(path: Path, named: str, fix: str) -> str | None:
+    """Why ``path`` (``named`` so in the message) cannot be written in, or
+    None; creates it when it is missing."""
     try:
-        WORK_DIR.mkdir(parents=True, exist_ok=True)
+        path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         return f'{named}: cannot be created: {err.strerror}'
-    if not os.access(WORK_DIR, os.W_OK | os.X_OK):
-        return f'{named}: is not writable; set {WORK_DIR_ENV} to a directory you can write'
-    return _reports_dir_problem()
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f'{named}: is not writable; {fix}'
+    return None
 
 
 def _reports_dir_problem() -> str | None:
     """Why the reports directory a user named (HPCNET_REPORTS_DIR) cannot
-    take the reports, or None.  Creates it when it is missing."""
+    take the reports, or None."""
     named = os.environ.get(REPORTS_DIR_ENV)
     if not named:
         return None
     where = f'{REPORTS_DIR_ENV}={named}'
     if not Path(named).is_absolute():
         return f'{where}: must be an absolute path'
-    try:
-        Path(named).mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        return f'{where}: cannot be created: {err.strerror}'
-    if not os.access(named, os.W_OK | os.X_OK):
-        return f'{where}: is not writable; set it to a directory you can write'
-    return None
+    return _writable_directory_problem(Path(named), where, 'set it to a directory you can write')
 
 
 class InstallationError(RuntimeError):

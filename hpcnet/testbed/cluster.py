@@ -36,15 +36,15 @@ class Testbed(Build, Daemons, Teardown, Shaping):
                  template_dir=None):
         if not re.fullmatch(r'[a-z][a-z0-9]{0,9}', name):
             raise TestbedUsageError(f'bad testbed name {name!r}: '
-                               'use 1-10 lowercase letters/digits')
+                                    'use 1-10 lowercase letters/digits')
         self.name = name
         self.state_dir = Path(os.path.abspath(state_dir)) if state_dir \
             else default_state_dir(name)
         # Its paths go into slurm.conf, which has no quoting.
         if not re.fullmatch(r'[A-Za-z0-9._/+-]+', str(self.state_dir)):
-            raise TestbedUsageError(f'testbed state directory {str(self.state_dir)!r} (--state-dir '
-                               f'or {TESTBED_STATE_DIR_ENV}): use letters, digits and . _ - + / '
-                               'only; slurm.conf cannot carry the others')
+            raise TestbedUsageError(f'testbed state directory {str(self.state_dir)!r} '
+                                    f'(--state-dir or {TESTBED_STATE_DIR_ENV}): use letters, '
+                                    'digits and . _ - + / only; slurm.conf cannot carry the others')
         self.template_dir = Path(template_dir) if template_dir else \
             default_template_dir()
         self.state_file = self.state_dir / 'state.json'
