@@ -32,6 +32,9 @@ from hpcnet.reframeargs import named_system
 
 #: Report name of the acceptance runs (reports/accept-latest.json, .html).
 NAME = 'accept'
+#: Samples of every metric in the first round (the nightly templates' --repeats):
+#: enough that a fault in one repeat of three shows in a round with p > 0.85.
+FIRST_ROUND_REPEATS = 5
 
 
 @dataclass(frozen=True)
@@ -169,8 +172,9 @@ def run(args) -> int:
 
 def add_options(p) -> None:
     '''The options of `hpcnet accept` (also of `hpcnet testbed accept`).'''
-    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
-                   help='samples of every metric in the first round (default 5)')
+    p.add_argument('--repeats', type=argtypes.positive_int, default=FIRST_ROUND_REPEATS,
+                   help='samples of every metric in the first round '
+                        f'(default {FIRST_ROUND_REPEATS})')
     p.add_argument('--max-repeats', type=argtypes.positive_int, default=15,
                    help='samples of any metric in all rounds together (default 15)')
     p.add_argument('--time-budget', type=float, default=3600, metavar='SECONDS',
