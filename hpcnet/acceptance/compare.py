@@ -381,7 +381,7 @@ class Outcome:
                  f'{self.count(v.INCONCLUSIVE)} not decided', f'{len(self.only_after)} only after',
                  f'{self.count(v.UNCHANGED)} unchanged', f'{self.count(v.IMPROVED)} improved']
         if self.count(v.SHOWN):
-            parts.append(f'{self.count(v.SHOWN)} shown, not judged (the table says why)')
+            parts.append(f'{self.count(v.SHOWN)} shown (judged over iperf3)')
         return ', '.join(parts)
 
 

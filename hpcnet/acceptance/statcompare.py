@@ -44,11 +44,6 @@ may be", so improvements never block and a small wobble is decided.
   decided") only between, with ``more_samples``: how many more samples of
   the after side (the before side as it is, as `hpcnet accept` adds them)
   would decide it, None where after samples alone cannot.
-* A metric whose sessions before moved beyond TOLERANCE_CAP (its
-  tolerance is the cap: ``Tolerance.capped``; a baseline does not assert
-  it) is decided only as REGRESSED, IMPROVED or UNCHANGED as above; between
-  them it is SHOWN, not "not decided": the cap bounds how much worse it may
-  get, and no acceptance waits on a metric its own baseline calls noise.
 """
 from __future__ import annotations
 
@@ -231,12 +226,9 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Tolerance:
-    """How far a metric may move without being a change, and what set it.
-    ``capped``: the before side's sessions moved more than TOLERANCE_CAP
-    allows, so the cap, not the metric's own spread, set it."""
+    """How far a metric may move without being a change, and what set it."""
     fraction: float
     basis: str
-    capped: bool = False
 
 
 def tolerance_of(session_medians: Sequence[float], floor: float) -> Tolerance:
@@ -257,8 +249,7 @@ def tolerance_of(session_medians: Sequence[float], floor: float) -> Tolerance:
     if moved <= floor:
         return Tolerance(floor, f'{floor_words}; {sessions}')
     if moved >= TOLERANCE_CAP:
-        return Tolerance(TOLERANCE_CAP, f'the {TOLERANCE_CAP * 100:g} % cap; {sessions}',
-                         capped=True)
+        return Tolerance(TOLERANCE_CAP, f'the {TOLERANCE_CAP * 100:g} % cap; {sessions}')
     return Tolerance(moved, f'{SPREAD_FACTOR:g} x the spread: {sessions}')
 
 
@@ -434,15 +425,6 @@ def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_b
         return result(Verdict.IMPROVED, f'{shift}: better beyond {told}, with {counts}{lone}')
     if worst <= tol:
         return result(Verdict.UNCHANGED, f'{shift}: inside {told}, with {counts}{lone}')
-    if tolerance.capped:
-        # The sessions before moved beyond the cap (a baseline leaves such a
-        # metric unasserted): the cap bounds how much worse it may get, and
-        # only a slowdown beyond it (above) is decided; waiting for after
-        # samples to confirm "unchanged" within the noise is not.
-        return result(Verdict.SHOWN,
-                      f'shown, not decided: {shift} with {counts}: the worst plausible slowdown '
-                      f'is beyond {told} and the best is not; the sessions before moved more '
-                      f'than the cap allows, so only a slowdown beyond it would fail{lone}')
     # The bound that has to cross the edge: the best one where the estimate
     # is beyond the tolerance (towards a regression), else the worst one.
     bound = best_ratio if worse_by(estimate, higher_better) > tol else worst_ratio
