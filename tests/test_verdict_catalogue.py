@@ -166,18 +166,18 @@ def test_refs_validate_refuses_absurd_bounds_and_wrong_units(tmp_path):
     assert _hpcnet('refs', 'validate', str(REFERENCE_DIR / 'testbed.yaml')).returncode == Exit.OK
 
 
-def _testbed_side(path: Path, uuid: str, sessions: list, double: str | None = None) -> str:
+def _testbed_side(path: Path, uuid: str, sessions: list, halve: str | None = None) -> str:
     '''The recorded testbed sessions as one report of their runs; with
-    ``double``, that not-asserted variable's value is twice the recorded one
+    ``halve``, that not-asserted variable's value is half the recorded one
     in perfvalues, while the recorded copy stays in not_asserted.'''
     runs = []
     for session in sessions:
         for run in session['runs']:
             for tc in run['testcases']:
                 tc = copy.deepcopy(tc)
-                if double:
-                    kept = tc['not_asserted'][double]
-                    tc['perfvalues'][f'testbed:eth:{double}'] = [kept['value'] * 2, 0, None, None,
+                if halve:
+                    kept = tc['not_asserted'][halve]
+                    tc['perfvalues'][f'testbed:eth:{halve}'] = [kept['value'] / 2, 0, None, None,
                                                                  kept['unit'], 'pass']
                 runs.append({'run_index': len(runs), 'testcases': [tc]})
     path.write_text(json.dumps({'session_info': {'uuid': uuid}, 'runs': runs}))
@@ -197,11 +197,12 @@ def test_a_value_has_one_source_and_old_reports_still_read(tmp_path):
     res = _hpcnet('compare', before, same)
     assert res.returncode in (Exit.OK, Exit.UNDECIDED), res.stdout + res.stderr
     assert 'latency_8B [us]' in res.stdout and 'REGRESSED' not in res.stdout, res.stdout
-    # latency_8B: not asserted on the testbed and judged by compare (no
-    # calibrated counterpart decides in its stead).
-    disagree = _testbed_side(tmp_path / 'd.json', 'disagree', steady, double='latency_8B')
+    # bandwidth_64KiB_over_iperf3: not asserted on the testbed and judged by
+    # compare (a ratio decides its case).
+    disagree = _testbed_side(tmp_path / 'd.json', 'disagree', steady,
+                             halve='bandwidth_64KiB_over_iperf3')
     res = _hpcnet('compare', before, disagree)
-    _row(10, 'a not-asserted value whose second copy disagrees (perfvalues doubled)', res,
+    _row(10, 'a not-asserted value whose second copy disagrees (perfvalues halved)', res,
          Exit.FAILED)
     (line,) = [line for line in res.stdout.splitlines() if line.startswith('REGRESSED')]
-    assert line.rstrip().endswith('latency_8B [us]'), res.stdout
+    assert line.rstrip().endswith('bandwidth_64KiB_over_iperf3 [ratio]'), res.stdout

@@ -142,6 +142,49 @@ def _two_metrics_report(path: Path, uuid: str, runs: list, link_rate_bps: int = 
     return str(path)
 
 
+#: latency_0B [us] of hpcnet_p2p %mode=bw on the testbed (ci/benchmarks/accept_trials.py,
+#: docs/measurements.md "The accept benchmark"): a baseline whose 5 sessions met only the
+#: host's fast mode, and the first round of a clean accept that met both.
+HOST_LATENCY_FAST_MODE = [6.0941, 6.0294, 6.4462, 6.1268, 5.8721]
+HOST_LATENCY_BOTH_MODES = [7.9318, 5.9331, 6.4972, 6.1731, 8.5465]
+
+
+def _latency_report(path: Path, uuid: str, runs: list, with_ratio: bool) -> str:
+    '''A report of one case per run: (latency_8B in us, ratio to iperf3);
+    ``with_ratio``: the case is judged over iperf3 (its nodes share one
+    host's cores), else a real cluster's case, with no ratio.'''
+    def case(latency, ratio):
+        values = {'testbed:eth:latency_8B': [latency, 0, None, None, 'us', 'pass']}
+        if with_ratio:
+            values[f'testbed:eth:{METRIC}'] = [ratio, 1.0, -0.1, None, 'ratio', 'pass']
+        return _case(link_rate_bps=GBIT, perfvalues=values, judgement_basis=Basis.REFERENCES)
+    path.write_text(json.dumps({'session_info': {'uuid': uuid},
+                                'runs': [{'testcases': [case(*run)]} for run in runs]}))
+    return str(path)
+
+
+@pytest.mark.parametrize('with_ratio, latency_verdict, code', [
+    (True, statcompare.Verdict.SHOWN, Exit.OK),
+    (False, statcompare.Verdict.REGRESSED, Exit.FAILED)])
+def test_a_latency_is_judged_by_the_ratios_where_the_nodes_share_a_host(
+        tmp_path, with_ratio, latency_verdict, code):
+    '''The testbed's latency over a veth is the host's: with the case's
+    ratios to iperf3 unchanged, its slow mode is shown, not a regression.
+    The same samples in a case with no ratio (a real cluster's) regress.'''
+    ratios = [1.0 + i / 1000 for i in range(5)]
+    before = _latency_report(tmp_path / 'b.json', 'b', list(zip(HOST_LATENCY_FAST_MODE, ratios)),
+                             with_ratio)
+    after = _latency_report(tmp_path / 'a.json', 'a', list(zip(HOST_LATENCY_BOTH_MODES, ratios)),
+                            with_ratio)
+    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    rows = {row.metric: row.result for row in outcome.rows}
+    assert rows['latency_8B'].verdict == latency_verdict, rows['latency_8B'].reason
+    assert outcome.exit_code == code
+    if with_ratio:
+        assert rows[METRIC].verdict == statcompare.Verdict.UNCHANGED
+        assert f"judged by the case's ratios over iperf3 ({METRIC})" in rows['latency_8B'].reason
+        assert 'a slower mode' in rows['latency_8B'].reason
+
 def test_a_host_slower_than_at_the_baseline_is_judged_over_iperf3(tmp_path):
     '''The accept benchmark's clean trial on a host 5 % slower than when the
     baseline was made: the absolute MB/s moved with the host (5+15 samples
@@ -156,7 +199,7 @@ def test_a_host_slower_than_at_the_baseline_is_judged_over_iperf3(tmp_path):
     assert verdicts == {'bandwidth_4MiB': statcompare.Verdict.SHOWN,
                         METRIC: statcompare.Verdict.UNCHANGED}
     assert outcome.exit_code == Exit.OK and not outcome.undecided()
-    assert f'shown, not judged: {METRIC} decides' in compare.table(outcome.rows)
+    assert f'shown, not judged: judged by {METRIC}' in compare.table(outcome.rows)
     healthy = outcome.summary()
     # The link itself slower: the ratio regresses, whatever the host did.
     slow = _two_metrics_report(tmp_path / 's.json', 's',

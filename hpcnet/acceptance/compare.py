@@ -419,6 +419,7 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
     measured_after = set(values_after) | set(withheld_after)
     p_before, p_after = provenance(before), provenance(after)
     rows = []
+    ratios = metricjudge.calibrated_ratios(s_before.values, values_after)
     for key in sorted(measured_before & measured_after):
         new = renamed.get(key[1:3])
         after_case = (key[0], key[1], new or key[2])
@@ -429,7 +430,7 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
             result = metricjudge.judge(key[0], key[3], s_before.values[key], values_after[key],
                                        alpha, statcompare.tolerance_of(moved_before.get(key, []),
                                                                        threshold))
-            decider = metricjudge.calibrated_counterpart(key, s_before.values, values_after)
+            decider = metricjudge.calibrated_counterpart(key, ratios)
             if decider is not None and not link_changed(changed):
                 result = metricjudge.shown_for(result, decider)
         else:

@@ -104,24 +104,39 @@ def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: 
                                        alpha=alpha, tolerance=tolerance)
 
 
-def calibrated_counterpart(key: tuple, before: dict, after: dict) -> str | None:
-    '''The ``<metric>_over_iperf3`` of the same case that both sides
-    measured (for an efficiency, its bandwidth's or throughput's), which
-    decides in the absolute metric's stead; None where there is none.'''
-    test, partition, environ, metric = key
-    if metric.endswith(CALIBRATED_SUFFIX):
+def calibrated_ratios(before: dict, after: dict) -> dict:
+    '''{(test, partition, environ): the ``*_over_iperf3`` metrics both
+    sides measured}: the cases judged over iperf3 on their own link (only
+    where the partition's nodes share one host's cores:
+    hpcnet.checklib.calibrated).'''
+    ratios: dict = {}
+    for key in before.keys() & after.keys():
+        if key[3].endswith(CALIBRATED_SUFFIX):
+            ratios.setdefault(key[:3], set()).add(key[3])
+    return ratios
+
+
+def calibrated_counterpart(key: tuple, ratios: dict) -> str | None:
+    '''What decides in the stead of a metric of a case judged over iperf3
+    (``ratios``: calibrated_ratios): its ``<metric>_over_iperf3`` (for an
+    efficiency, its bandwidth's or throughput's), or, for a metric with
+    none (a latency: the host's, over a veth), the case's ratios together;
+    None for a ratio itself and for a case not judged over iperf3.'''
+    metric = key[3]
+    case_ratios = ratios.get(key[:3])
+    if not case_ratios or metric.endswith(CALIBRATED_SUFFIX):
         return None
     names = [metric + CALIBRATED_SUFFIX]
     if metric.startswith('efficiency_'):
         size = metric[len('efficiency_'):]
         names += [f'{quantity}_{size}{CALIBRATED_SUFFIX}' for quantity in ('bandwidth', 'throughput')]
-    return next((name for name in names if (test, partition, environ, name) in before
-                 and (test, partition, environ, name) in after), None)
+    return next((name for name in names if name in case_ratios),
+                f'the case\'s ratios over iperf3 ({", ".join(sorted(case_ratios))})')
 
 
 def shown_for(result: statcompare.Comparison, decider: str) -> statcompare.Comparison:
     '''``result`` as shown, not judged: ``decider`` decides in its stead.'''
     return replace(result, verdict=statcompare.Verdict.SHOWN, more_samples=None,
-                   reason=f'shown, not judged: {decider} decides (the case is judged over iperf3 '
+                   reason=f'shown, not judged: judged by {decider} (the case is judged over iperf3 '
                           "on its own link, where the nodes share the host's cores and an "
                           'absolute figure moves with the host); ' + result.reason)
