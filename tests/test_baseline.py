@@ -254,6 +254,26 @@ def test_a_metric_wider_than_the_cap_is_recorded_not_asserted():
     assert refs.not_asserted_reason('local:tcp/gcc12-openmpi5/bw/bandwidth_4MiB') is None
 
 
+def test_a_case_judged_over_iperf3_asserts_its_ratios_only():
+    '''The testbed's 0-byte latency of five sessions that all met its fast
+    mode (docs/measurements.md, "The accept benchmark again"): the ratio is
+    asserted, the latency and the absolute MB/s are the host's.'''
+    latency = [6.0941, 6.0294, 6.4462, 6.1268, 5.8721]
+    sessions = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        'latency_0B': (v, 'us'), 'bandwidth_4MiB': (115.0 + i / 10, 'MB/s'),
+        'bandwidth_4MiB_over_iperf3': (1.0 + i / 1000, 'ratio')})]])
+        for i, v in enumerate(latency)]
+    doc = baseline.document(sessions)
+    assert set(_leaf(doc)) == {'bandwidth_4MiB_over_iperf3'}
+    exempt = doc[references.NOT_ASSERTED]['hpcnet_p2p']
+    for var in ('latency_0B', 'bandwidth_4MiB'):
+        reason = exempt[f'local:tcp/gcc12-openmpi4/bw/{var}']
+        assert reason.startswith(references.OVER_IPERF3_REASON)
+        assert references.written_by_baseline(reason)
+    assert baseline.site_not_asserted(doc) == {'hpcnet_p2p': {}}
+    references.validate(json.loads(json.dumps(doc)), 'baseline.yaml')
+
+
 def _perturbed(report, uuid, drift, noise, seed, runs=1):
     """``report`` as another session: every value x (1 + drift), each run
     with its own noise (uniform within +/- noise)."""

@@ -19,6 +19,11 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
    (hpcnet compare) but never fails a run.  CAP (0.4) stays clear of the
    validation's lower bound of -0.5 (hpcnet.acceptance.references.MIN_LOWER).
 
+5. A case judged over iperf3 on its own link (its ``*_over_iperf3``
+   ratios: nodes that share one host's cores) asserts its ratios only; its
+   other metrics (absolute MB/s, latencies: the host's) go to `$not_asserted`,
+   as compare shows them (hpcnet.acceptance.metricjudge.calibrated_counterpart).
+
 A zero median (counts such as errors) has absolute thresholds in ReFrame:
 max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
 
@@ -44,8 +49,10 @@ from hpcnet.metrics import higher_is_better
 from hpcnet.acceptance.casevalues import perf_samples
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
-from hpcnet.acceptance.references import (NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED,
-                                          per_environment, reference_dir, reference_file)
+from hpcnet.acceptance.references import (NOT_ASSERTED, OVER_IPERF3_REASON, PROVENANCE,
+                                          SPREAD_REASON, UNBOUNDED, per_environment,
+                                          reference_dir, reference_file, written_by_baseline)
+from hpcnet.constants import CALIBRATED_SUFFIX
 from hpcnet.acceptance.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP,
                                       TOLERANCE_FLOOR, WORST_MARGIN, estimate, fit_prior,
                                       outliers, own_spread)
@@ -134,7 +141,7 @@ def site_not_asserted(existing: dict) -> dict:
     """{test: {pattern: reason}}: the `$not_asserted` entries a site wrote
     in a reference file (loaded), not those a baseline wrote from its spread."""
     return {test: {p: r for p, r in entries.items()
-                   if p != '$index' and not str(r).startswith(SPREAD_REASON)}
+                   if p != '$index' and not written_by_baseline(r)}
             for test, entries in (existing.get(NOT_ASSERTED) or {}).items()}
 
 
@@ -270,13 +277,21 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
     for cls, (index, by_key) in sorted(collected.items()):
         measured[cls] = (list(index), sorted(by_key))
         for keys, metrics in sorted(by_key.items()):
+            over_iperf3 = any(var.endswith(CALIBRATED_SUFFIX) for var in metrics)
             for var, samples in sorted(metrics.items()):
                 est = estimates[cls, keys, var]
                 name = f'{cls} {entry_path(keys, var)}'
                 left_out += [{'metric': name, 'value': v, 'session': s, 'run': r}
                              for v, s, r in est.left_out]
+                pattern = '/'.join(_literal(k) for k in (*keys, var))
+                if over_iperf3 and not var.endswith(CALIBRATED_SUFFIX):
+                    # As compare judges it (metricjudge.calibrated_counterpart).
+                    not_asserted.setdefault(cls, {'$index': list(index)})[pattern] = (
+                        f'{OVER_IPERF3_REASON}: the case\'s nodes share one host\'s cores, its '
+                        f'*{CALIBRATED_SUFFIX} ratios are asserted; the absolute figures and '
+                        'latencies are the host\'s: recorded and compared, not asserted')
+                    continue
                 if not est.asserted:
-                    pattern = '/'.join(_literal(k) for k in (*keys, var))
                     # The index of the patterns' paths: the test may have no
                     # entry of its own that says it.
                     needs = (f'needs +/-{est.tolerance:.0%} ({est.reason}), above the '

@@ -201,6 +201,14 @@ UNBOUNDED = '$unbounded'
 #: How a `$not_asserted` reason written by a baseline starts (its figures
 #: follow, per metric).
 SPREAD_REASON = 'baseline spread'
+#: How a baseline's reason for a metric of a case judged over iperf3 starts.
+OVER_IPERF3_REASON = 'judged over iperf3'
+
+
+def written_by_baseline(reason) -> bool:
+    """Whether a `$not_asserted` reason is one a baseline wrote (a new
+    baseline replaces it), not a site's own (which stands)."""
+    return str(reason).startswith((SPREAD_REASON, OVER_IPERF3_REASON))
 
 
 def reason_kind(reason: str) -> str:

@@ -9,7 +9,7 @@ import difflib
 import re
 
 from hpcnet.acceptance.baseline import ONE_SIDED_REASON, site_not_asserted
-from hpcnet.acceptance.references import NOT_ASSERTED, PROVENANCE, SPREAD_REASON, UNBOUNDED
+from hpcnet.acceptance.references import NOT_ASSERTED, PROVENANCE, UNBOUNDED, written_by_baseline
 
 _SPECIAL = (PROVENANCE, NOT_ASSERTED, UNBOUNDED)
 
@@ -125,7 +125,7 @@ def _merge_test(old: dict | None, nw: dict | None, index: list, old_na: dict, ne
                 _put(merged, keys, var, ref)
                 n_kept += 1
         for p, r in old_na.items():
-            if str(r).startswith(SPREAD_REASON) and _unliteral(p) not in new_entries:
+            if written_by_baseline(r) and _unliteral(p) not in new_entries:
                 na[p] = r
     else:
         merged = {'$index': list(index)}
