@@ -139,7 +139,8 @@ def index_keys(tc: dict) -> tuple:
 
 def site_not_asserted(existing: dict) -> dict:
     """{test: {pattern: reason}}: the `$not_asserted` entries a site wrote
-    in a reference file (loaded), not those a baseline wrote from its spread."""
+    in a reference file (loaded), not those a baseline wrote
+    (references.written_by_baseline)."""
     return {test: {p: r for p, r in entries.items()
                    if p != '$index' and not written_by_baseline(r)}
             for test, entries in (existing.get(NOT_ASSERTED) or {}).items()}
