@@ -248,7 +248,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
         prefix = list(_launch.prefix)
         env = _launch.environment(dict(env if env is not None else os.environ))
     cmd, report = reframe_cmd(name, reframe_args)
-    _check_before_running(reframe_args, env)
+    left_out = _check_before_running(reframe_args, env)
     say('running: ' + ' '.join(cmd))
     start = time.monotonic()
     rc = _run_reframe([*prefix, *cmd], env)
@@ -282,6 +282,8 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     shutil.copyfile(report, latest)
     say(f'report: {latest} (copy of {report})')
     lines, code = summary(repeats, retried, judged_elsewhere)
+    if left_out:
+        lines.insert(-1, left_out_line(left_out))
     if rc != 0 and code != Exit.FAILED and \
             all(tc['result'] in NOT_FAILED for results in repeats.values() for tc in results):
         # ReFrame's exit is explained by a failed repeat (failed still, or
@@ -316,9 +318,10 @@ def _index_stored_session(db: str | None) -> None:
     say(f'metrics index: {metricindex.index_path(path)} ({done.indexed} session(s) added)')
 
 
-def _check_before_running(reframe_args: list, env: dict | None) -> None:
+def _check_before_running(reframe_args: list, env: dict | None) -> list:
     '''The environments found, a selection that exists, and a reference
-    directory that loads, before ReFrame starts.'''
+    directory that loads, before ReFrame starts; returns the environments
+    the selected partitions are not offered (stacks.LeftOut).'''
     say('discovering the compiler x MPI environments')
     found = stacks.discover()
     check_selection(reframe_args, [e.name for e in found.environments])
@@ -334,3 +337,31 @@ def _check_before_running(reframe_args: list, env: dict | None) -> None:
                              'each candidate was left out')
     say(f'{len(found.environments)} environments: '
         f'{", ".join(e.name for e in found.environments)}')
+    gone = _left_out_of_selection(found, reframe_args)
+    for what in gone:
+        say(f'left out: {what.environment} on {what.partition}: {what.missing}')
+    return gone
+
+
+def _left_out_of_selection(found: stacks.Discovery, reframe_args: list) -> list:
+    '''stacks.left_out() of the system the session runs on, of the
+    partition --system names if it names one.'''
+    named = named_system(reframe_args, os.environ)
+    site = sites.selected_site(sites.load_site_files(*sites.system_directories()), named,
+                               socket.gethostname())
+    if site is None:
+        return []
+    return [gone for gone in stacks.left_out(found, [site])
+            if ':' not in (named or '') or gone.partition == named]
+
+
+def left_out_line(gone: list) -> str:
+    '''The summary's one line of the environments not offered on a
+    partition, grouped by what is missing.'''
+    by_missing = {}
+    for what in gone:
+        by_missing.setdefault(what.missing, []).append(f'{what.environment} on {what.partition}')
+    groups = '; '.join(f'{", ".join(where)} ({missing})' for missing, where in by_missing.items())
+    return (f'LEFT OUT ({len(gone)}): {groups}: not offered where the MPI cannot use the '
+            "partition's fabric on this host; install what is named (`make deps` installs the "
+            'Debian packages the suite uses)')

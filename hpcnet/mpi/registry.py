@@ -142,6 +142,9 @@ class FamilyEntry:
     #: family), and whether pip must skip their declared dependencies.
     pypi_requirements: tuple = ()
     pypi_no_deps: bool = False
+    #: Families whose PyPI stack lends its libfabric.so.1 to this family's
+    #: PyPI stack, which ships none (the first installed one that has it).
+    pypi_libfabric_from: tuple = ()
     #: Spack package names that provide it.
     spack_packages: tuple = ()
     #: EasyBuild's name of it (easyconfig and module name).

@@ -12,16 +12,17 @@ imports it or this package.  Callers use the names below
 (``stacks.discover()``); judging (hpcnet.acceptance) never imports them.
 """
 from hpcnet.stacks.candidate import TOOL_SUBDIRS, MpiCandidate, StackError, state_dir
-from hpcnet.stacks.discover import (BUILTIN_ENV, CACHE_FILE, Compiler, Discovery, Labelled, MpiStack,
-                                    cached_discovery, chosen_environments, detect_compilers, discover,
-                                    reframe_environments, site_environments)
+from hpcnet.stacks.discover import (BUILTIN_ENV, CACHE_FILE, Compiler, Discovery, Labelled,
+                                    LeftOut, MpiStack, cached_discovery, chosen_environments,
+                                    detect_compilers, discover, left_out, reframe_environments,
+                                    site_environments)
 from hpcnet.stacks.candidate import launcher_notice, missing_piece, probe_fabrics, probe_source
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,
                                    pypi_root, spack_candidates)
 
 __all__ = [
     'BUILTIN_ENV', 'CACHE_FILE', 'cached_discovery', 'SPACK_ENV_VAR', 'SPACK_FORMAT', 'TOOL_SUBDIRS', 'Compiler',
-    'Discovery', 'chosen_environments', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
+    'Discovery', 'LeftOut', 'left_out', 'chosen_environments', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
     'extra_prefix_candidates', 'launcher_notice', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
     'pypi_root', 'reframe_environments', 'site_environments', 'spack_candidates', 'state_dir',
 ]

@@ -88,13 +88,16 @@ def _prefix_layer(prefix: Path) -> str | None:
 
 
 def prefix_candidate(prefix: Path, label: str, source: str,
-                     expected_family: str | None = None) -> MpiCandidate | None:
-    '''An MPI installed under one prefix (bin/mpicc, lib/).'''
+                     expected_family: str | None = None,
+                     lent_libdirs: tuple = ()) -> MpiCandidate | None:
+    '''An MPI installed under one prefix (bin/mpicc, lib/), which also loads
+    libraries from ``lent_libdirs`` (before the system's).'''
     bindir = prefix / 'bin'
     wrapper = bindir / 'mpicc'
     if not wrapper.exists():
         return None
-    env = [('LD_LIBRARY_PATH', f'{prefix / "lib"}:$LD_LIBRARY_PATH')]
+    env = [('LD_LIBRARY_PATH', ':'.join([str(prefix / 'lib'), *map(str, lent_libdirs),
+                                         '$LD_LIBRARY_PATH']))]
     # A program only one family installs names it, whatever the source claimed.
     expected_family = next((e.name for e in mpi.families()
                             if any((bindir / p).exists() for p in e.prefix_programs)),
@@ -109,11 +112,24 @@ def prefix_candidate(prefix: Path, label: str, source: str,
                         expected_family=expected_family, transport_layer=layer)
 
 
+def _lent_libfabric(state: Path, entry) -> Path | None:
+    '''The directory of the libfabric.so.1 another PyPI stack lends to
+    ``entry``'s (its pypi_libfabric_from), or None.'''
+    for lender in entry.pypi_libfabric_from:
+        found = sorted((pypi_root(state) / lender / 'lib').glob('**/libfabric.so.1'))
+        if found:
+            return found[0].parent
+    return None
+
+
 def pypi_candidates(state: Path) -> list:
     out = []
     for entry in pypi_stacks():
+        # A lent libfabric comes before the system's, so that the PyPI stacks
+        # run alike on every host.
+        lent = _lent_libfabric(state, entry)
         cand = prefix_candidate(pypi_root(state) / entry.name, f'pypi-{entry.name}', 'pypi',
-                                entry.name)
+                                entry.name, lent_libdirs=(lent,) if lent else ())
         if cand:
             out.append(cand)
     return out
