@@ -334,12 +334,13 @@ def make_spack_open_mpi(root: Path, kept=('orterun',)) -> Path:
     return prefix
 
 
-def run_in_environment(env, command: str) -> subprocess.CompletedProcess:
+def run_in_environment(env, command: str,
+                       path: str = '/usr/bin:/bin') -> subprocess.CompletedProcess:
     '''``command`` in a shell that exported ``env``'s variables as ReFrame
-    does (``export NAME=VALUE``, after any module load).'''
+    does (``export NAME=VALUE``) over PATH ``path`` (what a module load gave).'''
     script = ''.join(f'export {name}={value}\n' for name, value in env.env_vars()) + command
     return subprocess.run(['sh', '-c', script], capture_output=True, text=True,
-                          env={'PATH': '/usr/bin:/bin'})
+                          env={'PATH': path})
 
 
 def test_spack_notice_in_place_of_mpirun_is_a_gap_on_every_fabric(tmp_path, compiler):
@@ -387,9 +388,7 @@ def test_a_module_environment_puts_the_kept_launcher_before_its_modules_path(tmp
     env = dataclasses.replace(env, mpi=dataclasses.replace(env.mpi, candidate=as_module))
     assert env.env_vars()[0] == ['PATH', f'{cand.launcher_dir}:$PATH']
     # The module load put its bindir first; then ReFrame exports the variables.
-    res = subprocess.run(['sh', '-c', ''.join(f'export {n}={v}\n' for n, v in env.env_vars())
-                          + 'command -v mpirun'], capture_output=True, text=True,
-                         env={'PATH': f'{cand.bindir}:/usr/bin:/bin'})
+    res = run_in_environment(env, 'command -v mpirun', path=f'{cand.bindir}:/usr/bin:/bin')
     assert res.stdout == f'{cand.launcher_dir}/mpirun\n'
 
 
