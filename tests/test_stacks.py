@@ -6,10 +6,12 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from hpcnet import mpi, stacks
+from hpcnet.commands import stacks as stacks_command
 from hpcnet.stacks import candidate, sources
 from hpcnet.mpi import MpiFamily
 
@@ -439,3 +441,13 @@ def test_a_spack_build_pairs_only_with_the_compilers_it_was_built_with(tmp_path)
 def test_rdma_fabrics_are_not_probed_on_the_host(tmp_path, compiler):
     with pytest.raises(stacks.StackError, match="fabric 'roce' cannot be probed on one host"):
         stacks.discover(tmp_path / 'state', sources=[], compilers=[compiler], fabrics=['roce'])
+
+
+def test_hpcnet_stacks_names_the_launcher_spack_kept(tmp_path, compiler, monkeypatch, capsys):
+    prefix = make_spack_open_mpi(tmp_path)
+    found = discover(tmp_path, [prefix], [compiler])
+    monkeypatch.setattr(stacks, 'discover', lambda use_cache: found)
+    args = SimpleNamespace(spack_lock=None, system=None, refresh=False, json=False, modules=False)
+    assert stacks_command.run(args) == 0
+    assert f'starts ranks with {prefix}/bin/orterun without a scheduler ({prefix}/bin/mpirun is ' \
+           "Spack's ~legacylaunchers notice)" in capsys.readouterr().out

@@ -15,13 +15,14 @@ from hpcnet.stacks.candidate import TOOL_SUBDIRS, MpiCandidate, StackError, stat
 from hpcnet.stacks.discover import (BUILTIN_ENV, CACHE_FILE, Compiler, Discovery, Labelled, MpiStack,
                                     cached_discovery, chosen_environments, detect_compilers, discover,
                                     reframe_environments, site_environments)
-from hpcnet.stacks.candidate import launcher_notice, missing_piece, probe_fabrics, probe_source
+from hpcnet.stacks.candidate import (kept_launcher, launcher_notice, missing_piece, probe_fabrics,
+                                     probe_source)
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,
                                    pypi_root, spack_candidates)
 
 __all__ = [
     'BUILTIN_ENV', 'CACHE_FILE', 'cached_discovery', 'SPACK_ENV_VAR', 'SPACK_FORMAT', 'TOOL_SUBDIRS', 'Compiler',
     'Discovery', 'chosen_environments', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
-    'extra_prefix_candidates', 'launcher_notice', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
+    'extra_prefix_candidates', 'kept_launcher', 'launcher_notice', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
     'pypi_root', 'reframe_environments', 'site_environments', 'spack_candidates', 'state_dir',
 ]
