@@ -111,19 +111,21 @@ class MpiCandidate:
         return env
 
 
-def shim_dir(state: Path, label: str, links: dict) -> str:
+def shim_dir(state: Path, label: str, links: dict, env: dict | None = None) -> str:
     '''A bin directory where each name of ``links`` (mpicc, mpirun, ...) runs
-    the program it maps to, so that the launcher and tools resolve to one
-    specific MPI via PATH.
+    the program it maps to, with the variables of ``env`` set, so that the
+    launcher and tools resolve to one specific MPI via PATH.
 
     Scripts that exec the real program, not symlinks: MPICH's hydra looks for
     hydra_pmi_proxy next to the path it was started through.'''
     d = state / 'shims' / re.sub(r'[^A-Za-z0-9._-]', '_', label) / 'bin'
     d.mkdir(parents=True, exist_ok=True)
+    # Quoted: paths found on the system and values of a table, written into a script.
+    exports = ''.join(f'export {name}={shlex.quote(value)}\n'
+                      for name, value in (env or {}).items())
     for name, target in links.items():
         shim = d / name
-        # Quoted: the target is a path found on the system, written into a script.
-        text = f'#!/bin/sh\nexec {shlex.quote(str(target))} "$@"\n'
+        text = f'#!/bin/sh\n{exports}exec {shlex.quote(str(target))} "$@"\n'
         if shim.is_symlink():
             shim.unlink()
         if not shim.exists() or shim.read_text() != text:
@@ -332,6 +334,10 @@ KEPT_LAUNCHERS = ('orterun', 'prterun')
 #: The names a kept launcher gets in the launcher directory: what ReFrame's
 #: mpirun launcher, the fabric probe and users call.
 LAUNCHER_NAMES = ('mpirun', 'mpiexec')
+#: What Open MPI's own mpirun sets before it execs the kept launcher, set by
+#: the launcher directory's too: Open MPI 5's (ompi/tools/mpirun/main.c) has
+#: PRRTE read the command line and start the ranks as Open MPI's.
+KEPT_LAUNCHER_ENV = {'orterun': {}, 'prterun': {'PRTE_MCA_schizo_proxy': 'ompi'}}
 
 
 def launcher_notice(launcher: str) -> str | None:
@@ -370,8 +376,9 @@ def with_kept_launcher(candidate: MpiCandidate, state: Path) -> MpiCandidate:
     if kept is None:
         return candidate
     links = {name: kept for name in LAUNCHER_NAMES}
-    return dataclasses.replace(candidate,
-                               launcher_dir=shim_dir(state, f'kept-{candidate.label}', links))
+    launcher_dir = shim_dir(state, f'kept-{candidate.label}', links,
+                            KEPT_LAUNCHER_ENV[os.path.basename(kept)])
+    return dataclasses.replace(candidate, launcher_dir=launcher_dir)
 
 
 def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
