@@ -4,7 +4,9 @@ family and version from both the header macros (compile time) and
 ``MPI_Get_library_version`` (run time); :func:`probe_fabrics` runs it on 2
 ranks of this host over each fabric one host can carry.  With what sources
 and the probe share: the state directory, the error users are told about,
-running a command, the benchmark programs of a prefix.
+running a command, the benchmark programs of a prefix, the shim directories
+that put one MPI's programs on PATH (:func:`with_kept_launcher`: the launcher
+Spack kept where it replaced mpirun by a notice).
 
 Below the sources (hpcnet.stacks.sources, hpcnet.stacks.modules) and
 discovery (hpcnet.stacks): it imports none of them.
