@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_stacks import CC, make_fake_mpi
+from test_stacks import CC, make_fake_mpi, make_spack_open_mpi, run_in_environment
 
 from hpcnet import stacks
 from hpcnet.stacks import modules, sources, spacklock
@@ -65,12 +65,42 @@ def _reroot(text: str, root: Path) -> str:
     return text.replace('$SPACK_RUN', str(root))
 
 
+def _without_mpirun() -> set:
+    '''Short hashes of the Open MPI builds whose mpirun Spack replaced by its
+    notice (``~legacylaunchers schedulers=slurm``), read from the lock.'''
+    specs = json.loads(LOCK.read_text())['concrete_specs']
+    return {hash_[:7] for hash_, node in specs.items()
+            if node['name'] == 'openmpi' and not node['parameters']['legacylaunchers']
+            and 'slurm' in node['parameters']['schedulers']}
+
+
 def _fake_mpi_at(prefix: Path, family: str) -> Path:
-    '''A fake MPI (tests/test_stacks.py) at exactly ``prefix``.'''
-    made = make_fake_mpi(prefix.parent / f'.make-{prefix.name}', family, family)
+    '''A fake MPI (tests/test_stacks.py) at exactly ``prefix``; where the lock
+    says Spack replaced its mpirun, as Spack installed it (the notice, and
+    the orterun it keeps).'''
+    make = prefix.parent / f'.make-{prefix.name}'
+    made = (make_spack_open_mpi(make) if prefix.name[-7:] in _without_mpirun()
+            else make_fake_mpi(make, family, family))
     # A link, not a move: the fake wrapper names the directory it was made in.
     prefix.symlink_to(made)
     return prefix
+
+
+def _assert_runs_without_mpirun(found) -> None:
+    '''The environment of each build whose mpirun is Spack's notice starts
+    ranks here (no gap, no failed probe) with the orterun Spack kept, as
+    ``mpirun``.  (The fake MPICH links no UCX or libfabric: its probes fail.)'''
+    kept = [env for env in found.environments if env.mpi.candidate.launcher_dir]
+    assert [env.name[-7:] for env in kept] == sorted(_without_mpirun()), found.environments
+    for env in kept:
+        cand = env.mpi.candidate
+        assert env.mpi.fabric_gaps == ()
+        assert not [f for f in found.fabric_failures if f[0].startswith(f'{cand.label} ')]
+        # A module environment gets its bindir from the module, loaded before the exports.
+        res = run_in_environment(env, 'mpirun -np 2 /bin/echo exchange',
+                                 path=f'{cand.bindir}:/usr/bin:/bin')
+        assert (res.stdout, res.stderr) == ('exchange\nexchange\n',
+                                            f'started {cand.bindir}/orterun\n'), res
 
 
 def test_the_recorded_build_has_both_mpis_built_not_external():
@@ -97,6 +127,30 @@ def test_lock_names_each_environment_by_its_spack_hash(tmp_path):
         assert m.prefix and m.prefix.endswith(m.short_hash), m
         assert sorted(t[0] for t in m.tools) == ['intel-mpi-benchmarks', 'osu-micro-benchmarks']
         assert all(t[3] for t in m.tools), m.tools
+
+
+@needs_cc
+def test_lock_source_runs_the_build_without_mpirun_with_its_orterun(tmp_path, monkeypatch):
+    '''HPCNET_SPACK_LOCK over the recorded install tree, re-rooted, with fake
+    MPIs at the MPI prefixes: the ~legacylaunchers Open MPI has no gap.'''
+    tree = tmp_path / 'opt'
+    for line in (DATA / 'find-format.txt').read_text().splitlines():
+        name, _, _, prefix = (line.split('|') + [''] * 4)[:4]
+        if not prefix.startswith('$SPACK_RUN/env/opt/'):
+            continue
+        path = tree / Path(prefix).name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if name in MPI_PACKAGES:
+            _fake_mpi_at(path, name)
+        else:
+            path.mkdir()
+    monkeypatch.setenv(sources.SPACK_LOCK_ENV_VAR, str(LOCK))
+    monkeypatch.setenv(sources.SPACK_INSTALL_TREE_ENV_VAR, str(tree))
+    here = [stacks.Compiler('gcc', '12.2.0', CC), stacks.Compiler('clang', '14.0.6', CC)]
+    found = stacks.discover(tmp_path / 'state', sources=[sources.spack_lock_candidates],
+                            compilers=here)
+    assert sorted(env.name for env in found.environments) == _expected_names(), found.rejected
+    _assert_runs_without_mpirun(found)
 
 
 @needs_cc
@@ -128,8 +182,9 @@ def test_spack_env_names_each_environment_by_its_spack_hash(tmp_path, monkeypatc
     here = [stacks.Compiler('gcc', '12.2.0', CC), stacks.Compiler('gcc', '11.3.0', CC),
             stacks.Compiler('clang', '14.0.6', CC)]
     found = stacks.discover(tmp_path / 'state', sources=[stacks.spack_candidates],
-                            compilers=here, fabrics=[])
+                            compilers=here)
     assert sorted(env.name for env in found.environments) == _expected_names(), found.rejected
+    _assert_runs_without_mpirun(found)
     # The report's provenance names each environment's spec (checks log the stack's mpi_spec).
     assert sorted(env.stack().mpi_spec for env in found.environments) == _expected_specs()
     for env in found.environments:
@@ -163,6 +218,7 @@ def test_spack_module_files_name_each_environment_by_its_spack_hash(tmp_path, mo
     # (llvm-14_0_6-z2m2fo2-openmpi-4_1_4-bcff2c3).
     builds = _locked_builds()
     assert len(names) == len(builds), found.rejected
+    _assert_runs_without_mpirun(found)
     for name, hash_, version, compiler in builds:
         wanted = f"{name}-{version.replace('.', '_')}-{hash_[:7]}"
         assert any(n.endswith(wanted) and (compiler != 'clang14' or n.startswith('llvm-14_0_6'))

@@ -6,11 +6,13 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from hpcnet import mpi, stacks
-from hpcnet.stacks import sources
+from hpcnet.commands import stacks as stacks_command
+from hpcnet.stacks import candidate, sources
 from hpcnet.mpi import MpiFamily
 
 SPACK_MPIRUN_NOTICE = (Path(__file__).parent / 'data' / 'spack-built' /
@@ -319,15 +321,97 @@ def test_a_fabric_probe_failing_otherwise_is_no_skip(tmp_path, compiler, monkeyp
                for _, why in found.fabric_failures)
 
 
+#: A fake launcher's first lines: it says which program it is, and the
+#: personality PRRTE is told to take (Open MPI 5's mpirun sets it).
+STARTED = '#!/bin/sh\necho "started $0${PRTE_MCA_schizo_proxy:+ as $PRTE_MCA_schizo_proxy}" >&2\n'
+
+
+def make_spack_open_mpi(root: Path, kept=('orterun',)) -> Path:
+    '''A fake Open MPI as Spack installs it ``~legacylaunchers
+    schedulers=slurm``: mpirun and mpiexec are the notice Spack wrote in their
+    place (recorded, tests/data/spack-built), each of ``kept`` a working fake
+    launcher that says on stderr which program it is.'''
+    prefix = make_fake_mpi(root, 'openmpi', 'openmpi')
+    for name in ('mpirun', 'mpiexec'):
+        shutil.copy(SPACK_MPIRUN_NOTICE, prefix / 'bin' / name)
+    for name in kept:
+        launcher = prefix / 'bin' / name
+        launcher.write_text(FAKE_MPIRUN.replace('#!/bin/sh\n', STARTED, 1))
+        launcher.chmod(0o755)
+    return prefix
+
+
+def run_in_environment(env, command: str,
+                       path: str = '/usr/bin:/bin') -> subprocess.CompletedProcess:
+    '''``command`` in a shell that exported ``env``'s variables as ReFrame
+    does (``export NAME=VALUE``) over PATH ``path`` (what a module load gave).'''
+    script = ''.join(f'export {name}={value}\n' for name, value in env.env_vars()) + command
+    return subprocess.run(['sh', '-c', script], capture_output=True, text=True,
+                          env={'PATH': path})
+
+
 def test_spack_notice_in_place_of_mpirun_is_a_gap_on_every_fabric(tmp_path, compiler):
-    prefix = make_fake_mpi(tmp_path, 'openmpi', 'openmpi')
-    shutil.copy(SPACK_MPIRUN_NOTICE, prefix / 'bin' / 'mpirun')
+    prefix = make_spack_open_mpi(tmp_path, kept=())
     found = discover(tmp_path, [prefix], [compiler])
     (env,) = found.environments
     assert found.fabric_failures == []
+    assert env.mpi.candidate.launcher_dir == ''
     assert [fabric for fabric, _ in env.mpi.fabric_gaps] == ['shm', 'tcp']
     assert all("Spack's notice for an Open MPI built ~legacylaunchers" in why
-               and 'srun' in why for _, why in env.mpi.fabric_gaps)
+               and 'no orterun or prterun beside it' in why and 'srun' in why
+               for _, why in env.mpi.fabric_gaps)
+
+
+@pytest.mark.parametrize('kept', ['orterun', 'prterun'])
+def test_a_spack_open_mpi_without_mpirun_starts_ranks_with_the_launcher_it_kept(
+        tmp_path, compiler, kept):
+    '''Open MPI 4 keeps orterun, Open MPI 5 prterun: ``mpirun`` and
+    ``mpiexec`` on the environment's PATH run it, and the fabric probe
+    started it (no gap, no failure).'''
+    prefix = make_spack_open_mpi(tmp_path, kept=(kept,))
+    found = discover(tmp_path, [prefix], [compiler])
+    (env,) = found.environments
+    assert (env.mpi.fabric_gaps, found.fabric_failures) == ((), [])
+    launcher_dir = env.mpi.candidate.launcher_dir
+    assert launcher_dir.startswith(str(tmp_path / 'state' / 'shims'))
+    assert env.mpi.candidate.launcher == os.path.join(launcher_dir, 'mpirun')
+    for name in ('mpirun', 'mpiexec'):
+        res = run_in_environment(env, f'command -v {name}; {name} -np 2 /bin/echo exchange')
+        assert res.stdout.splitlines() == [f'{launcher_dir}/{name}', 'exchange', 'exchange']
+        # Open MPI 5's prterun started as its own mpirun starts it (as Open MPI's).
+        personality = ' as ompi' if kept == 'prterun' else ''
+        assert res.stderr == f'started {prefix}/bin/{kept}{personality}\n'
+    # The wrapper and the tools stay the MPI's own.
+    assert env.to_reframe(['local'])['cc'] == str(prefix / 'bin' / 'mpicc')
+    assert run_in_environment(env, 'command -v mpicc').stdout == f'{prefix}/bin/mpicc\n'
+
+
+def test_a_module_environment_puts_the_kept_launcher_before_its_modules_path(tmp_path, compiler):
+    '''A Spack module's PATH puts its bindir (with the notice) first: the
+    job exports the launcher directory after loading the module.'''
+    prefix = make_spack_open_mpi(tmp_path)
+    (env,) = discover(tmp_path, [prefix], [compiler]).environments
+    cand = env.mpi.candidate
+    as_module = dataclasses.replace(cand, modules=('openmpi/4.1.4-gcc-12.2.0-wlpcv5h',),
+                                    env_vars=(('PATH', f'{cand.bindir}:$PATH'),))
+    env = dataclasses.replace(env, mpi=dataclasses.replace(env.mpi, candidate=as_module))
+    assert env.env_vars()[0] == ['PATH', f'{cand.launcher_dir}:$PATH']
+    # The module load put its bindir first; then ReFrame exports the variables.
+    res = run_in_environment(env, 'command -v mpirun', path=f'{cand.bindir}:/usr/bin:/bin')
+    assert res.stdout == f'{cand.launcher_dir}/mpirun\n'
+
+
+def test_a_shim_runs_a_target_whose_path_has_blanks_and_quotes(tmp_path):
+    target = tmp_path / "my 'mpi'" / 'orterun'
+    target.parent.mkdir()
+    target.write_text('#!/bin/sh\necho "ran $* with $X"\n')
+    target.chmod(0o755)
+    bindir = candidate.shim_dir(tmp_path / 'state', 'odd/label', {'mpirun': target},
+                                {'X': "a 'b' $c"})
+    assert Path(bindir) == tmp_path / 'state' / 'shims' / 'odd_label' / 'bin'
+    res = subprocess.run([f'{bindir}/mpirun', '-np', '2'], capture_output=True, text=True,
+                         check=True)
+    assert res.stdout == "ran -np 2 with a 'b' $c\n"
 
 
 def test_only_spacks_notice_is_taken_for_no_launcher(tmp_path):
@@ -365,3 +449,13 @@ def test_a_spack_build_pairs_only_with_the_compilers_it_was_built_with(tmp_path)
 def test_rdma_fabrics_are_not_probed_on_the_host(tmp_path, compiler):
     with pytest.raises(stacks.StackError, match="fabric 'roce' cannot be probed on one host"):
         stacks.discover(tmp_path / 'state', sources=[], compilers=[compiler], fabrics=['roce'])
+
+
+def test_hpcnet_stacks_names_the_launcher_spack_kept(tmp_path, compiler, monkeypatch, capsys):
+    prefix = make_spack_open_mpi(tmp_path)
+    found = discover(tmp_path, [prefix], [compiler])
+    monkeypatch.setattr(stacks, 'discover', lambda use_cache: found)
+    args = SimpleNamespace(spack_lock=None, system=None, refresh=False, json=False, modules=False)
+    assert stacks_command.run(args) == 0
+    assert f'starts ranks with {prefix}/bin/orterun without a scheduler ({prefix}/bin/mpirun is ' \
+           "Spack's ~legacylaunchers notice)" in capsys.readouterr().out

@@ -16,13 +16,14 @@ from hpcnet.stacks.discover import (BUILTIN_ENV, CACHE_FILE, Compiler, Discovery
                                     LeftOut, MpiStack, cached_discovery, chosen_environments,
                                     detect_compilers, discover, left_out, reframe_environments,
                                     site_environments)
-from hpcnet.stacks.candidate import launcher_notice, missing_piece, probe_fabrics, probe_source
+from hpcnet.stacks.candidate import (kept_launcher, launcher_notice, missing_piece, probe_fabrics,
+                                     probe_source)
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,
                                    pypi_root, spack_candidates)
 
 __all__ = [
     'BUILTIN_ENV', 'CACHE_FILE', 'cached_discovery', 'SPACK_ENV_VAR', 'SPACK_FORMAT', 'TOOL_SUBDIRS', 'Compiler',
     'Discovery', 'LeftOut', 'left_out', 'chosen_environments', 'Labelled', 'MpiCandidate', 'MpiStack', 'StackError', 'detect_compilers', 'discover',
-    'extra_prefix_candidates', 'launcher_notice', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
+    'extra_prefix_candidates', 'kept_launcher', 'launcher_notice', 'missing_piece', 'prefix_candidate', 'probe_fabrics', 'probe_source',
     'pypi_root', 'reframe_environments', 'site_environments', 'spack_candidates', 'state_dir',
 ]

@@ -4,15 +4,19 @@ family and version from both the header macros (compile time) and
 ``MPI_Get_library_version`` (run time); :func:`probe_fabrics` runs it on 2
 ranks of this host over each fabric one host can carry.  With what sources
 and the probe share: the state directory, the error users are told about,
-running a command, the benchmark programs of a prefix.
+running a command, the benchmark programs of a prefix, the shim directories
+that put one MPI's programs on PATH (:func:`with_kept_launcher`: the launcher
+Spack kept where it replaced mpirun by a notice).
 
 Below the sources (hpcnet.stacks.sources, hpcnet.stacks.modules) and
 discovery (hpcnet.stacks): it imports none of them.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -79,6 +83,10 @@ class MpiCandidate:
     #: What the package manager that built it calls this build (Spack:
     #: ``openmpi@4.1.4 %gcc@12.2.0 /wlpcv5h``); '' where no manager names it.
     spec: str = ''
+    #: A directory put before ``bindir`` on PATH (after any module load), whose
+    #: mpirun and mpiexec run the launcher the MPI kept where its own mpirun is
+    #: Spack's notice (:func:`with_kept_launcher`); '' where mpirun is its own.
+    launcher_dir: str = ''
 
     @classmethod
     def from_json(cls, data: dict) -> 'MpiCandidate':
@@ -89,13 +97,43 @@ class MpiCandidate:
                       'tool_prefixes': tuple(data.get('tool_prefixes', ())),
                       'built_with': tuple(tuple(x) for x in data.get('built_with', ()))})
 
+    @property
+    def launcher(self) -> str:
+        '''The mpirun that starts this MPI's ranks without a scheduler: the
+        launcher directory's, else the one beside the wrapper.'''
+        return os.path.join(self.launcher_dir or self.bindir, 'mpirun')
+
     def env(self) -> dict:
         env = dict(os.environ)
         for name, value in self.env_vars:
             env[name] = value.replace('$PATH', env.get('PATH', '')).replace(
                 '$LD_LIBRARY_PATH', env.get('LD_LIBRARY_PATH', ''))
-        env['PATH'] = f'{self.bindir}:{env.get("PATH", "")}'
+        front = [d for d in (self.launcher_dir, self.bindir) if d]
+        env['PATH'] = ':'.join(front + [env.get('PATH', '')])
         return env
+
+
+def shim_dir(state: Path, label: str, links: dict, env: dict | None = None) -> str:
+    '''A bin directory where each name of ``links`` (mpicc, mpirun, ...) runs
+    the program it maps to, with the variables of ``env`` set, so that the
+    launcher and tools resolve to one specific MPI via PATH.
+
+    Scripts that exec the real program, not symlinks: MPICH's hydra looks for
+    hydra_pmi_proxy next to the path it was started through.'''
+    d = state / 'shims' / re.sub(r'[^A-Za-z0-9._-]', '_', label) / 'bin'
+    d.mkdir(parents=True, exist_ok=True)
+    # Quoted: paths found on the system and values of a table, written into a script.
+    exports = ''.join(f'export {name}={shlex.quote(value)}\n'
+                      for name, value in (env or {}).items())
+    for name, target in links.items():
+        shim = d / name
+        text = f'#!/bin/sh\n{exports}exec {shlex.quote(str(target))} "$@"\n'
+        if shim.is_symlink():
+            shim.unlink()
+        if not shim.exists() or shim.read_text() != text:
+            shim.write_text(text)
+            shim.chmod(0o755)
+    return str(d)
 
 
 def run_command(cmd, env=None, cwd=None, timeout=60) -> subprocess.CompletedProcess:
@@ -288,9 +326,20 @@ def missing_piece(output: str) -> str | None:
     return f'{library} not found: {provider}'
 
 
-#: What Spack installs in place of mpirun for ``openmpi ~legacylaunchers
-#: schedulers=slurm`` (its nolegacylaunchers.sh): a notice that exits 2.
+#: What Spack installs in place of mpirun and mpiexec for ``openmpi
+#: ~legacylaunchers schedulers=slurm`` (its nolegacylaunchers.sh): a notice
+#: that exits 2.
 _SPACK_NO_LAUNCHER = 'legacylaunchers'
+#: The launchers Spack's recipe keeps beside that notice ("orterun is still
+#: present"): Open MPI 4's orterun, Open MPI 5's prterun; the first found runs.
+KEPT_LAUNCHERS = ('orterun', 'prterun')
+#: The names a kept launcher gets in the launcher directory: what ReFrame's
+#: mpirun launcher, the fabric probe and users call.
+LAUNCHER_NAMES = ('mpirun', 'mpiexec')
+#: What Open MPI's own mpirun sets before it execs the kept launcher, set by
+#: the launcher directory's too: Open MPI 5's (ompi/tools/mpirun/main.c) has
+#: PRRTE read the command line and start the ranks as Open MPI's.
+KEPT_LAUNCHER_ENV = {'orterun': {}, 'prterun': {'PRTE_MCA_schizo_proxy': 'ompi'}}
 
 
 def launcher_notice(launcher: str) -> str | None:
@@ -303,8 +352,35 @@ def launcher_notice(launcher: str) -> str | None:
     if _SPACK_NO_LAUNCHER not in path.read_text(errors='replace'):
         return None
     return (f'{launcher} is Spack\'s notice for an Open MPI built ~legacylaunchers, not a '
-            'launcher: it runs under srun on a Slurm partition (Spack builds mpirun with '
+            f'launcher, and there is no {" or ".join(KEPT_LAUNCHERS)} beside it to run in its '
+            'place: it runs under srun on a Slurm partition (Spack builds mpirun with '
             '+legacylaunchers)')
+
+
+def kept_launcher(bindir: str) -> str | None:
+    """The launcher Spack kept in ``bindir`` (orterun, prterun) where its
+    mpirun is Spack's notice; None where mpirun is no notice or none is kept."""
+    if launcher_notice(os.path.join(bindir, 'mpirun')) is None:
+        return None
+    for name in KEPT_LAUNCHERS:
+        path = os.path.join(bindir, name)
+        if os.path.isfile(path) and os.access(path, os.X_OK) and launcher_notice(path) is None:
+            return path
+    return None
+
+
+def with_kept_launcher(candidate: MpiCandidate, state: Path) -> MpiCandidate:
+    """``candidate`` with a launcher directory whose mpirun and mpiexec run
+    the launcher Spack kept, where its own mpirun is Spack's notice: ranks
+    then start without a scheduler (under Slurm srun starts them); any other
+    candidate as it is."""
+    kept = kept_launcher(candidate.bindir)
+    if kept is None:
+        return candidate
+    links = {name: kept for name in LAUNCHER_NAMES}
+    launcher_dir = shim_dir(state, f'kept-{candidate.label}', links,
+                            KEPT_LAUNCHER_ENV[os.path.basename(kept)])
+    return dataclasses.replace(candidate, launcher_dir=launcher_dir)
 
 
 def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
@@ -318,7 +394,7 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
     stack = Stack(environ=candidate.label, mpi_family=family,
                   mpi_profile=mpi.mpi_profile(family, candidate.transport_layer),
                   mpi_version=version)
-    launcher = os.path.join(candidate.bindir, 'mpirun')
+    launcher = candidate.launcher
     notice = launcher_notice(launcher)
     if notice is not None:
         return tuple((fabric, notice) for fabric in fabrics), ()

@@ -47,7 +47,8 @@ from hpcnet.model import PartitionKey, Stack, StackChoice
 from hpcnet.variables import STATE_DIR_ENV
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
-from hpcnet.stacks.candidate import PROBE_PROGRAM, probe, probe_fabrics, probe_source
+from hpcnet.stacks.candidate import (PROBE_PROGRAM, probe, probe_fabrics, probe_source,
+                                     with_kept_launcher)
 from hpcnet.stacks.sources import (debian_candidates, extra_prefix_candidates, pypi_candidates,
                                    spack_candidates, spack_lock_candidates)
 
@@ -136,10 +137,15 @@ class Environment:
         '''Environment variables as ReFrame expects them: [[name, value], ...],
         each value a shell word (ReFrame writes ``export NAME=VALUE``).'''
         cand = self.mpi.candidate
-        # A module candidate's PATH and variables come from its modules,
-        # loaded in the job (repeating them would hide a module that fails).
-        env = [] if cand.modules else [['PATH', f'{cand.bindir}:$PATH'],
-                                       *([k, v] for k, v in cand.env_vars)]
+        if cand.modules:
+            # A module candidate's PATH and variables come from its modules,
+            # loaded in the job (repeating them would hide a module that
+            # fails); only the launcher directory goes in front of them
+            # (ReFrame exports its variables after loading its modules).
+            env = [['PATH', f'{cand.launcher_dir}:$PATH']] if cand.launcher_dir else []
+        else:
+            front = ':'.join(d for d in (cand.launcher_dir, cand.bindir) if d)
+            env = [['PATH', f'{front}:$PATH'], *([k, v] for k, v in cand.env_vars)]
         env.append([mpi.family(self.mpi.family).wrapper_cc_variable, self.compiler.command])
         return [[name, _shell_word(value)] for name, value in env]
 
@@ -258,7 +264,7 @@ SOURCES: list = [debian_candidates, pypi_candidates, spack_candidates, spack_loc
 # --------------------------------------------------------------------------
 
 #: Bump when the cached data changes shape: old caches are then recomputed.
-CACHE_FORMAT = 6
+CACHE_FORMAT = 7
 #: The cache of discovery in the state directory.
 CACHE_FILE = 'stacks.json'
 
@@ -367,7 +373,10 @@ def discover(state: Path | None = None, sources: list | None = None,
                          f'created: {err.strerror} (valid: a writable directory)') from err
     if not use_cache:
         (state / MODULES_CACHE_FILE).unlink(missing_ok=True)
-    candidates = [c for src in (sources if sources is not None else SOURCES) for c in src(state)]
+    # Every source's MPI whose mpirun is Spack's notice gets the launcher Spack
+    # kept (with_kept_launcher): ranks start with it wherever the MPI came from.
+    candidates = [with_kept_launcher(c, state)
+                  for src in (sources if sources is not None else SOURCES) for c in src(state)]
     compilers = detect_compilers() if compilers is None else compilers
     probed = host_probed()
     fabrics = probed if fabrics is None else fabrics

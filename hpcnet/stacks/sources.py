@@ -14,28 +14,10 @@ from pathlib import Path
 from hpcnet import mpi
 from hpcnet.stacks import spacklock
 from hpcnet.stacks.spacklock import spack_spec
-from hpcnet.stacks.candidate import MpiCandidate, StackError, is_elf, linked_layer, run_command
+from hpcnet.stacks.candidate import (MpiCandidate, StackError, is_elf, linked_layer, run_command,
+                                     shim_dir)
 from hpcnet.variables import (MPI_PREFIXES_ENV, SPACK_ENV_VAR, SPACK_INSTALL_TREE_ENV_VAR,
                               SPACK_LOCK_ENV_VAR)
-
-
-def _shim_dir(state: Path, label: str, links: dict) -> str:
-    '''A bin directory where the unsuffixed names (mpicc, mpirun, ...) run one
-    specific MPI, so that the launcher and tools resolve to it via PATH.
-
-    Scripts that exec the real program, not symlinks: MPICH's hydra looks for
-    hydra_pmi_proxy next to the path it was started through.'''
-    d = state / 'shims' / label / 'bin'
-    d.mkdir(parents=True, exist_ok=True)
-    for name, target in links.items():
-        shim = d / name
-        text = f'#!/bin/sh\nexec {target} "$@"\n'
-        if shim.is_symlink():
-            shim.unlink()
-        if not shim.exists() or shim.read_text() != text:
-            shim.write_text(text)
-            shim.chmod(0o755)
-    return str(d)
 
 
 def debian_candidates(state: Path, search_path: str | None = None) -> list:
@@ -54,7 +36,7 @@ def debian_candidates(state: Path, search_path: str | None = None) -> list:
         mpiexec = shutil.which(f'mpiexec.{suffix}', path=search_path)
         if mpiexec:
             links['mpiexec'] = mpiexec
-        bindir = _shim_dir(state, f'debian-{family}', links)
+        bindir = shim_dir(state, f'debian-{family}', links)
         out.append(MpiCandidate(label=f'debian-{family}', source='debian', wrapper=wrapper,
                                 bindir=bindir, prefix='/usr', expected_family=family,
                                 transport_layer=layer))
