@@ -216,6 +216,11 @@ def launched_through(prefix: list, environment: Callable[[dict], dict]):
         _launch = saved
 
 
+def launched() -> bool:
+    '''A launched_through() is in force (a command run on the testbed).'''
+    return _launch.environment is not None
+
+
 @dataclass(frozen=True)
 class SuiteRun:
     '''What one run_suite() did: its exit code by the contract, and the JSON

@@ -9,6 +9,7 @@ from pathlib import Path
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references, refmerge
 from hpcnet.commands.parser import check_writable, pass_through, write_output
+from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
@@ -17,6 +18,11 @@ from hpcnet.reframeargs import named_system
 
 
 def run(args) -> int:
+    with on_the_testbed_named(args.reframe_args):
+        return make_baseline(args)
+
+
+def make_baseline(args) -> int:
     '''K sessions of the selected checks (not judged meanwhile), each
     stored tagged as one candidate; references with provenance from the
     passed samples, merged into the system's file (entries not measured
