@@ -31,7 +31,8 @@ class CommandParser(argparse.ArgumentParser):
 #: them; every other option of `reframe --help` passes through as well.
 PASSED_THROUGH = (
     ('--system NAME[:PARTITION]', 'the system (site file) and partition to run on'),
-    ('-n/--name REGEX', 'only the checks whose name (with its parameters) this finds'),
+    ('-n/--name REGEX', 'only the checks whose name (with its parameters) this finds; '
+                        'a name as -l prints it selects that case'),
     ('-x/--exclude REGEX', 'leave out the checks whose name this finds'),
     ('-p/--prgenv REGEX', 'only these compiler x MPI environments (`hpcnet stacks`)'),
     ('-t/--tag REGEX', 'only the checks with this tag'),
