@@ -18,11 +18,6 @@ from hpcnet.reframeargs import named_system
 
 
 def run(args) -> int:
-    with on_the_testbed_named(args.reframe_args):
-        return make_baseline(args)
-
-
-def make_baseline(args) -> int:
     '''K sessions of the selected checks (not judged meanwhile), each
     stored tagged as one candidate; references with provenance from the
     passed samples, merged into the system's file (entries not measured
@@ -41,7 +36,8 @@ def make_baseline(args) -> int:
                        '-o' if args.output else REFERENCE_DIR_ENV)
     baseline_id = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
     reports, codes = [], []
-    with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
+    with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch, \
+            on_the_testbed_named(args.reframe_args):
         for session in range(1, args.repeats + 1):
             runner.say(f'baseline session {session} of {args.repeats}')
             suite_run = runner.run_suite('baseline', [
