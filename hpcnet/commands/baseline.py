@@ -8,7 +8,8 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references, refmerge
-from hpcnet.commands.parser import check_writable, pass_through, write_output
+from hpcnet.commands.parser import (add_results_db_option, check_writable, pass_through,
+                                    write_output)
 from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
@@ -103,6 +104,7 @@ def add_options(p) -> None:
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
     p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml; '
                                           "ReFrame's -o is not passed through)")
+    add_results_db_option(p)
     pass_through(p, 'baseline', '--repeats K (K sessions)')
     p.set_defaults(func=run)
 

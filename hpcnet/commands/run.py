@@ -5,7 +5,7 @@ import contextlib
 import os
 
 from hpcnet import argtypes, runner
-from hpcnet.commands.parser import pass_through
+from hpcnet.commands.parser import add_results_db_option, pass_through
 from hpcnet.paths import WORK_DIR
 from hpcnet.reframeargs import is_option, named_system
 
@@ -64,6 +64,7 @@ def add_options(p) -> None:
                         'writes reports/latest.json); ReFrame\'s -n/--name select checks')
     p.add_argument('--repeats', type=argtypes.positive_int, default=1,
                    help='samples of every metric (ReFrame --reruns K-1; default 1)')
+    add_results_db_option(p)
     pass_through(p, 'run')
     p.set_defaults(func=run)
 
