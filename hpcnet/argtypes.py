@@ -3,6 +3,7 @@ option and what is valid (argparse adds the option's name)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from hpcnet.constants import TOLERANCE_CAP
 
@@ -53,3 +54,13 @@ def comma_list(valid: tuple):
                                              f'(valid: {", ".join(valid)})')
         return names
     return chosen
+
+
+def results_db_file(text: str) -> str:
+    '''ReFrame's results database, absolute (ReFrame runs in the work
+    directory, not where the user is): a file in an existing directory.'''
+    path = Path(text).absolute()
+    if not path.parent.is_dir() or path.is_dir():
+        raise argparse.ArgumentTypeError(f'{text!r}: not a file in an existing directory (valid: '
+                                         "ReFrame's results database, e.g. reports/results.db)")
+    return str(path)

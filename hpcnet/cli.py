@@ -28,7 +28,7 @@ import sys
 from importlib import metadata
 
 from hpcnet.acceptance.references import ReferenceFileError
-from hpcnet.commands.parser import CommandParser
+from hpcnet.commands.parser import CommandParser, results_db_in_force
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
@@ -92,7 +92,8 @@ def main(argv=None) -> int:
         sys.dont_write_bytecode = True
         os.environ['PYTHONDONTWRITEBYTECODE'] = '1'
     try:
-        return args.func(args)
+        with results_db_in_force(args):
+            return args.func(args)
     except (ConfigError, ReferenceFileError, StackError, SelectionError,
             InstallationError) as err:
         # Errors a user causes: one message, no traceback.

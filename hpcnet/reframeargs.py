@@ -32,6 +32,39 @@ def named_system(args: list, environ: dict) -> str:
     return (option_values(args, '--system') or [environ.get(RFM_SYSTEM_ENV, '')])[-1]
 
 
+#: ReFrame's options that select test cases by name: -n/--name and -x/--exclude.
+NAME_OPTIONS = ('-n', '--name', '-x', '--exclude')
+#: The spaces a display name (`-l`'s ``hpcnet_p2p %scale=2_nodes %mode=bw``) has before each
+#: parameter.
+_SPACES_BEFORE_PARAMETER = re.compile(r'\s+%')
+
+
+def display_name_as_pattern(pattern: str) -> str:
+    '''``pattern`` as ReFrame 4.10 matches it: ReFrame searches -n/-x in a
+    case's display name with its spaces taken out (``NAME%param=value``,
+    reframe/frontend/filters.py), so the spaces before each ``%`` of a
+    display name copied from `-l` go, or it would select nothing.'''
+    return _SPACES_BEFORE_PARAMETER.sub('%', pattern)
+
+
+def display_names_as_patterns(args: list) -> list:
+    '''``args`` with the value of every -n/--name and -x/--exclude (``-n V``,
+    ``--name=V``, ``-nV``) made display_name_as_pattern().'''
+    translated, value_next = [], False
+    for arg in args:
+        option, equals, value = arg.partition('=')
+        if value_next:
+            translated.append(display_name_as_pattern(arg))
+        elif option in NAME_OPTIONS[1::2] and equals:
+            translated.append(f'{option}={display_name_as_pattern(value)}')
+        elif arg[:2] in NAME_OPTIONS[::2] and len(arg) > 2:
+            translated.append(arg[:2] + display_name_as_pattern(arg[2:]))
+        else:
+            translated.append(arg)
+        value_next = not value_next and arg in NAME_OPTIONS
+    return translated
+
+
 def option_values_removed(args: list, names) -> list:
     '''``args`` without the options ``names`` and their values.'''
     kept, skip = [], False

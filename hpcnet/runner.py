@@ -29,8 +29,8 @@ from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
 from hpcnet.reframeoutput import passed_on, reframe_environment
-from hpcnet.reframeargs import (is_option, named_system, option_values, option_values_removed,
-                                unmatched_prgenv)
+from hpcnet.reframeargs import (display_names_as_patterns, is_option, named_system,
+                                option_values, option_values_removed, unmatched_prgenv)
 from hpcnet.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
                             final_cases_of, passed_with_measurement_withheld, summary)
 
@@ -80,7 +80,7 @@ def reframe_cmd(name: str, reframe_args: list) -> tuple:
     cmd = [reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
            '-c', str(CHECKS_DIR), '-R',
            '--prefix', str(session_prefix(name, reframe_args)),
-           '--report-file', str(report), *reframe_args]
+           '--report-file', str(report), *display_names_as_patterns(reframe_args)]
     if not any(is_option(a, _ACTION_OPTIONS) for a in reframe_args):
         cmd.append('-r')
     if not any(a.startswith('--exec-policy') for a in reframe_args):
@@ -214,6 +214,11 @@ def launched_through(prefix: list, environment: Callable[[dict], dict]):
         yield
     finally:
         _launch = saved
+
+
+def launched() -> bool:
+    '''A launched_through() is in force (a command run on the testbed).'''
+    return _launch.environment is not None
 
 
 @dataclass(frozen=True)

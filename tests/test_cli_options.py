@@ -4,10 +4,12 @@ ReFrame's --repeat and --reruns (ours is --repeats) with one line, before
 anything runs; `site check` spells ReFrame's -p as ReFrame does."""
 import contextlib
 import io
+import subprocess
+import sys
 
 import pytest
 
-from hpcnet import cli
+from hpcnet import cli, runner
 from hpcnet.commands.parser import PASSED_THROUGH
 from hpcnet.commands.testbed import parse_on_testbed
 from hpcnet.exitcodes import Exit
@@ -87,3 +89,27 @@ def test_shared_options_mean_one_thing():
         if option in ('-h', '--help'):
             continue
         assert len({dest for _, dest in uses}) == 1, f'{option}: {sorted(uses)}'
+
+
+@pytest.mark.parametrize('typed, passed', [
+    (['-n', 'hpcnet_p2p %scale=2_nodes %mode=bw'], ['-n', 'hpcnet_p2p%scale=2_nodes%mode=bw']),
+    (['--name=hpcnet_p2p %mode=bw'], ['--name=hpcnet_p2p%mode=bw']),
+    (['-x', 'hpcnet_p2p %mode=bibw'], ['-x', 'hpcnet_p2p%mode=bibw']),
+    (['--exclude', 'a  %b', '-xc %d'], ['--exclude', 'a%b', '-xc%d']),
+    (['-n', '^hpcnet_p2p'], ['-n', '^hpcnet_p2p']),
+    # Only the values of -n and -x: a -p is an environment's name.
+    (['-p', 'gcc12 %x', '-n', '-n'], ['-p', 'gcc12 %x', '-n', '-n']),
+], ids=['name', 'name=', 'exclude', 'joined', 'regex', 'others'])
+def test_a_display_name_selects_its_case(typed, passed):
+    '''ReFrame searches -n/-x in the display name without its spaces.'''
+    cmd, _ = runner.reframe_cmd('run', typed)
+    assert cmd[cmd.index('--report-file') + 2:][:len(passed)] == passed
+
+
+def test_listing_by_display_name_finds_the_case():
+    '''As `hpcnet run -l` prints a case, -n selects it (a real listing).'''
+    name = 'hpcnet_p2p %scale=1_node %mode=bw'
+    res = subprocess.run([sys.executable, '-m', 'hpcnet.cli', 'run', '-l', '-n', name],
+                         text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+    assert res.returncode == 0, res.stdout
+    assert f'- {name} /' in res.stdout and 'Found 1 check(s)' in res.stdout, res.stdout

@@ -253,7 +253,10 @@ def _hpcnet(*args):
 
 
 @pytest.mark.parametrize('args,says', [
-    (['--db', '/nonexistent/results.db'], '--db /nonexistent/results.db: no such results database'),
+    (['--db', '/nonexistent/results.db'],
+     "--db: '/nonexistent/results.db': not a file in an existing directory"),
+    (['--db', '/tmp/hpcnet-no-such-results.db'],
+     '--db /tmp/hpcnet-no-such-results.db: no such results database'),
     (['--min-segment', '1'], '--min-segment 1: a level of one session is one bad night'),
     (['--alpha', '2'], "argument --alpha: '2' is not a fraction between 0 and 1"),
 ])

@@ -24,7 +24,8 @@ from hpcnet import argtypes, runner, verdict
 from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
-from hpcnet.commands.parser import pass_through
+from hpcnet.commands.parser import add_results_db_option, pass_through
+from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
 from hpcnet.progress import phase
@@ -165,9 +166,10 @@ def run(args) -> int:
     if args.max_repeats < args.repeats:
         raise runner.SelectionError(f'--max-repeats {args.max_repeats} is below --repeats '
                                     f'{args.repeats}')
-    return accept(args.reframe_args, Budget(args.repeats, args.max_repeats, args.time_budget),
-                  baseline_spec=args.baseline, system=args.system, pairs=parse_pairs(args.pair),
-                  alpha=args.alpha, threshold=args.threshold)
+    with on_the_testbed_named(args.reframe_args):
+        return accept(args.reframe_args, Budget(args.repeats, args.max_repeats, args.time_budget),
+                      baseline_spec=args.baseline, system=args.system,
+                      pairs=parse_pairs(args.pair), alpha=args.alpha, threshold=args.threshold)
 
 
 def add_options(p) -> None:
@@ -189,6 +191,7 @@ def add_options(p) -> None:
                    help=f"floor of each metric's tolerance (default {compare.THRESHOLD:g})")
     p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
                    help="whose baseline (default: the system of --system)")
+    add_results_db_option(p)
     pass_through(p, 'accept', '--repeats K and --max-repeats K')
     p.set_defaults(func=run)
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references, refmerge
-from hpcnet.commands.parser import check_writable, pass_through, write_output
+from hpcnet.commands.parser import (add_results_db_option, check_writable, pass_through,
+                                    write_output)
+from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
@@ -35,7 +37,8 @@ def run(args) -> int:
                        '-o' if args.output else REFERENCE_DIR_ENV)
     baseline_id = datetime.datetime.now().strftime('%Y%m%dT%H%M%S')
     reports, codes = [], []
-    with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch:
+    with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch, \
+            on_the_testbed_named(args.reframe_args):
         for session in range(1, args.repeats + 1):
             runner.say(f'baseline session {session} of {args.repeats}')
             suite_run = runner.run_suite('baseline', [
@@ -101,6 +104,7 @@ def add_options(p) -> None:
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
     p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml; '
                                           "ReFrame's -o is not passed through)")
+    add_results_db_option(p)
     pass_through(p, 'baseline', '--repeats K (K sessions)')
     p.set_defaults(func=run)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hpcnet import argtypes, exitcodes, runner
 from hpcnet.acceptance import compare
+from hpcnet.commands.parser import add_results_db_option
 from hpcnet.exitcodes import Exit
 from hpcnet.progress import phase
 
@@ -79,4 +80,5 @@ def add_parser(sub) -> None:
                    help='a time period includes baseline sessions (left out by default)')
     p.add_argument('--pair', action='append', metavar='OLD=NEW',
                    help='pair an environment an upgrade renamed (repeatable)')
+    add_results_db_option(p)
     p.set_defaults(func=run)

@@ -10,7 +10,7 @@ from hpcnet import argtypes, exitcodes, forked, runner
 from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
 from hpcnet.acceptance import history_text, levels, metricindex
 from hpcnet.acceptance import report as hpcnet_report
-from hpcnet.commands.parser import write_output
+from hpcnet.commands.parser import add_results_db_option, write_output
 from hpcnet.progress import phase
 
 
@@ -100,9 +100,7 @@ def add_parser(sub) -> None:
     p.add_argument('--period', default=compare.ALL_TIME,
                    help='the sessions, as ReFrame selects stored sessions (now-30d:now, '
                         'a session UUID; default: every stored session)')
-    p.add_argument('--db', metavar='FILE',
-                   help="ReFrame's results database (default: the configured one, "
-                        'reports/results.db or RFM_SQLITE_DB_FILE)')
+    add_results_db_option(p)
     p.add_argument('--system', help='only the cases of this system')
     p.add_argument('-n', '--name', metavar='REGEX',
                    help='only the tests whose name (with its parameters) this finds')

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, runner
 from hpcnet.acceptance import metricindex
+from hpcnet.commands.parser import add_results_db_option
 
 
 def run(args) -> int:
@@ -58,11 +59,9 @@ def _export(args, db: Path) -> int:
 
 def add_parser(sub) -> None:
     """Register `hpcnet index` on the subcommands of hpcnet.cli."""
-    p = sub.add_parser('index', help="the metrics index beside ReFrame's results database: "
-                                     'build, prune, export')
+    p = sub.add_parser('index', help="the metrics index beside ReFrame's results database "
+                                     '(<db>.index.sqlite): build, prune, export')
     actions = p.add_subparsers(dest='action', required=True)
-    db_help = ("ReFrame's results database (default: RFM_SQLITE_DB_FILE, else "
-               'reports/results.db); the index is <db>.index.sqlite')
     build = actions.add_parser('build', help='index the stored sessions the index lacks')
     prune = actions.add_parser('prune', help='delete old sessions from both stores, never '
                                              'those of the accepted baseline')
@@ -76,5 +75,5 @@ def add_parser(sub) -> None:
                                          'default: all)')
     export.add_argument('--output', metavar='FILE', help='write here (default: stdout)')
     for action in (build, prune, export):
-        action.add_argument('--db', metavar='FILE', help=db_help)
+        add_results_db_option(action)
     p.set_defaults(func=run)

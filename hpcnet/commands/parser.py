@@ -4,13 +4,16 @@ it: the commands that pass them through to ReFrame list them in their
 with one line naming ours (else `--repeat 5` for `--repeats 5` would
 silently run something else).  And the files options name (-o, --html,
 --output): a path that cannot be written is the user's error, one line,
-found before anything runs where the command runs sessions first."""
+found before anything runs where the command runs sessions first.  And
+--db, the results database of every command that reads or stores sessions."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 
+from hpcnet import argtypes
 from hpcnet.exitcodes import Exit
 from hpcnet.runner import SelectionError
 
@@ -31,7 +34,8 @@ class CommandParser(argparse.ArgumentParser):
 #: them; every other option of `reframe --help` passes through as well.
 PASSED_THROUGH = (
     ('--system NAME[:PARTITION]', 'the system (site file) and partition to run on'),
-    ('-n/--name REGEX', 'only the checks whose name (with its parameters) this finds'),
+    ('-n/--name REGEX', 'only the checks whose name (with its parameters) this finds; '
+                        'a name as -l prints it selects that case'),
     ('-x/--exclude REGEX', 'leave out the checks whose name this finds'),
     ('-p/--prgenv REGEX', 'only these compiler x MPI environments (`hpcnet stacks`)'),
     ('-t/--tag REGEX', 'only the checks with this tag'),
@@ -81,6 +85,41 @@ def pass_through(parser: argparse.ArgumentParser, command: str,
         parser.add_argument(option, action=_Replaced, ours=repeats, why=why,
                             dest=f'refused{option[1:]}')
     parser.set_defaults(takes_reframe_args=True)
+
+
+#: The variable ReFrame reads its results database from (its `storage` setting's file).
+RESULTS_DB_ENV = 'RFM_SQLITE_DB_FILE'
+#: The help of --db, one for every command that reads or stores sessions.
+RESULTS_DB_HELP = ("ReFrame's results database: the stored sessions read, and those the "
+                   f'command runs store (default: {RESULTS_DB_ENV}, else reports/results.db)')
+
+
+def add_results_db_option(parser: argparse.ArgumentParser) -> None:
+    '''--db FILE, the same in every command that reads or stores sessions.'''
+    parser.add_argument('--db', metavar='FILE', type=argtypes.results_db_file, default=None,
+                        help=RESULTS_DB_HELP)
+
+
+@contextlib.contextmanager
+def results_db_in_force(args: argparse.Namespace):
+    '''The command of ``args`` with its --db as ReFrame's RFM_SQLITE_DB_FILE
+    while it runs: the ReFrame sessions it runs store there, and every reader
+    of stored sessions (hpcnet.acceptance.storedsessions, metricindex, a
+    `reframe --describe-stored-sessions`) reads it, so a command never reads
+    one database and stores into another.'''
+    db = getattr(args, 'db', None)
+    if db is None:
+        yield
+        return
+    saved = os.environ.get(RESULTS_DB_ENV)
+    os.environ[RESULTS_DB_ENV] = db
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(RESULTS_DB_ENV, None)
+        else:
+            os.environ[RESULTS_DB_ENV] = saved
 
 
 def renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:

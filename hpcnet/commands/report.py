@@ -8,7 +8,7 @@ from hpcnet import exitcodes, runner, verdict
 from hpcnet.acceptance import compare
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides
-from hpcnet.commands.parser import write_output
+from hpcnet.commands.parser import add_results_db_option, write_output
 
 
 def run(args) -> int:
@@ -62,4 +62,5 @@ def add_parser(sub) -> None:
                    help='HTML file (default in <reports>: latest.html for the latest run, '
                         'report-<first session uuid, 8 characters>.html for other sessions, '
                         'compare-<before>-<after>.html for --compare)')
+    add_results_db_option(p)
     p.set_defaults(func=run)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from hpcnet import runner, testbed
 from hpcnet.commands import accept, baseline
 from hpcnet.commands import run as run_command
-from hpcnet.commands.parser import CommandParser
+from hpcnet.commands.parser import CommandParser, results_db_in_force
 from hpcnet.exitcodes import Exit
 from hpcnet.paths import WORK_DIR
 from hpcnet.testbed.config import HEAD
@@ -188,7 +188,8 @@ def parse_on_testbed(command: str, argv: list, up_options: bool = False) -> argp
 def run_on(tb, inner: argparse.Namespace) -> int:
     """On the testbed ``tb``, which is up, ReFrame inside its head node: the
     command parse_on_testbed() gave."""
-    with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env):
+    with runner.launched_through(tb.head_prefix(cwd=str(WORK_DIR)), tb.env), \
+            results_db_in_force(inner):
         return inner.func(inner)
 
 
