@@ -12,10 +12,10 @@ imports it or this package.  Callers use the names below
 (``stacks.discover()``); judging (hpcnet.acceptance) never imports them.
 """
 from hpcnet.stacks.candidate import TOOL_SUBDIRS, MpiCandidate, StackError, state_dir
-from hpcnet.stacks.discover import (BUILTIN_ENV, CACHE_FILE, Compiler, Discovery, Labelled,
-                                    LeftOut, MpiStack, cached_discovery, chosen_environments,
-                                    detect_compilers, discover, left_out, reframe_environments,
-                                    site_environments)
+from hpcnet.stacks.discover import (CACHE_FILE, Compiler, Discovery, Labelled, MpiStack,
+                                    cached_discovery, detect_compilers, discover)
+from hpcnet.stacks.offered import (BUILTIN_ENV, LeftOut, chosen_environments, left_out,
+                                   reframe_environments, site_environments)
 from hpcnet.stacks.candidate import (kept_launcher, launcher_notice, missing_piece, probe_fabrics,
                                      probe_source)
 from hpcnet.stacks.sources import (SPACK_ENV_VAR, SPACK_FORMAT, extra_prefix_candidates, prefix_candidate,

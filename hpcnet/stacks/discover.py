@@ -43,7 +43,7 @@ from typing import Iterable
 from hpcnet import mpi
 from hpcnet.constants import CompilerFamily, Feature
 from hpcnet.fabrics import host_probed
-from hpcnet.model import PartitionKey, Stack, StackChoice
+from hpcnet.model import Stack
 from hpcnet.variables import STATE_DIR_ENV
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
@@ -423,85 +423,3 @@ def cached_discovery(state: Path | None = None) -> Discovery | None:
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise StackError(f'{cache}: unreadable ({type(err).__name__}: {err}); `hpcnet stacks '
                          '--refresh` probes again and writes it anew') from None
-
-
-
-# --------------------------------------------------------------------------
-# ReFrame environments
-# --------------------------------------------------------------------------
-
-#: Environment available on every partition even when no MPI is found, so that
-#: ReFrame always loads; MPI checks select ``+mpi`` and skip it.
-BUILTIN_ENV = 'builtin'
-
-
-def chosen_environments(found: Discovery, choice: StackChoice) -> list:
-    """The discovered environments a site's choice (its file's ``stacks``) admits."""
-    return [e for e in found.environments
-            if choice.refusal(e.name, e.mpi.candidate.source) is None]
-
-
-@dataclass(frozen=True)
-class LeftOut:
-    '''An environment not offered on a partition: its MPI cannot use the
-    partition's fabric on this host (what is missing, what provides it).'''
-    partition: str       #: system:partition
-    environment: str
-    missing: str
-
-
-def _fabric_gap_here(env: Environment, partition: dict) -> str | None:
-    '''What ``env`` lacks for the fabric ``partition`` declares, where the
-    partition's ranks run on this host; None where it can use it.  A compute
-    node's gaps are not this host's: its own job finds them (and fails).'''
-    if partition.get('scheduler') != 'local':
-        return None
-    return dict(env.mpi.fabric_gaps).get(partition.get('extras', {}).get(PartitionKey.FABRIC))
-
-
-def _partitions_offered(found: Discovery, site):
-    '''(partition, [environments offered], [LeftOut]) of each of a site's
-    partitions that lists no ``environs`` of its own (a list the site wrote
-    is kept: a gap there is a skip that the verdict counts).'''
-    chosen = chosen_environments(found, site.stacks)
-    for partition in site.system['partitions']:
-        if 'environs' in partition:
-            continue
-        gaps = [(e, _fabric_gap_here(e, partition)) for e in chosen]
-        yield (partition, [e for e, gap in gaps if gap is None],
-               [LeftOut(f"{site.system['name']}:{partition['name']}", e.name, gap)
-                for e, gap in gaps if gap])
-
-
-def left_out(found: Discovery, sites: list) -> list:
-    '''The environments a site's partitions are not offered (LeftOut),
-    because their MPI cannot use the partition's fabric on this host.'''
-    return [gone for site in sites for *_, gaps in _partitions_offered(found, site)
-            for gone in gaps]
-
-
-def site_environments(found: Discovery, sites: list) -> list:
-    """The ReFrame ``environments`` section for ``sites`` (hpcnet.sites.SiteFile);
-    each partition of theirs that lists no ``environs`` gets every environment
-    its site's choice admits that can use its fabric (:func:`left_out` names
-    the others), and :data:`BUILTIN_ENV`."""
-    for site in sites:
-        for partition, offered, _ in list(_partitions_offered(found, site)):
-            partition['environs'] = [e.name for e in offered] + [BUILTIN_ENV]
-    return reframe_environments(found, {site.system['name']: site.stacks for site in sites})
-
-
-def reframe_environments(found: Discovery, choices: dict) -> list:
-    """The ReFrame ``environments`` section: every discovered environment on
-    the systems whose choice admits it (``choices``: {system name:
-    StackChoice}), plus :data:`BUILTIN_ENV` on every system."""
-    admitted = {name: {e.name for e in chosen_environments(found, choice)}
-                for name, choice in choices.items()}
-    envs = []
-    for env in found.environments:
-        systems = [name for name in choices if env.name in admitted[name]]
-        if systems:
-            envs.append(env.to_reframe(systems))
-    envs.append({'name': BUILTIN_ENV, 'cc': 'cc', 'cxx': '', 'ftn': '',
-                 'target_systems': list(choices)})
-    return envs
