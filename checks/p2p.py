@@ -4,6 +4,13 @@ bidirectional bandwidth, with our own kernel (src/p2p.c).
 Scale ``1_node``: both ranks on one node (partitions of one node); scale
 ``2_nodes``: one rank on each of two nodes (multi-node partitions), where the
 link's byte counters must account for the traffic.
+
+Every mode's whole curve runs once per MPI installation, with its first
+compiler (the environment feature ``primary``): the curves are the library's
+and the link's, and a clang-built MPI is an installation of its own.  The
+installation's other compilers build the kernel, launch it, prove the
+transport and measure one size in ping-pong; ``-S every_compiler=yes`` runs
+the whole matrix (docs/acceptance.md, "What a run covers").
 """
 
 import reframe as rfm
@@ -12,8 +19,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import sanity
-from hpcnet.constants import (P2P_BANDWIDTH_SIZES, P2P_DIRECTIONS, P2P_LATENCY_SIZES, P2PMode,
-                              Scale, Unit)
+from hpcnet.constants import (P2P_BANDWIDTH_SIZES, P2P_DIRECTIONS, P2P_LATENCY_SIZES, Feature,
+                              P2PMode, Scale, Unit)
 from hpcnet.sizes import message_sizes, size_label
 from hpcnet.checklib.testlib import KernelRun
 
@@ -30,6 +37,12 @@ SIZING_OF_SCALE = {
     Scale.TWO_NODES: {'time_per_size_ms': 160, 'min_iters': 10, 'warmup': 3,
                       'window': 8, 'window_bytes': 8 * 1024 * 1024},
 }
+
+
+#: The one size a compiler that is not its MPI's first measures: one of the
+#: bandwidth sizes, so that the MPI's large-message path and the link's byte
+#: counters are exercised.
+PROVE_SIZE = 1024 * 1024
 
 
 @rfm.simple_test
@@ -64,9 +77,22 @@ class hpcnet_p2p(KernelRun):
     curve = variable(typ.List[typ.Dict[str, float]], value=[], loggable=True)
     #: First exchange between the two ranks (pays connection set-up), µs.
     first_exchange_us = variable(float, value=0.0, loggable=True)
+    #: Every mode's whole curve with every compiler, not only with each MPI
+    #: installation's first (module docstring).
+    every_compiler = variable(typ.Bool, value=False)
 
     tags = {'p2p', 'mpi'}
     kernel_name = 'p2p'
+
+    @run_after('init')
+    def curves_once_per_installation(self):
+        if not self.every_compiler and self.mode != P2PMode.PINGPONG:
+            self.valid_prog_environs = [f'+{Feature.MPI} +{Feature.PRIMARY}']
+
+    def proves_only(self) -> bool:
+        '''Whether this case builds, launches, proves and measures one size
+        (a compiler that is not its MPI installation's first).'''
+        return not self.every_compiler and Feature.PRIMARY not in self.current_environ.features
 
     @run_after('init')
     def size_for_the_scale(self):
@@ -75,9 +101,12 @@ class hpcnet_p2p(KernelRun):
                 setattr(self, name, value)
 
     def kernel_args(self) -> list:
-        self.descr = f'MPI point-to-point {self.mode} over {self.current_partition.fullname}'
+        self.descr = (f'MPI point-to-point {self.mode} over {self.current_partition.fullname}'
+                      + (f' (built and proved, {size_label(PROVE_SIZE)} only)'
+                         if self.proves_only() else ''))
+        sizes = self.sizes()
         return ['--mode', self.mode, '--validate',
-                '--min-size', str(self.min_size), '--max-size', str(self.max_size),
+                '--min-size', str(sizes[0]), '--max-size', str(sizes[-1]),
                 '--precision', str(self.precision_pct), '--time-per-size', str(self.time_per_size_ms),
                 '--batch-us', str(self.batch_us),
                 '--min-iters', str(self.min_iters), '--warmup', str(self.warmup),
@@ -85,6 +114,8 @@ class hpcnet_p2p(KernelRun):
                 '--recv-slots', str(self.recv_slots)]
 
     def sizes(self) -> tuple:
+        if self.proves_only():
+            return (PROVE_SIZE,)
         return message_sizes(self.min_size, self.max_size)
 
     @run_after('setup')
