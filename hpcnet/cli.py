@@ -9,7 +9,7 @@
     hpcnet paper [--report R]    the Rocks cluster paper's tables beside a testbed session
     hpcnet refs validate [FILE]  check reference files
     hpcnet refs generate REPORT  references (with provenance) from a good run's JSON report
-    hpcnet baseline [--repeats K] K repeats -> reference/<system>.yaml with provenance
+    hpcnet baseline [--sessions K] K sessions -> reference/<system>.yaml with provenance
     hpcnet compare BEFORE AFTER  did anything get worse than its tolerance: one-sided bounds, modes
     hpcnet accept [--repeats K]  K repeats compared with the baseline, more until decided
     hpcnet history [--period P]  every metric's trend over the stored sessions, and when it changed

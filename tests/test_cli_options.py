@@ -2,6 +2,7 @@
 pass options through to ReFrame list ReFrame's in their --help, and refuse
 ReFrame's --repeat and --reruns (ours is --repeats) with one line, before
 anything runs; `site check` spells ReFrame's -p as ReFrame does."""
+import argparse
 import contextlib
 import io
 import subprocess
@@ -19,6 +20,12 @@ PASS_THROUGH = (['run'], ['baseline'], ['accept'], ['crosscheck'],
                 ['testbed', 'run'], ['testbed', 'baseline'], ['testbed', 'accept'])
 
 
+def _ours(command: list) -> str:
+    '''The option of ours that replaces ReFrame's --repeat in ``command``: a
+    baseline's sessions, every other command's samples.'''
+    return '--sessions' if command[-1] == 'baseline' else '--repeats'
+
+
 def _hpcnet(*argv) -> tuple:
     '''(exit code, stdout, stderr) of `hpcnet ARGV` in this process.'''
     out, err = io.StringIO(), io.StringIO()
@@ -34,7 +41,7 @@ def _hpcnet(*argv) -> tuple:
 def test_help_lists_reframe_options(command):
     code, out, _ = _hpcnet(*command, '--help')
     assert code == 0
-    assert '--repeats' in out
+    assert _ours(command) in out
     for option, _ in PASSED_THROUGH:
         assert option in out, f'hpcnet {" ".join(command)} --help does not list {option}'
     assert '--repeat ' not in out.replace('--repeats', '') and '--reruns' not in out.split(
@@ -50,7 +57,7 @@ def test_reframe_repeat_is_refused_naming_ours(command, typed):
     (line,) = err.splitlines()
     assert line.startswith(f'hpcnet {" ".join(command)}: error: {typed[0].split("=")[0]} is not '
                            'an hpcnet option')
-    assert 'use --repeats K' in line
+    assert f'use {_ours(command)} K' in line
 
 
 def test_site_check_spells_prgenv_as_reframe():
@@ -71,8 +78,8 @@ def test_testbed_run_takes_the_options_of_run():
     args = parse_on_testbed('run', ['--repeats', '3', '-n', 'hpcnet_p2p'])
     assert (args.repeats, args.report_name) == (3, 'testbed')
     assert args.reframe_args == ['--system', 'testbed', '-n', 'hpcnet_p2p']
-    args = parse_on_testbed('baseline', ['--nodes', '2', '--repeats', '2'], up_options=True)
-    assert (args.nodes, args.repeats) == (2, 2) and args.reframe_args == ['--system', 'testbed']
+    args = parse_on_testbed('baseline', ['--nodes', '2', '--sessions', '2'], up_options=True)
+    assert (args.nodes, args.sessions) == (2, 2) and args.reframe_args == ['--system', 'testbed']
 
 
 def test_shared_options_mean_one_thing():
@@ -82,6 +89,8 @@ def test_shared_options_mean_one_thing():
     seen = {}
     for name, command in sub.choices.items():
         for action in command._actions:
+            if action.help == argparse.SUPPRESS:
+                continue    # a hidden alias fills the option it names, or refuses
             for option in action.option_strings:
                 seen.setdefault(option, set()).add((name, action.dest))
     # The same option string always fills the same attribute.

@@ -73,7 +73,7 @@ def reference_file_of(system: str | None) -> Path:
         raise NoAcceptedBaseline(f'baseline: no reference file in {refdir} names the sessions it '
                                  f'was made from; {HOW_TO_MAKE}')
     raise NoAcceptedBaseline(f'baseline: {", ".join(p.stem for p in named)} in {refdir} each have '
-                             'a baseline; say which with --system NAME')
+                             'a baseline; say which with --baseline-system NAME')
 
 
 def baseline_sessions(system: str | None) -> tuple:

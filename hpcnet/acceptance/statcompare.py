@@ -16,7 +16,7 @@ may be", so improvements never block and a small wobble is decided.
   standard deviation of log(median) over the before side's per-session
   medians: how much a healthy system moves from one session to the next
   (machine state, placement, clocks), which the repeats of one session never
-  show. The floor is compare.THRESHOLD (3 %, ``--threshold``); a before side
+  show. The floor is compare.THRESHOLD (3 %, ``--floor``); a before side
   of one session has only the floor. Above the cap a metric would accept a
   halved bandwidth, so the cap bounds it.
 * **The plausible slowdowns** (shift_bounds): the Hodges-Lehmann shift of

@@ -1,4 +1,4 @@
-"""The report's trend section (`hpcnet history --html`): one small plot per
+"""The report's trend section (`hpcnet history --output`): one small plot per
 metric with a finding (its value in each session, the change points marked,
 the level before and after each, the newest nights that stand apart, the
 nights measured on a busy host as "not decided" crosses), every finding

@@ -24,7 +24,7 @@ from hpcnet import argtypes, runner, verdict
 from hpcnet.acceptance import compare, references
 from hpcnet.acceptance import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
-from hpcnet.commands.parser import add_results_db_option, pass_through
+from hpcnet.commands.parser import add_option, add_results_db_option, pass_through
 from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
@@ -168,8 +168,8 @@ def run(args) -> int:
                                     f'{args.repeats}')
     with on_the_testbed_named(args.reframe_args):
         return accept(args.reframe_args, Budget(args.repeats, args.max_repeats, args.time_budget),
-                      baseline_spec=args.baseline, system=args.system,
-                      pairs=parse_pairs(args.pair), alpha=args.alpha, threshold=args.threshold)
+                      baseline_spec=args.baseline, system=args.baseline_system,
+                      pairs=parse_pairs(args.pair), alpha=args.alpha, threshold=args.floor)
 
 
 def add_options(p) -> None:
@@ -182,15 +182,19 @@ def add_options(p) -> None:
     p.add_argument('--time-budget', type=float, default=3600, metavar='SECONDS',
                    help='no new round starts after this (default 3600)')
     p.add_argument('--baseline', default=compare.BASELINE,
-                   help="the before side (default: the system's latest baseline session)")
+                   help="the before side, any side `hpcnet compare` takes (default: "
+                        "'baseline', the accepted baseline: the sessions the provenance of "
+                        "the system's reference file names)")
     p.add_argument('--pair', action='append', metavar='OLD=NEW',
                    help='pair an environment an upgrade renamed (repeatable)')
     p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA,
                    help=f'one-sided significance level (default {compare.ALPHA:g})')
-    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD,
-                   help=f"floor of each metric's tolerance (default {compare.THRESHOLD:g})")
-    p.add_argument('--system-baseline', dest='system', metavar='SYSTEM',
-                   help="whose baseline (default: the system of --system)")
+    add_option(p, '--floor', type=argtypes.fraction, default=compare.THRESHOLD,
+               formerly=('--threshold',),
+               help=f"tightest tolerance of each metric (default {compare.THRESHOLD:g})")
+    add_option(p, '--baseline-system', metavar='NAME', formerly=('--system-baseline',),
+               help="the system whose accepted baseline the word 'baseline' names "
+                    '(default: the system of --system)')
     add_results_db_option(p)
     pass_through(p, 'accept', '--repeats K and --max-repeats K')
     p.set_defaults(func=run)

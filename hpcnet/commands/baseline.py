@@ -1,4 +1,4 @@
-"""`hpcnet baseline [--repeats K]`: K sessions -> reference/<system>.yaml with provenance."""
+"""`hpcnet baseline [--sessions K]`: K sessions -> reference/<system>.yaml with provenance."""
 from __future__ import annotations
 
 import datetime
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance import accepted, baseline, references, refmerge
-from hpcnet.commands.parser import (add_results_db_option, check_writable, pass_through,
-                                    write_output)
+from hpcnet.commands.parser import (add_option, add_results_db_option, check_writable,
+                                    pass_through, write_output)
 from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
@@ -39,8 +39,8 @@ def run(args) -> int:
     reports, codes = [], []
     with tempfile.TemporaryDirectory(prefix='hpcnet-baseline-refs-') as scratch, \
             on_the_testbed_named(args.reframe_args):
-        for session in range(1, args.repeats + 1):
-            runner.say(f'baseline session {session} of {args.repeats}')
+        for session in range(1, args.sessions + 1):
+            runner.say(f'baseline session {session} of {args.sessions}')
             suite_run = runner.run_suite('baseline', [
                 *args.reframe_args, '--session-extras', f'{baseline.BASELINE_TAG}={baseline_id}'],
                 env=baseline.environment_for_baseline_runs(scratch),
@@ -86,7 +86,7 @@ def run(args) -> int:
             runner.say(accepted.candidate_note(baseline_id, path))
             return rc
     write_output(text, path, '-o' if args.output else REFERENCE_DIR_ENV, 'references')
-    runner.say(f'wrote {path} from {args.repeats} sessions ({prov["passed_cases"]} passed cases): '
+    runner.say(f'wrote {path} from {args.sessions} sessions ({prov["passed_cases"]} passed cases): '
          'review it, then commit')
     reference = Path(baseline.reference_path_for(system)) if system else None
     if reference is None or path.resolve() != reference.resolve():
@@ -96,18 +96,19 @@ def run(args) -> int:
 
 def add_options(p) -> None:
     '''The options of `hpcnet baseline` (also of `hpcnet testbed baseline`).'''
-    p.add_argument('--repeats', type=argtypes.positive_int, default=5,
-                   help='sessions of samples (default 5)')
+    add_option(p, '--sessions', type=argtypes.positive_int, default=5, metavar='K',
+               formerly=('--repeats',), help='sessions of samples (default 5)')
     p.add_argument('--floor', type=argtypes.tolerance_floor,
                    help=f"tightest tolerance (fraction; default: the site file's "
                         f"{sites.BASELINE_FLOOR}, else {baseline.TOLERANCE_FLOOR:g})")
     p.add_argument('--write', action='store_true', help='replace an existing reference file')
-    p.add_argument('-o', '--output', help='reference file (default reference/<system>.yaml; '
-                                          "ReFrame's -o is not passed through)")
+    p.add_argument('-o', '--output', metavar='FILE',
+                   help="reference file (default reference/<system>.yaml; ReFrame's -o is not "
+                        'passed through)')
     add_results_db_option(p)
-    pass_through(p, 'baseline', '--repeats K (K sessions)')
+    pass_through(p, 'baseline', '--sessions K (K sessions)')
     p.set_defaults(func=run)
 
 
 def add_parser(sub) -> None:
-    add_options(sub.add_parser('baseline', help='K repeats -> references with provenance'))
+    add_options(sub.add_parser('baseline', help='K sessions -> references with provenance'))

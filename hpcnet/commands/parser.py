@@ -2,15 +2,19 @@
 it: the commands that pass them through to ReFrame list them in their
 --help, and an option of ReFrame's that one of ours replaces is refused
 with one line naming ours (else `--repeat 5` for `--repeats 5` would
-silently run something else).  And the files options name (-o, --html,
---output): a path that cannot be written is the user's error, one line,
-found before anything runs where the command runs sessions first.  And
---db, the results database of every command that reads or stores sessions."""
+silently run something else).  And the files options name (-o/--output):
+a path that cannot be written is the user's error, one line, found before
+anything runs where the command runs sessions first.  And --db, the results
+database of every command that reads or stores sessions.  And VOCABULARY,
+the one option name of each idea across the commands, with the spellings it
+replaced (still taken, as hidden aliases that say the new name)."""
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import argtypes
@@ -23,7 +27,7 @@ class CommandParser(argparse.ArgumentParser):
     would print the whole usage first).'''
 
     def __init__(self, *args, **kwargs):
-        # No abbreviations: `--system` must reach ReFrame, not match `--system-baseline`.
+        # No abbreviations: `--system` must reach ReFrame, not match `--baseline-system`.
         super().__init__(*args, allow_abbrev=False, **kwargs)
 
     def error(self, message):
@@ -148,3 +152,66 @@ def write_output(text: str, output: Path, option: str, what: str) -> None:
     except OSError as err:
         raise SelectionError(f'{option} {output}: cannot write the {what}: '
                              f'{err.strerror}') from None
+
+
+#: Where an earlier spelling is retired: in every command.
+EVERYWHERE = ()
+
+
+@dataclass(frozen=True)
+class Term:
+    """The one option of an idea, and the spellings it replaced: each
+    earlier spelling -> the commands (progs) no longer showing it, or
+    EVERYWHERE; a spelling retired in a few commands only is the option
+    of another idea elsewhere (`--system`, `--repeats`, `--name`)."""
+    option: str
+    earlier: dict = field(default_factory=dict)
+
+
+#: One option name per idea across the commands; tests/test_cli_vocabulary.py
+#: holds every parser to it, so a site engineer reading --help learns a word once.
+VOCABULARY = {
+    'the results database': Term('--db'),
+    'the system (site file) a command is about': Term('--system'),
+    "the system whose accepted baseline the word 'baseline' names": Term(
+        '--baseline-system', {'--system-baseline': EVERYWHERE, '--system': ('hpcnet compare',)}),
+    'the tightest tolerance (smallest relative change that counts)': Term(
+        '--floor', {'--threshold': EVERYWHERE}),
+    'the stored sessions read (START:END as ReFrame takes it)': Term('--period'),
+    'the file the command writes': Term('--output', {'--html': EVERYWHERE}),
+    'samples of every metric (ReFrame --reruns K-1)': Term('--repeats'),
+    'the sessions a baseline runs': Term(
+        '--sessions', {'--repeats': ('hpcnet baseline', 'hpcnet testbed baseline')}),
+    'the testbed (prefix of its network namespaces)': Term(
+        '--testbed-name', {'--name': ('hpcnet testbed up', 'hpcnet testbed down',
+                                      'hpcnet testbed exec', 'hpcnet testbed status',
+                                      'hpcnet testbed shape')}),
+}
+
+
+class _Deprecated(argparse._StoreAction):
+    '''An earlier spelling of an option: stores as the option does, after
+    one line on stderr naming the option (pipelines written with it keep working).'''
+
+    def __init__(self, option_strings, dest, option: str, **kwargs):
+        self.option = option
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f'{parser.prog}: {option_string} is deprecated: use {self.option}', file=sys.stderr)
+        super().__call__(parser, namespace, values, option_string)
+
+
+def add_option(parser: argparse.ArgumentParser, *flags: str, formerly: tuple = (),
+               **kwargs) -> argparse.Action:
+    '''``parser.add_argument(*flags, **kwargs)`` (a value-taking option),
+    and each spelling of ``formerly`` as its hidden alias (_Deprecated).'''
+    action = parser.add_argument(*flags, **kwargs)
+    option = next(flag for flag in flags if flag.startswith('--'))
+    for old in formerly:
+        # SUPPRESS: no default of the alias's own overwrites the option's.
+        parser.add_argument(old, action=_Deprecated, option=option, dest=action.dest,
+                            type=action.type, nargs=action.nargs, choices=action.choices,
+                            metavar=action.metavar,
+                            default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return action

@@ -36,15 +36,19 @@ def run(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser('refs', help='reference files')
+    p = sub.add_parser('refs', help='reference files: validate, generate')
     rs = p.add_subparsers(dest='refs_cmd', required=True)
-    v = rs.add_parser('validate')
-    v.add_argument('files', nargs='*')
-    g = rs.add_parser('generate')
+    v = rs.add_parser('validate', help='check reference files')
+    v.add_argument('files', nargs='*', metavar='FILE',
+                   help='the reference files to check (default: every file of the reference '
+                        'directory, HPCNET_REFERENCE_DIR, else reference/)')
+    g = rs.add_parser('generate', help="references (with provenance) from a good run's "
+                                       'JSON report')
     g.add_argument('report', help='ReFrame JSON run report of a good run')
     g.add_argument('--floor', type=argtypes.tolerance_floor,
                    help=f"tightest tolerance (default: the site file's {sites.BASELINE_FLOOR}, "
                         f"else {baseline.TOLERANCE_FLOOR:g}); each is derived from the samples' "
                         "spread")
-    g.add_argument('-o', '--output')
+    g.add_argument('-o', '--output', metavar='FILE',
+                   help='reference file to write (default: print the references)')
     p.set_defaults(func=run, needs_work_dir=False)

@@ -57,8 +57,9 @@ def run(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
     p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')
-    p.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'))
-    p.add_argument('-o', '--output',
+    p.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'),
+                   help='a before/after page of two sides, as `hpcnet compare` takes them')
+    p.add_argument('-o', '--output', metavar='FILE',
                    help='HTML file (default in <reports>: latest.html for the latest run, '
                         'report-<first session uuid, 8 characters>.html for other sessions, '
                         'compare-<before>-<after>.html for --compare)')

@@ -221,7 +221,7 @@ def add_parser(sub) -> None:
                         'default: this host alone)')
     i.set_defaults(func=run_init)
     c = ss.add_parser('check', help='what a site must hold before its first run')
-    c.add_argument('--system', help='the site (default: the site file matching this host)')
+    c.add_argument('--system', metavar='NAME', help='the site (default: the site file matching this host)')
     c.add_argument('--stage-dir',
                    help="where jobs stage (default: hpcnet run's: the site file's prefix, "
                         'else output/ of the work directory)')

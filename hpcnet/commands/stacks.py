@@ -69,7 +69,8 @@ def add_parser(sub) -> None:
     p.add_argument('--refresh', action='store_true', help='probe again, ignore the cache')
     p.add_argument('--modules', action='store_true',
                    help='also say where Lmod was searched and why modules were left out')
-    p.add_argument('--json', action='store_true')
+    p.add_argument('--json', action='store_true',
+                   help="print the working environments as ReFrame's environment entries (JSON)")
     p.add_argument('--system', metavar='NAME',
                    help="only the environments this system's site file admits (its `stacks`)")
     p.add_argument('--spack-lock', metavar='FILE',

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from hpcnet import runner, testbed
 from hpcnet.commands import accept, baseline
 from hpcnet.commands import run as run_command
-from hpcnet.commands.parser import CommandParser, results_db_in_force
+from hpcnet.commands.parser import CommandParser, add_option, results_db_in_force
 from hpcnet.exitcodes import Exit
 from hpcnet.paths import WORK_DIR
 from hpcnet.testbed.config import HEAD
@@ -44,11 +44,13 @@ def up_from_options(tb: testbed.Testbed, args) -> dict:
 def _parser() -> argparse.ArgumentParser:
     common = CommandParser(add_help=False)
     common.add_argument('--state-dir', default=None,
-                        help='state directory (default /run/<name>-testbed, '
+                        help='state directory (default /run/<testbed name>-testbed, '
                              f'or ${TESTBED_STATE_DIR_ENV})')
-    common.add_argument('--name', default=testbed.DEFAULTS.name,
-                        help='testbed name, prefix of its network namespaces '
-                             f'(default {testbed.DEFAULTS.name})')
+    # Not --name: that is ReFrame's (and history's) regex of check names.
+    add_option(common, '--testbed-name', dest='name', metavar='NAME', formerly=('--name',),
+               default=testbed.DEFAULTS.name,
+               help='testbed name, prefix of its network namespaces '
+                    f'(default {testbed.DEFAULTS.name})')
     p = CommandParser(
         prog='hpcnet testbed',
         description='Slurm virtual cluster in network namespaces.',
@@ -61,14 +63,16 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser('down', parents=[common], help='remove everything')
     ex = sub.add_parser('exec', parents=[common],
                         help='run a command on a node: exec NODE -- CMD...')
-    ex.add_argument('node')
-    ex.add_argument('argv', nargs=argparse.REMAINDER)
+    ex.add_argument('node', help='the node (hn0, cn1, ...)')
+    ex.add_argument('argv', nargs=argparse.REMAINDER, metavar='-- CMD',
+                    help='the command and its arguments')
     stp = sub.add_parser('status', parents=[common], help='show the testbed')
-    stp.add_argument('--json', action='store_true')
+    stp.add_argument('--json', action='store_true', help='print the status as JSON')
     sh = sub.add_parser('shape', parents=[common],
                         help="change the tbf rate of every link, of one node's, or of one path's")
     sh.add_argument('--rate', required=True, help='e.g. 500mbit, or "none"')
-    sh.add_argument('--burst', default=None)
+    sh.add_argument('--burst', default=None, help="tbf burst (default: the testbed's, else "
+                                                  f'{testbed.DEFAULTS.burst})')
     sh.add_argument('--node', default=None, help='only this compute node (e.g. cn3)')
     sh.add_argument('--peer', default=None,
                     help='with --node: only the path between the two nodes, both directions '
@@ -227,7 +231,9 @@ def run(args) -> int:
 def add_parser(sub) -> None:
     p = sub.add_parser('testbed', help='the Slurm virtual cluster: up|down|exec|status|shape, '
                                        'and run|baseline|accept on it', add_help=False)
-    p.add_argument('testbed_args', nargs=argparse.REMAINDER)
+    p.add_argument('testbed_args', nargs=argparse.REMAINDER, metavar='COMMAND ...',
+                   help='up|down|exec|status|shape|run|baseline|accept and its options '
+                        '(hpcnet testbed --help)')
     # The options hpcnet does not know are the testbed's, or those of the
     # command run on it.
     p.set_defaults(func=run, takes_reframe_args=True)
