@@ -189,7 +189,7 @@ VOCABULARY = {
 }
 
 
-class _Deprecated(argparse._StoreAction):
+class DeprecatedAlias(argparse._StoreAction):
     '''An earlier spelling of an option: stores as the option does, after
     one line on stderr naming the option (pipelines written with it keep working).'''
 
@@ -205,12 +205,12 @@ class _Deprecated(argparse._StoreAction):
 def add_option(parser: argparse.ArgumentParser, *flags: str, formerly: tuple = (),
                **kwargs) -> argparse.Action:
     '''``parser.add_argument(*flags, **kwargs)`` (a value-taking option),
-    and each spelling of ``formerly`` as its hidden alias (_Deprecated).'''
+    and each spelling of ``formerly`` as its hidden alias (DeprecatedAlias).'''
     action = parser.add_argument(*flags, **kwargs)
     option = next(flag for flag in flags if flag.startswith('--'))
     for old in formerly:
         # SUPPRESS: no default of the alias's own overwrites the option's.
-        parser.add_argument(old, action=_Deprecated, option=option, dest=action.dest,
+        parser.add_argument(old, action=DeprecatedAlias, option=option, dest=action.dest,
                             type=action.type, nargs=action.nargs, choices=action.choices,
                             metavar=action.metavar,
                             default=argparse.SUPPRESS, help=argparse.SUPPRESS)

@@ -181,6 +181,12 @@ def _on_testbed_parser(command: str, up_options: bool) -> CommandParser:
     return p
 
 
+def testbed_parsers() -> list:
+    """Every parser `hpcnet testbed` parses with: hpcnet.cli's parser hands
+    the testbed its arguments unparsed, so its --help tree is here."""
+    return [_parser(), *(_on_testbed_parser(command, True) for command in COMMANDS_ON_TESTBED)]
+
+
 def parse_on_testbed(command: str, argv: list, up_options: bool = False) -> argparse.Namespace:
     """The arguments of `hpcnet COMMAND` (run, baseline or accept) run on the
     testbed: what that command does not know goes to reframe."""
