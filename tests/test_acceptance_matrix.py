@@ -95,7 +95,7 @@ def test_compare_scenarios(tmp_path):
     res = _hpcnet('compare', base, nan)
     _row('a NaN sample', res, Exit.USAGE)
     assert 'session nan' in res.stderr and 'bandwidth_4MiB is nan' in res.stderr
-    _row('a threshold that is not a fraction', _hpcnet('compare', base, base, '--threshold', '3'),
+    _row('a floor that is not a fraction', _hpcnet('compare', base, base, '--floor', '3'),
          Exit.USAGE)
 
 

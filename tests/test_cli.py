@@ -168,7 +168,7 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     env = {'HPCNET_REFERENCE_DIR': str(refdir)}
     select = ['--system', 'local:shm', '-n', 'hpcnet_p2p.*scale=1_node.*mode=pingpong',
               '-p', f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=2']
-    res = hpcnet('baseline', '--repeats', '3', *select, env=env)
+    res = hpcnet('baseline', '--sessions', '3', *select, env=env)
     assert res.returncode == 0, res.stdout[-3000:]
     written = refdir / 'local.yaml'
     data = yaml.safe_load(written.read_text())
@@ -186,7 +186,7 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
         assert any(k.endswith('latency_8B') and v.startswith('baseline spread: ')
                    for k, v in reasons.items()), reasons
     # Again: the file is kept, the new baseline written beside it.
-    res = hpcnet('baseline', '--repeats', '3', *select, env=env)
+    res = hpcnet('baseline', '--sessions', '3', *select, env=env)
     assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
     assert (refdir / 'local.yaml.baseline').exists() and 'not the baseline' in res.stdout
     # The next run is judged against the baseline.
@@ -233,7 +233,7 @@ def test_accept_repeats_until_decided_or_budget(one_env_per_stack, tmp_path):
     env = {'HPCNET_REFERENCE_DIR': str(refdir)}
     select = ['--system', 'local:shm', '-n', 'hpcnet_p2p.*scale=1_node.*mode=pingpong',
               '-p', f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=2']
-    assert hpcnet('baseline', '--repeats', '3', *select, env=env).returncode == 0
+    assert hpcnet('baseline', '--sessions', '3', *select, env=env).returncode == 0
     res = hpcnet('accept', '--repeats', '3', '--max-repeats', '5', *select, env=env)
     out = res.stdout
     assert res.returncode in (0, 1, 3), out[-3000:]

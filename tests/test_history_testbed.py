@@ -72,7 +72,7 @@ def test_history_names_the_session_the_link_was_cut(tmp_path, one_env_per_stack)
     print(f'\n{SESSIONS} sessions in {sum(took):.0f} s ({", ".join(f"{t:.0f}" for t in took)})')
 
     res = subprocess.run([str(HPCNET), 'history', '--db', str(db), '--system', 'testbed',
-                          '-n', 'hpcnet_p2p', '--html', str(tmp_path / 'trend.html')],
+                          '-n', 'hpcnet_p2p', '--output', str(tmp_path / 'trend.html')],
                          text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     print(res.stdout)
     assert res.returncode == Exit.FAILED, res.stdout

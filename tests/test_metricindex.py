@@ -159,7 +159,7 @@ def test_a_missing_or_unreadable_database_is_one_line(tmp_path):
 
 
 def test_the_trend_page_draws_the_latest_session_beside_the_search(tmp_path):
-    '''`hpcnet history --html` draws the latest session's evidence in a forked
+    '''`hpcnet history --output` draws the latest session's evidence in a forked
     process while the series are judged: its page holds what drawing it in
     this process gives (the same sections, as many figures), read from the
     index and from the sessions' JSON (a session filter) alike.'''
@@ -172,7 +172,7 @@ def test_the_trend_page_draws_the_latest_session_beside_the_search(tmp_path):
     for period in ('now-60d:now', 'now-60d:now?num_failures>=0'):
         page = tmp_path / 'trend.html'
         res = _hpcnet('history', '--db', 'results.db', '--system', 'testbed', '--period', period,
-                      '--html', str(page), cwd=tmp_path)
+                      '--output', str(page), cwd=tmp_path)
         assert res.returncode == Exit.FAILED, res.stdout + res.stderr
         text = page.read_text()
         assert 'id="trend"' in text

@@ -104,7 +104,7 @@ def test_gitlab_prints_the_history_verdict_beside_a_failed_comparison(tmp_path):
     (script,) = [s for s in _scripts('gitlab') if '$HPCNET history' in s]
     res = _run_step(script, tmp_path, {'compare': Exit.FAILED, 'history': Exit.UNDECIDED})
     assert res.returncode == Exit.FAILED, res.stdout   # the worse of the two
-    assert 'hpcnet history --period' in res.stdout and '--html reports/trend.html' in res.stdout
+    assert 'hpcnet history --period' in res.stdout and '--output reports/trend.html' in res.stdout
     assert (tmp_path / 'reports' / 'history.txt').read_text().startswith('hpcnet history')
 
 
@@ -200,7 +200,7 @@ def test_a_baseline_is_a_candidate_until_a_person_accepts_it(tmp_path):
     script = '\n'.join(_gitlab_job('baseline')['script'])
     res = _run_step(script, tmp_path, {}, HPCNET_REFERENCE_DIR=str(refdir))
     assert res.returncode == 0, res.stdout
-    assert ('hpcnet baseline --repeats 5 --write -o reports/baseline/example.yaml --system example'
+    assert ('hpcnet baseline --sessions 5 --write -o reports/baseline/example.yaml --system example'
             in res.stdout)
     assert (tmp_path / 'reports' / 'baseline' / 'example.yaml').read_text() == 'accepted: 1\n'
     assert (refdir / 'example.yaml').read_text() == 'accepted: 1\n'

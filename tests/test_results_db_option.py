@@ -97,5 +97,5 @@ def test_the_runs_of_accept_store_into_the_db_named(tmp_path, monkeypatch):
                            '--baseline', reports[0]['session_info']['uuid'])
     assert code == Exit.UNDECIDED, err          # the round ran nothing: no report
     assert stored_into == [str(db)]
-    code, _, err = _hpcnet('baseline', '--db', str(db), '--repeats', '1')
+    code, _, err = _hpcnet('baseline', '--db', str(db), '--sessions', '1')
     assert code == Exit.UNDECIDED and stored_into[1:] == [str(db)], err

@@ -163,7 +163,7 @@ def test_up_status_and_refusals(tb, capsys):
         Testbed('/run/hpcnett-other', name=NAME).up()
     assert not Path('/run/hpcnett-other').exists()
     # CLI
-    assert run_cli(['status', '--name', NAME]) == 0
+    assert run_cli(['status', '--testbed-name', NAME]) == 0
     assert 'cn2' in capsys.readouterr().out
 
 
@@ -385,7 +385,7 @@ def test_one_path_slowed_and_no_other(tb):
     half the wire; the paths from each of its nodes to a third node are not
     slowed (judged against the slowed path, measured in the same test).'''
     wire = 1000 * WIRE_PAYLOAD_FRACTION
-    assert run_cli(['shape', '--name', NAME, '--node', 'cn1', '--peer', 'cn2',
+    assert run_cli(['shape', '--testbed-name', NAME, '--node', 'cn1', '--peer', 'cn2',
                     '--rate', '500mbit']) == 0
     try:
         tb.load()               # what the command saved
@@ -399,7 +399,7 @@ def test_one_path_slowed_and_no_other(tb):
                                   lambda mbit: mbit >= LINK_FLOOR * wire)[0]
                   for s, c in (('cn3', 'cn1'), ('cn2', 'cn3'))}
     finally:
-        assert run_cli(['shape', '--name', NAME, '--node', 'cn1', '--peer', 'cn2',
+        assert run_cli(['shape', '--testbed-name', NAME, '--node', 'cn1', '--peer', 'cn2',
                         '--rate', 'none']) == 0
         tb.load()
     print(f'iperf3 Mbit/s, path cn1-cn2 at 500mbit: {slowed}; other paths: {others}')
@@ -493,11 +493,11 @@ def test_link_never_faster_than_the_wire(tb, tmp_path):
 
 
 def test_cli_exec_and_down_when_not_up(tb, capfd):
-    assert run_cli(['exec', '--name', NAME, 'cn2', '--', 'hostname']) == 0
+    assert run_cli(['exec', '--testbed-name', NAME, 'cn2', '--', 'hostname']) == 0
     assert capfd.readouterr().out.strip() == 'cn2'
-    assert run_cli(['exec', '--name', NAME, 'hn0', '--', 'sh', '-c',
+    assert run_cli(['exec', '--testbed-name', NAME, 'hn0', '--', 'sh', '-c',
                      'exit 7']) == 7
-    assert run_cli(['down', '--name', 'hpcnetz']) == 0
+    assert run_cli(['down', '--testbed-name', 'hpcnetz']) == 0
     assert 'not up' in capfd.readouterr().out
 
 

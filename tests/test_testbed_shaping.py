@@ -128,14 +128,15 @@ def test_unshaping_fails_loudly_unless_there_was_nothing_to_remove(veth_pair):
 
 
 def test_peer_without_node_is_a_usage_error(capsys):
-    assert run_cli(['shape', '--name', 'hpcnetnone', '--peer', 'cn2', '--rate', '700mbit']) == 2
+    assert run_cli(['shape', '--testbed-name', 'hpcnetnone', '--peer', 'cn2',
+                    '--rate', '700mbit']) == 2
     assert capsys.readouterr().err == ('hpcnet testbed shape: --peer needs --node '
                                        '(the path between them)\n')
 
 
 @pytest.mark.parametrize('argv, named', [
     (['shape', '--rate', '5xbit'], "rate '5xbit' is not valid"),
-    (['status', '--name', 'Bad'], "bad testbed name 'Bad'"),
+    (['status', '--testbed-name', 'Bad'], "bad testbed name 'Bad'"),
     (['status', '--state-dir', '/tmp/tb $(id)'], "testbed state directory '/tmp/tb $(id)'"),
     (['up', '--state-dir', '/tmp/tb\nx'], 'testbed state directory'),
 ])

@@ -1,4 +1,4 @@
-"""The trend section of the report (`hpcnet history --html`) over a recorded
+"""The trend section of the report (`hpcnet history --output`) over a recorded
 history: twelve testbed sessions of one streaming case, the links cut by
 10 % from session 8 on and session 4 alone slower still
 (tests/data/history/README.md); rendered for real in headless Chromium."""

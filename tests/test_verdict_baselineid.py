@@ -108,7 +108,7 @@ def test_a_later_unwritten_baseline_of_degraded_data_is_not_the_baseline(tmp_pat
     night = tmp_path / 'nightly-latest.json'
     night.write_text(json.dumps(_session(99, [8, 9, 10, 11, 12])))
     env = {'RFM_SQLITE_DB_FILE': str(db), 'HPCNET_REFERENCE_DIR': str(refdir)}
-    res = _hpcnet('compare', 'baseline', str(night), '--system', 'testbed', env=env)
+    res = _hpcnet('compare', 'baseline', str(night), '--baseline-system', 'testbed', env=env)
     assert f'before: baseline (sessions {_uuid(1)}, {_uuid(2)}, {_uuid(3)})' in res.stdout, \
         res.stdout[-3000:] + res.stderr
     assert res.returncode == Exit.FAILED, res.stdout[-3000:] + res.stderr
@@ -133,7 +133,7 @@ def test_sessions_the_database_no_longer_has_are_named(tmp_path):
     night = tmp_path / 'nightly-latest.json'
     night.write_text(json.dumps(_session(99, [8, 9])))
     env = {'RFM_SQLITE_DB_FILE': str(tmp_path / 'empty.db'), 'HPCNET_REFERENCE_DIR': str(refdir)}
-    res = _hpcnet('compare', 'baseline', str(night), '--system', 'testbed', env=env)
+    res = _hpcnet('compare', 'baseline', str(night), '--baseline-system', 'testbed', env=env)
     assert res.returncode == Exit.USAGE, res.stdout + res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert f'{refdir / "testbed.yaml"} names session(s) {_uuid(1)}, {_uuid(2)} that the results ' \
@@ -202,6 +202,6 @@ def test_the_nightly_templates_name_the_system_of_the_written_baseline():
              for name in ('gitlab-ci.yml', 'github-nightly.yml')]
     for text in texts:
         compares = [line for line in text.splitlines() if '$HPCNET compare baseline' in line]
-        assert compares and all('--system' in line for line in compares), compares
+        assert compares and all('--baseline-system' in line for line in compares), compares
         makes = [line for line in text.splitlines() if '$HPCNET baseline' in line]
         assert makes and all('--write' in line for line in makes), makes

@@ -174,7 +174,7 @@ def test_baseline_never_reads_last_weeks_report(fake_reframe, tmp_path, capsys):
     _clean_report(reports / 'baseline-latest.json', 'last-week', [4881.7] * 5)
     sessions += [(_report([]), 0)] * 2
     written = tmp_path / 'local.yaml'
-    code = cli.main(['baseline', '--repeats', '2', '-o', str(written), '--system', 'local:tcp',
+    code = cli.main(['baseline', '--sessions', '2', '-o', str(written), '--system', 'local:tcp',
                      '-n', 'hpcnet_p2pp'])
     out = capsys.readouterr().out
     assert code == Exit.UNDECIDED, out

@@ -134,7 +134,7 @@ def main(argv=None) -> int:
     began_all = time.monotonic()
     try:
         began = time.monotonic()
-        code, _ = hpcnet_on_testbed(tb, ['baseline', '--repeats', str(args.baseline_sessions),
+        code, _ = hpcnet_on_testbed(tb, ['baseline', '--sessions', str(args.baseline_sessions),
                                          '--write', *selection])
         baseline_s = time.monotonic() - began
         if code != Exit.OK:

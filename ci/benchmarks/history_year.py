@@ -1,5 +1,5 @@
 """A year of nights: how long `hpcnet index build`, `hpcnet history`, the
-trend page (`hpcnet history --html`) and `hpcnet compare baseline
+trend page (`hpcnet history --output`) and `hpcnet compare baseline
 now-1d:now` take, and how much memory, over a results database of 365
 nightly sessions, and whether history finds what was planted.
 
@@ -207,8 +207,8 @@ def run_all(scratch: Path, nights: int, cases: int) -> int:
         for what, value in found(run['stdout'], nights).items():
             print(f'    {what}: {value}')
     page = scratch / 'trend.html'
-    run = measure(HPCNET, 'history', '--db', db, '--system', 'local', '--html', page)
-    print(f'hpcnet history --html (the trend page, whole suite): {run["seconds"]:.1f} s, '
+    run = measure(HPCNET, 'history', '--db', db, '--system', 'local', '--output', page)
+    print(f'hpcnet history --output (the trend page, whole suite): {run["seconds"]:.1f} s, '
           f'peak {run["max_rss_mb"]:.0f} MB, exit {run["rc"]}, '
           f'page {page.stat().st_size / 1e6:.1f} MB')
     accepted_baseline(scratch / 'reference', BASELINE_NIGHTS)
