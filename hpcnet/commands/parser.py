@@ -178,6 +178,8 @@ VOCABULARY = {
     'the tightest tolerance (smallest relative change that counts)': Term(
         '--floor', {'--threshold': EVERYWHERE}),
     'the stored sessions read (START:END as ReFrame takes it)': Term('--period'),
+    # An age, not a period: a START:END typed wrong would delete recent sessions.
+    'the age of the sessions `index prune` deletes (days)': Term('--older-than'),
     'the file the command writes': Term('--output', {'--html': EVERYWHERE}),
     'samples of every metric (ReFrame --reruns K-1)': Term('--repeats'),
     'the sessions a baseline runs': Term(
