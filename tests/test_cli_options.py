@@ -3,12 +3,11 @@ pass options through to ReFrame list ReFrame's in their --help, and refuse
 ReFrame's --repeat and --reruns (ours is --repeats) with one line, before
 anything runs; `site check` spells ReFrame's -p as ReFrame does."""
 import argparse
-import contextlib
-import io
 import subprocess
 import sys
 
 import pytest
+from conftest import hpcnet_in_process
 
 from hpcnet import cli, runner
 from hpcnet.commands.parser import PASSED_THROUGH
@@ -26,20 +25,9 @@ def _ours(command: list) -> str:
     return '--sessions' if command[-1] == 'baseline' else '--repeats'
 
 
-def _hpcnet(*argv) -> tuple:
-    '''(exit code, stdout, stderr) of `hpcnet ARGV` in this process.'''
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.mark.parametrize('command', PASS_THROUGH, ids=' '.join)
 def test_help_lists_reframe_options(command):
-    code, out, _ = _hpcnet(*command, '--help')
+    code, out, _ = hpcnet_in_process(*command, '--help')
     assert code == 0
     assert _ours(command) in out
     for option, _ in PASSED_THROUGH:
@@ -51,7 +39,7 @@ def test_help_lists_reframe_options(command):
 @pytest.mark.parametrize('command', PASS_THROUGH, ids=' '.join)
 @pytest.mark.parametrize('typed', [['--repeat', '5'], ['--repeat=5'], ['--reruns', '4']])
 def test_reframe_repeat_is_refused_naming_ours(command, typed):
-    code, out, err = _hpcnet(*command, *typed)
+    code, out, err = hpcnet_in_process(*command, *typed)
     assert code == Exit.USAGE
     assert out == ''
     (line,) = err.splitlines()
@@ -61,16 +49,16 @@ def test_reframe_repeat_is_refused_naming_ours(command, typed):
 
 
 def test_site_check_spells_prgenv_as_reframe():
-    code, out, _ = _hpcnet('site', 'check', '--help')
+    code, out, _ = hpcnet_in_process('site', 'check', '--help')
     assert code == 0 and '-p PRGENV, --prgenv PRGENV' in out and '--environ' not in out
-    code, _, err = _hpcnet('site', 'check', '--environ', 'gcc')
+    code, _, err = hpcnet_in_process('site', 'check', '--environ', 'gcc')
     assert code == Exit.USAGE
     (line,) = err.splitlines()
     assert '--environ is not an hpcnet option' in line and 'use -p/--prgenv' in line
 
 
 def test_testbed_help_names_the_commands_it_runs():
-    code, out, _ = _hpcnet('testbed', '--help')
+    code, out, _ = hpcnet_in_process('testbed', '--help')
     assert code == 0 and 'hpcnet testbed run|baseline|accept' in out
 
 

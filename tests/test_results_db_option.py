@@ -4,13 +4,12 @@ database the command reads and its ReFrame sessions store into, over
 RFM_SQLITE_DB_FILE (which the tests' own conftest points elsewhere)."""
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import time
 from pathlib import Path
 
 import pytest
+from conftest import hpcnet_in_process
 
 from test_history import nights
 from test_verdict_history import results_db
@@ -26,17 +25,6 @@ WITH_DB = (['run'], ['baseline'], ['accept'], ['compare'], ['report'], ['history
            ['index', 'build'], ['index', 'prune'], ['index', 'export'])
 #: What else a command needs to parse.
 REQUIRED = {'compare': ['BEFORE', 'AFTER'], 'prune': ['--older-than', '30']}
-
-
-def _hpcnet(*argv) -> tuple:
-    '''(exit code, stdout, stderr) of `hpcnet ARGV` in this process.'''
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-    return code, out.getvalue(), err.getvalue()
 
 
 def _subparser(parser, *names):
@@ -61,7 +49,7 @@ def test_the_testbed_commands_take_it(command):
 
 
 def test_a_db_in_no_directory_is_one_line():
-    code, out, err = _hpcnet('compare', 'a', 'b', '--db', '/nonexistent/results.db')
+    code, out, err = hpcnet_in_process('compare', 'a', 'b', '--db', '/nonexistent/results.db')
     assert code == Exit.USAGE and out == '' and err.count('\n') == 1, err
     assert "--db: '/nonexistent/results.db': not a file in an existing directory" in err
 
@@ -76,9 +64,9 @@ def test_compare_reads_the_db_named(tmp_path):
     db, reports = _db(tmp_path)
     before, after = (reports[i]['session_info']['uuid'] for i in (0, 4))
     assert os.environ[RESULTS_DB_ENV] != str(db)     # conftest's own database holds neither
-    code, out, err = _hpcnet('compare', before, after)
+    code, out, err = hpcnet_in_process('compare', before, after)
     assert code == Exit.USAGE and 'selects no stored session' in err, err
-    code, out, err = _hpcnet('compare', '--db', str(db), before, after)
+    code, out, err = hpcnet_in_process('compare', '--db', str(db), before, after)
     assert code in (Exit.OK, Exit.FAILED, Exit.UNDECIDED), err
     assert f'before: {before} (sessions {before})' in out and f'after:  {after}' in out
     assert os.environ[RESULTS_DB_ENV] != str(db)     # only while the command runs
@@ -93,9 +81,9 @@ def test_the_runs_of_accept_store_into_the_db_named(tmp_path, monkeypatch):
         stored_into.append((env or os.environ)[RESULTS_DB_ENV])
         return runner.SuiteRun(Exit.OK)
     monkeypatch.setattr(runner, 'run_suite', run_suite)
-    code, _, err = _hpcnet('accept', '--db', str(db), '--system', 'local',
+    code, _, err = hpcnet_in_process('accept', '--db', str(db), '--system', 'local',
                            '--baseline', reports[0]['session_info']['uuid'])
     assert code == Exit.UNDECIDED, err          # the round ran nothing: no report
     assert stored_into == [str(db)]
-    code, _, err = _hpcnet('baseline', '--db', str(db), '--sessions', '1')
+    code, _, err = hpcnet_in_process('baseline', '--db', str(db), '--sessions', '1')
     assert code == Exit.UNDECIDED and stored_into[1:] == [str(db)], err

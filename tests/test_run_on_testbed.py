@@ -6,13 +6,12 @@ fake state directory stands for the testbed: no Slurm, no namespaces."""
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 
 import pytest
+from conftest import hpcnet_in_process
 
-from hpcnet import cli, runner
+from hpcnet import runner
 from hpcnet.commands import run as run_command
 from hpcnet.exitcodes import Exit
 from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_STATE_DIR_ENV
@@ -38,18 +37,10 @@ def no_reframe(monkeypatch):
     monkeypatch.setattr(runner, '_run_reframe', started)
 
 
-def _hpcnet(*argv) -> tuple:
-    '''(exit code, stdout, stderr) of `hpcnet ARGV` in this process.'''
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(list(argv))
-    return code, out.getvalue(), err.getvalue()
-
-
 @pytest.mark.parametrize('command', ['run', 'baseline', 'accept'])
 def test_no_testbed_up_is_one_line_naming_testbed_run(command, tmp_path, monkeypatch, no_reframe):
     monkeypatch.setenv(TESTBED_STATE_DIR_ENV, str(tmp_path / 'testbed'))
-    code, _, err = _hpcnet(command, '--system', 'testbed', '-n', 'hpcnet_p2p')
+    code, _, err = hpcnet_in_process(command, '--system', 'testbed', '-n', 'hpcnet_p2p')
     assert code == Exit.USAGE, err
     assert err.count('\n') == 1 and 'Traceback' not in err, err
     assert err.startswith('hpcnet: error: --system testbed: testbed hpcnet is not up'), err
@@ -59,7 +50,7 @@ def test_no_testbed_up_is_one_line_naming_testbed_run(command, tmp_path, monkeyp
 def test_an_incomplete_testbed_is_not_up(tmp_path, monkeypatch, no_reframe):
     _fake_testbed(tmp_path / 'testbed', complete=False)
     monkeypatch.setenv(TESTBED_STATE_DIR_ENV, str(tmp_path / 'testbed'))
-    code, _, err = _hpcnet('run', '--system=testbed:eth')
+    code, _, err = hpcnet_in_process('run', '--system=testbed:eth')
     assert code == Exit.USAGE and 'is not up' in err, err
 
 
@@ -103,7 +94,7 @@ def test_not_root_is_one_line(tmp_path, monkeypatch, no_reframe):
     _fake_testbed(tmp_path / 'testbed')
     monkeypatch.setenv(TESTBED_STATE_DIR_ENV, str(tmp_path / 'testbed'))
     monkeypatch.setattr(run_command.os, 'geteuid', lambda: 1000)
-    code, _, err = _hpcnet('run', '--system', 'testbed')
+    code, _, err = hpcnet_in_process('run', '--system', 'testbed')
     assert code == Exit.USAGE and err.count('\n') == 1 and 'needs root' in err, err
 
 
