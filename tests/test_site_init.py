@@ -279,10 +279,21 @@ def test_drained_and_allocated_nodes_leave_the_partition_in(monkeypatch, tmp_pat
     (site,) = load_site_files(tmp_path / 'systems')
     (part,) = site.system['partitions']
     assert part['name'] == 'eth-tcp'
-    assert part['access'] == ['--partition=eth', '--exclusive', '--reservation=maint',
-                              '--account=net-team', '--qos=high']
+    # The reservation was the probe's: it ends with its window, the nightly runs go on.
+    assert part['access'] == ['--partition=eth', '--exclusive', '--account=net-team',
+                              '--qos=high']
     assert part['extras']['num_nodes'] == 4      # the partition's nodes: the checks take the idle ones
     assert '/sys/class/net/eth0/speed on cn1, cn2' in text
+
+
+def test_a_kept_reservation_is_written_into_the_access(monkeypatch, tmp_path, fake_slurm,
+                                                        capsys):
+    code = _site_init(monkeypatch, tmp_path, 'day1', '--reservation', 'standing',
+                      '--keep-reservation')
+    assert code == 0, capsys.readouterr().err
+    (site,) = load_site_files(tmp_path / 'systems')
+    (part,) = site.system['partitions']
+    assert part['access'] == ['--partition=eth', '--exclusive', '--reservation=standing']
 
 
 def test_dry_run_submits_nothing(monkeypatch, tmp_path, fake_slurm, capsys):

@@ -86,8 +86,12 @@ def run_init(args) -> int:
         for line in skipped:
             _say(f'not proposed: {line}')
         return Exit.OK
+    # A reservation ends with its maintenance window: the nightly jobs must
+    # not ask for it afterwards, unless the site says they should.
+    written_access = access if args.keep_reservation else \
+        plan.access_options(None, args.account, args.qos)
     text, made = _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out,
-                          access, login_hosts)
+                          written_access, login_hosts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     _say(f'wrote {path}: {len(made)} partition(s) ({", ".join(p.name for p in made)}); next: '
@@ -211,8 +215,14 @@ def add_parser(sub) -> None:
                    help='only this Slurm partition (repeatable; default all)')
     i.add_argument('--nodes', type=positive_int,
                    help='probe this many idle nodes per partition (default all idle nodes)')
-    for option, what in (('--reservation', 'a reservation'), ('--account', 'an account'),
-                         ('--qos', 'a QOS')):
+    i.add_argument('--reservation',
+                   help='run the probe in this reservation (Slurm\'s option of that name); it '
+                        "is not written into the partitions' access, as it ends with its "
+                        'window, unless --keep-reservation')
+    i.add_argument('--keep-reservation', action='store_true',
+                   help="also write --reservation into every partition's access (a standing "
+                        'reservation the nightly runs use)')
+    for option, what in (('--account', 'an account'), ('--qos', 'a QOS')):
         i.add_argument(option, help=f'run the probe in {what}, and write it into every '
                                     "partition's access (Slurm's option of that name)")
     i.add_argument('--hostnames', action='append', metavar='REGEX',
