@@ -9,7 +9,8 @@ import pytest
 
 from hpcnet.constants import Fabric
 from hpcnet.model import ConfigError, PartitionKey
-from hpcnet.siteinit import nodes, proposal, slurm
+from hpcnet.exitcodes import Exit
+from hpcnet.siteinit import check, nodes, proposal, slurm
 from hpcnet.siteinit.slurm import SlurmPartition
 from hpcnet.sites import load_site_files
 
@@ -448,3 +449,37 @@ def test_a_hostnames_pattern_that_cannot_serve_is_one_line(monkeypatch, tmp_path
     err = capsys.readouterr().err
     assert err.startswith(f'hpcnet: error: {says}') and len(err.splitlines()) == 1, err
     assert fake_slurm.asked == [] and not (tmp_path / 'systems').exists()
+
+
+#: `scontrol show config` of Slurm 22.05, the lines the PMIx fence rule reads.
+_CONFIG = '''Configuration data as of 2026-12-07T04:00:00
+TreeWidth               = {width}
+MPI Plugins Configuration:
+PMIxCollFence           = {fence}
+'''
+
+
+def _srun_system(env_vars=()):
+    return {'name': 'day1', 'partitions': [{'name': 'eth-tcp', 'launcher': 'srun',
+                                            'env_vars': list(env_vars)}]}
+
+
+@pytest.mark.parametrize('width, fence, env_vars, code', [
+    (50, '(null)', (), Exit.FAILED),                   # 22.05's default: the tree, no wait
+    (50, 'ring', (), Exit.OK),                         # mpi.conf's workaround
+    (2, '(null)', (), Exit.OK),                        # no step is narrower than the tree
+    (50, '(null)', ((check.PMIX_FENCE_VARIABLE, 'ring'),), Exit.OK),   # the jobs' variable
+])
+def test_site_check_names_a_pmix_fence_that_does_not_wait(width, fence, env_vars, code):
+    config = slurm.parse_config(_CONFIG.format(width=width, fence=fence))
+    finding = check.check_pmix_fence(_srun_system(env_vars), config)
+    assert finding.code == code, finding.text
+    assert finding.text.startswith(f'Slurm PMIx fence: TreeWidth {width}, PMIxCollFence '
+                                   f'{fence}'), finding.text
+    if code == Exit.FAILED:
+        assert 'PMIxCollFence=ring to mpi.conf' in finding.text
+
+
+def test_the_pmix_fence_is_not_checked_without_srun():
+    system = {'name': 'day1', 'partitions': [{'name': 'eth-tcp', 'launcher': 'mpirun'}]}
+    assert check.check_pmix_fence(system, {}) is None

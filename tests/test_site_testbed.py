@@ -82,6 +82,9 @@ def test_site_check_passes(stranger):
     assert f'{SITE}:eth-tcp: {ENV} (openmpi 4.1' in proc.stdout
     assert 'started 2 ranks on 2 node(s)' in proc.stdout
     assert 'every node reads the stage directory' in proc.stdout
+    # The testbed's mpi.conf makes the PMIx barrier wait (PMIxCollFence=ring).
+    assert re.search(r'^ok +Slurm PMIx fence: TreeWidth \d+, PMIxCollFence ring', proc.stdout,
+                     re.M), proc.stdout
     assert not re.search(r'^FAIL', proc.stdout, re.M), proc.stdout
 
 

@@ -169,9 +169,15 @@ def run_check(args) -> int:
     print(validated.line(), flush=True)
     try:
         parts, slurm_nodes = slurm.cluster()
+        fence = check.check_pmix_fence(system, slurm.parse_config(
+            slurm.run(list(slurm.SHOW_CONFIG))))
     except slurm.SlurmError as err:
         print(check.fail(f'Slurm: {err}').line())
         return Exit.FAILED
+    before_jobs = [validated]
+    if fence is not None:
+        print(fence.line(), flush=True)
+        before_jobs.append(fence)
     # The discovery every run uses (its cache, probed for every host fabric):
     # a narrower one would probe again and replace the runs' cache.
     found = stacks.discover()
@@ -183,7 +189,7 @@ def run_check(args) -> int:
                      for p in system['partitions']}
     stage = Path(args.stage_dir) if args.stage_dir else sessions_dir(site)
     try:
-        findings = [validated] + check.check_site(
+        findings = before_jobs + check.check_site(
             system, per_partition, stage, {p.name: p for p in parts},
             report=lambda f: print(f.line(), flush=True), slurm_nodes=slurm_nodes)
     except slurm.SlurmError as err:

@@ -279,6 +279,38 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
                  f'(exit {res.returncode}): {_last_words(res.stderr or res.stdout)}')
 
 
+#: Slurm's TreeWidth where slurm.conf sets none (22.05 and later).
+DEFAULT_TREE_WIDTH = 50
+#: The fewest nodes a step of the suite spans (the p2p checks across nodes).
+SMALLEST_STEP_NODES = 2
+#: The job variable that does what PMIxCollFence=ring in mpi.conf does.
+PMIX_FENCE_VARIABLE = 'SLURM_PMIX_FENCE'
+
+
+def check_pmix_fence(system: dict, config: dict) -> Finding | None:
+    '''Whether Slurm's PMIx barrier waits in the suite's steps: where
+    TreeWidth exceeds a step's node count and fences take the tree, each
+    node's barrier completes alone and a rank can start before its peers
+    have their addresses (docs/known-issues.md, the Open MPI crash in
+    MPI_Init).  None where no partition launches with srun.'''
+    srun_parts = [p for p in system['partitions'] if p.get('launcher') == 'srun']
+    if not srun_parts:
+        return None
+    width = int(config.get('TreeWidth') or DEFAULT_TREE_WIDTH)
+    fence = (config.get('PMIxCollFence') or '(null)').lower()
+    ring_in_jobs = [p['name'] for p in srun_parts
+                    if any(name == PMIX_FENCE_VARIABLE and str(value).lower() == 'ring'
+                           for name, value in (p.get('env_vars') or []))]
+    what = f'Slurm PMIx fence: TreeWidth {width}, PMIxCollFence {fence}'
+    if fence == 'ring' or width <= SMALLEST_STEP_NODES or len(ring_in_jobs) == len(srun_parts):
+        return ok(f'{what}: the barrier of a {SMALLEST_STEP_NODES}-node step waits for every '
+                  'node')
+    return fail(f'{what}: in steps of fewer than {width} nodes the PMIx barrier does not wait '
+                '(Open MPI can crash in MPI_Init): add PMIxCollFence=ring to mpi.conf beside '
+                f'slurm.conf, or {PMIX_FENCE_VARIABLE}=ring to the partitions\' env_vars '
+                '(docs/known-issues.md)')
+
+
 def check_site(system: dict, environs: dict, stage: Path, slurm_parts: dict,
                report=lambda finding: None, slurm_nodes: tuple = ()) -> list:
     '''Every finding for ``system`` (validated), whose partitions get the

@@ -120,6 +120,17 @@ SHOW_NODES = ('scontrol', '--oneliner', 'show', 'node')
 SHOW_PARTITIONS = ('scontrol', '--oneliner', 'show', 'partition')
 
 
+#: Slurm's configuration in force, "Key = Value" a line.
+SHOW_CONFIG = ('scontrol', 'show', 'config')
+
+
+def parse_config(text: str) -> dict:
+    '''{key: value} of ``scontrol show config`` (its section headers and
+    lines without " = " left out).'''
+    pairs = (line.split(' = ', 1) for line in text.splitlines() if ' = ' in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
 def cluster() -> tuple:
     '''(partitions, nodes) of the cluster this host submits to.'''
     nodes = parse_nodes(run(list(SHOW_NODES)))
