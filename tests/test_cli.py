@@ -293,8 +293,8 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
     monkeypatch.setattr(testbed_command, 'up_from_options',
                         lambda tb, opts: seen.append(opts.nodes))
     monkeypatch.setattr(baseline_command, 'run', lambda args: fake_run(
-        'baseline', args.reframe_args) or args.repeats)
-    assert cli.main(['testbed', 'baseline', '--nodes', '3', '--repeats', '2', '-n', 'hpcnet_p2p']) == 2
+        'baseline', args.reframe_args) or args.sessions)
+    assert cli.main(['testbed', 'baseline', '--nodes', '3', '--sessions', '2', '-n', 'hpcnet_p2p']) == 2
     assert seen == [3, ('baseline', ['--system', 'testbed', '-n', 'hpcnet_p2p'],
                         ('nsenter', '--head'), '/tb/slurm.conf'), 'down']
     assert runner._launch == runner.Launch()

@@ -144,7 +144,7 @@ def test_a_relative_database_path_works_where_reframe_needs_it_absolute(tmp_path
 def test_a_missing_or_unreadable_database_is_one_line(tmp_path):
     (tmp_path / 'junk.db').write_text('not a database')
     for args, says in ((['index', 'build', '--db', 'missing.db'],
-                        '--db missing.db: no such results database'),
+                        f'--db {tmp_path / "missing.db"}: no such results database'),
                        (['index', 'export', '--db', 'junk.db'], 'not a readable ReFrame results '
                                                                  'database'),
                        (['history', '--db', 'junk.db'], 'not a readable ReFrame results database')):
