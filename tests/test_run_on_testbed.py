@@ -105,3 +105,18 @@ def test_testbed_run_is_not_launched_twice(tmp_path, monkeypatch):
     with runner.launched_through(['outer', '--'], lambda env: {**env, 'SLURM_CONF': 'outer'}):
         seen = _seen_by_run_suite(monkeypatch, ['--system', 'testbed'])
     assert seen['prefix'] == ['outer', '--'] and seen['env']['SLURM_CONF'] == 'outer'
+
+
+def test_on_the_head_node_the_sessions_run_where_they_are(tmp_path, monkeypatch):
+    '''A pipeline's wrapper starts hpcnet on the head node with the
+    testbed's SLURM_CONF: no testbed is entered again from there.'''
+    from hpcnet.testbed.config import HEAD
+    monkeypatch.setenv(TESTBED_STATE_DIR_ENV, str(tmp_path / 'testbed'))    # none up
+    monkeypatch.setattr(run_command.socket, 'gethostname', lambda: HEAD)
+    monkeypatch.setenv('SLURM_CONF', str(tmp_path / 'slurm.conf'))
+    with run_command.on_the_testbed_named(['--system', 'testbed', '-n', 'hpcnet_p2p']):
+        assert not runner.launched()
+    monkeypatch.delenv('SLURM_CONF')
+    with pytest.raises(runner.SelectionError, match='is not up'):
+        with run_command.on_the_testbed_named(['--system', 'testbed', '-n', 'hpcnet_p2p']):
+            pass

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 
 from hpcnet import argtypes, runner
 from hpcnet.commands.parser import add_results_db_option, pass_through
@@ -13,13 +14,12 @@ from hpcnet.reframeargs import is_option, named_system
 TESTBED_SYSTEM = 'testbed'
 
 
-def _inside_a_node() -> bool:
-    '''Whether this process runs inside a named network namespace (a
-    testbed node's, as a pipeline's wrapper starts hpcnet on the head node):
-    its Slurm clients reach the testbed's controller from there.'''
-    from hpcnet.testbed.config import NETNS_DIR
-    own = os.stat('/proc/self/ns/net').st_ino
-    return NETNS_DIR.is_dir() and any(os.stat(ns).st_ino == own for ns in NETNS_DIR.iterdir())
+def _inside_the_head_node() -> bool:
+    '''Whether this process runs on a testbed's head node with its Slurm
+    configuration (as a pipeline's wrapper starts hpcnet there): its Slurm
+    clients reach the testbed's controller from here.'''
+    from hpcnet.testbed.config import HEAD
+    return socket.gethostname() == HEAD and bool(os.environ.get('SLURM_CONF'))
 
 
 @contextlib.contextmanager
@@ -31,7 +31,7 @@ def on_the_testbed_named(reframe_args: list):
     to it: sbatch fails every case).  A listing or dry run submits nothing
     and runs on the host where no testbed is up; a session that submits
     jobs without a testbed up is the user's error, said before ReFrame runs.'''
-    if runner.launched() or _inside_a_node() or \
+    if runner.launched() or _inside_the_head_node() or \
             named_system(reframe_args, os.environ).split(':')[0] != TESTBED_SYSTEM:
         yield
         return
