@@ -41,7 +41,8 @@ def run(args) -> int:
     for env in found.environments:
         print(f'{env.name:22} {env.mpi.candidate.source:7} {env.mpi.family} {env.mpi.version:10} '
               f'{",".join(env.features)}')
-        kept = stacks.kept_launcher(env.mpi.candidate.bindir)
+        # Discovery gave it a launcher directory: which launcher, read only then.
+        kept = env.mpi.candidate.launcher_dir and stacks.kept_launcher(env.mpi.candidate.bindir)
         if kept:
             print(f'{"":22} starts ranks with {kept} without a scheduler '
                   f'({env.mpi.candidate.bindir}/mpirun is Spack\'s ~legacylaunchers notice)')

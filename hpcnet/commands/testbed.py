@@ -191,7 +191,7 @@ def parse_on_testbed(command: str, argv: list, up_options: bool = False) -> argp
     """The arguments of `hpcnet COMMAND` (run, baseline or accept) run on the
     testbed: what that command does not know goes to reframe."""
     inner, extra = _on_testbed_parser(command, up_options).parse_known_args(argv)
-    inner.reframe_args = ['--system', 'testbed', *extra]
+    inner.reframe_args = ['--system', run_command.TESTBED_SYSTEM, *extra]
     return inner
 
 
