@@ -12,8 +12,9 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import linkbytes, sanity
-from hpcnet.constants import COLLECTIVE_SIZES, Collective, Feature, Scale, Unit
-from hpcnet.sizes import message_sizes, size_label
+from hpcnet.constants import Collective, Feature, Scale
+from hpcnet.metrics import COLLECTIVE_SIZES
+from hpcnet.sizes import message_sizes
 from hpcnet.checklib.testlib import KernelRun
 
 
@@ -61,11 +62,8 @@ class hpcnet_collectives(KernelRun):
     def set_perf_variables(self):
         sizes = (0,) if self.op == Collective.BARRIER else COLLECTIVE_SIZES
         for size in set(sizes) & set(self.expected_sizes()):
-            label = size_label(size)
-            for stat in ('t_avg_us', 't_max_us'):
-                name = f'{stat.split("_")[1]}_{label}'          # avg_8B, max_64KiB
-                self.perf_variables[name] = sn.make_performance_function(
-                    self._stat(size, stat), Unit.US)
+            self.add_metric('avg', self._stat(size, 't_avg_us'), size)
+            self.add_metric('max', self._stat(size, 't_max_us'), size)
 
     @sn.deferrable
     def _stat(self, size, column):

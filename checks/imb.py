@@ -23,13 +23,12 @@ from hpcnet.checklib.benchlib import (IMB_COLLECTIVE_MSGLOG_MAX, IMB_P2P_MSGLOG_
                                       IMB_WINDOWED_TIME_PER_SIZE, IMB_WINDOWED_VOLUME_MB,
                                       ImbBenchmark, ImbSuite, ToolBenchmark, check_imb_timeout,
                                       imb_budget_note, imb_sizes, imb_volume_mb)
-from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Feature, Unit
-from hpcnet.metrics import MSG_RATE_SIZES
+from hpcnet.constants import Feature
+from hpcnet.metrics import COLLECTIVE_SIZES
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.imb import parse_imb
 from hpcnet.parsers.imb_command import imb_command
 from hpcnet.parsers.table import SIZE_COLUMN
-from hpcnet.sizes import size_label
 
 #: Messages each of the two ranks sends per repetition: the payload the
 #: link counters must account for (collectives: algorithm-dependent, none).
@@ -129,28 +128,30 @@ class ImbBase(ToolBenchmark):
         sizes = self.expected_sizes()
         bench = self.benchmark
         if bench in LATENCY_COLUMN:
-            self._perf('latency', P2P_LATENCY_SIZES, sizes, LATENCY_COLUMN[bench], Unit.US)
-            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, sizes, 'mbytes_per_sec', Unit.MBPS)
+            self._perf('latency', sizes, LATENCY_COLUMN[bench])
+            self._perf('bandwidth', sizes, 'mbytes_per_sec')
         elif bench in ImbBenchmark.WINDOWED:
-            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, sizes, 'mbytes_per_sec', Unit.MBPS)
-            self._perf('msgrate', MSG_RATE_SIZES, sizes, 'msg_per_sec', Unit.MSG_RATE)
+            self._perf('bandwidth', sizes, 'mbytes_per_sec')
+            self._perf('msgrate', sizes, 'msg_per_sec')
         elif bench in ImbBenchmark.NBC:
-            self._perf('overall', COLLECTIVE_SIZES, sizes, 't_ovrl_usec', Unit.US)
-            self._perf('pure', COLLECTIVE_SIZES, sizes, 't_pure_usec', Unit.US)
-            self._perf('overlap', COLLECTIVE_SIZES, sizes, 'overlap_percent', Unit.OVERLAP_PCT)
+            self._perf('overall', sizes, 't_ovrl_usec', COLLECTIVE_SIZES)
+            self._perf('pure', sizes, 't_pure_usec', COLLECTIVE_SIZES)
+            self._perf('overlap', sizes, 'overlap_percent', COLLECTIVE_SIZES)
         else:
-            self._perf('avg', COLLECTIVE_SIZES, sizes, 't_avg_usec', Unit.US)
-            self._perf('max', COLLECTIVE_SIZES, sizes, 't_max_usec', Unit.US)
+            self._perf('avg', sizes, 't_avg_usec', COLLECTIVE_SIZES)
+            self._perf('max', sizes, 't_max_usec', COLLECTIVE_SIZES)
 
-    def _perf(self, name, perf_sizes, sizes, column, unit):
+    def _perf(self, quantity, sizes, column, perf_sizes=None):
+        '''``quantity`` at the sizes of its catalogue entry (of ``perf_sizes``,
+        where a collective's 0 B is its barrier's only) that IMB ran.'''
         if not sizes:       # a barrier: one row, named like hpcnet_collectives' 0 B
-            self.add_perf(f'{name}_{size_label(0)}', self._value(None, column), unit)
+            self.add_metric(quantity, self._value(None, column), 0)
             return
-        for size in perf_sizes:
+        for size in perf_sizes or self.metric(quantity).sizes:
             if size in sizes:
-                self.add_perf(f'{name}_{size_label(size)}', self._value(size, column), unit)
-                if unit == Unit.MBPS and self.benchmark in ImbBenchmark.ONE_WAY:
-                    self.calibrated_metrics.append(f'{name}_{size_label(size)}')
+                name = self.add_metric(quantity, self._value(size, column), size)
+                if quantity == 'bandwidth' and self.benchmark in ImbBenchmark.ONE_WAY:
+                    self.calibrated_metrics.append(name)
 
     @sn.deferrable
     def _value(self, size, column):

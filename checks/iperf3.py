@@ -15,7 +15,7 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet import templates
 from hpcnet.checklib import calibration, sanity
-from hpcnet.constants import Scale, Unit
+from hpcnet.constants import Scale
 from hpcnet.parsers import parsed_once
 from hpcnet.checklib.testlib import SocketRun
 
@@ -78,13 +78,11 @@ class hpcnet_iperf3(SocketRun):
 
     @run_after('setup')
     def set_perf_variables(self):
-        self.perf_variables['throughput'] = sn.make_performance_function(
-            self._throughput(), Unit.MBPS)
+        throughput = self.add_metric('throughput', self._throughput())
         if self.partition.link_rate_bps:
-            self.perf_variables['efficiency'] = sn.make_performance_function(
-                self._efficiency(), Unit.RATIO)
+            self.add_metric('efficiency', self._efficiency())
         # Its own before/after calibration says whether the host emulated the wire.
-        self.calibrated_metrics = ['throughput']
+        self.calibrated_metrics = [throughput]
 
     @sn.deferrable
     def _throughput(self):

@@ -30,12 +30,12 @@ from hpcnet.checklib.sanity import sanity_from_output_errors
 from hpcnet.checklib.benchlib import (OSU_COLLECTIVE_MAX_SIZE, OSU_MIN_REQUIRED_SIZE,
                                       OSU_PT2PT_MAX_SIZE, OsuProgram, ToolBenchmark,
                                       osu_time_limit)
-from hpcnet.constants import COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES, P2P_LATENCY_SIZES, Feature, Unit
-from hpcnet.metrics import MSG_RATE_SIZES
+from hpcnet.constants import Feature
+from hpcnet.metrics import COLLECTIVE_SIZES
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.osu import parse_osu
 from hpcnet.parsers.table import SIZE_COLUMN
-from hpcnet.sizes import message_sizes, size_label
+from hpcnet.sizes import message_sizes
 
 #: Columns that are counts or verdicts, not measurements.
 COUNT_COLUMNS = (SIZE_COLUMN, 'iterations', 'transmit_size', 'validation')
@@ -139,22 +139,24 @@ class hpcnet_osu(ToolBenchmark):
         headline, _ = out.headline
         bench = self.benchmark
         if bench in OsuProgram.PT2PT_LATENCY:
-            self._perf('latency', P2P_LATENCY_SIZES, headline, Unit.US)
+            self._perf('latency', headline)
         elif bench in OsuProgram.PT2PT_BANDWIDTH:
-            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
+            self._perf('bandwidth', 'bandwidth_MBps')
         elif bench in OsuProgram.MESSAGE_RATE:
-            self._perf('bandwidth', P2P_BANDWIDTH_SIZES, 'bandwidth_MBps', Unit.MBPS)
-            self._perf('msgrate', MSG_RATE_SIZES, 'messages_per_s', Unit.MSG_RATE)
+            self._perf('bandwidth', 'bandwidth_MBps')
+            self._perf('msgrate', 'messages_per_s')
         else:
-            self._perf('avg', COLLECTIVE_SIZES, headline, Unit.US)
+            self._perf('avg', headline, COLLECTIVE_SIZES)
             if 'max_latency_us' in out.columns:
-                self._perf('max', COLLECTIVE_SIZES, 'max_latency_us', Unit.US)
+                self._perf('max', 'max_latency_us', COLLECTIVE_SIZES)
 
-    def _perf(self, name, sizes, column, unit):
+    def _perf(self, quantity, column, sizes=None):
+        '''``quantity`` at the sizes of its catalogue entry (of ``sizes``, where
+        a collective's 0 B is a barrier's only) that OMB printed.'''
         present = self.osu_output().sizes
-        for size in sizes:
+        for size in sizes or self.metric(quantity).sizes:
             if size in present:
-                self.add_perf(f'{name}_{size_label(size)}', self._value(size, column), unit)
+                self.add_metric(quantity, self._value(size, column), size)
 
     @sn.deferrable
     def _value(self, size, column):

@@ -19,8 +19,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import sanity
-from hpcnet.constants import (P2P_BANDWIDTH_SIZES, P2P_DIRECTIONS, P2P_LATENCY_SIZES, Feature,
-                              P2PMode, Scale, Unit)
+from hpcnet.constants import P2P_DIRECTIONS, Feature, P2PMode, Scale
 from hpcnet.sizes import message_sizes, size_label
 from hpcnet.checklib.testlib import KernelRun
 
@@ -122,18 +121,14 @@ class hpcnet_p2p(KernelRun):
     def set_perf_variables(self):
         # Latency at the small sizes, bandwidth at the large: for every mode,
         # so ping-ping and streaming can be compared with ping-pong.
-        for size in set(P2P_LATENCY_SIZES) & set(self.sizes()):
-            self.perf_variables[f'latency_{size_label(size)}'] = \
-                sn.make_performance_function(self._stat(size, 'median_us'), Unit.US)
-        for size in set(P2P_BANDWIDTH_SIZES) & set(self.sizes()):
-            label = size_label(size)
-            self.perf_variables[f'bandwidth_{label}'] = \
-                sn.make_performance_function(self._stat(size, 'bw_MBps'), Unit.MBPS)
+        for size in set(self.metric('latency').sizes) & set(self.sizes()):
+            self.add_metric('latency', self._stat(size, 'median_us'), size)
+        for size in set(self.metric('bandwidth').sizes) & set(self.sizes()):
+            bandwidth = self.add_metric('bandwidth', self._stat(size, 'bw_MBps'), size)
             if self.partition.link_rate_bps:
-                self.perf_variables[f'efficiency_{label}'] = \
-                    sn.make_performance_function(self._efficiency(size), Unit.RATIO)
+                self.add_metric('efficiency', self._efficiency(size), size)
             if self.mode in P2PMode.ONE_WAY:
-                self.calibrated_metrics.append(f'bandwidth_{label}')
+                self.calibrated_metrics.append(bandwidth)
 
     @sn.deferrable
     def _stat(self, size, column):

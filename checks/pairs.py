@@ -70,7 +70,7 @@ from reframe.core.exceptions import ReframeError, SanityError
 
 from hpcnet.checklib import analysis, pairschedule, sanity
 from hpcnet.checklib.analysis import NODES_FOR_ATTRIBUTION, QUANTITY_PREFIX, worst_median
-from hpcnet.constants import Feature, Scale, Unit
+from hpcnet.constants import Feature, Scale
 from hpcnet.checklib.testlib import KernelRun
 
 #: Nodes that make a pair.
@@ -83,6 +83,10 @@ MAD_RULE_MIN_NODES = 5
 CLUSTERKIT_BW_OF_BEST = 0.93
 SHARED_CORES_BW_OF_BEST = 0.75
 PAIR_ORDERS = ('auto', pairschedule.CONCURRENT, pairschedule.TURNS)
+#: Each quantity's column of the pair table, and which end of it is worst.
+SUMMARY_OF = {'latency': ('lat_mean_us', max), 'bandwidth': ('bw_median_MBps', min)}
+#: The summaries of analysis.worst_median, in its order.
+SUMMARIES = ('median_pair', 'worst_pair', 'worst_over_median')
 #: What two nodes cannot tell: the pair is the median and the worst pair.
 ATTRIBUTION_VARIABLES = tuple(f'{quantity}_{what}' for quantity in QUANTITY_PREFIX
                               for what in ('worst_pair', 'worst_over_median'))
@@ -130,11 +134,6 @@ class hpcnet_pairs(KernelRun):
                         loggable=True)
     #: The verdict in words: the rule and what it blamed, or why nothing can be.
     attribution = variable(str, value='', loggable=True)
-    #: Where the nodes share the host's cores, the pairs' 4 MiB bandwidth is
-    #: judged over iperf3 between the job's first two nodes
-    #: (hpcnet.checklib.calibration): absolute MB/s there is the host's limit.
-    calibrated_metrics = ['bandwidth_median_pair', 'bandwidth_worst_pair']
-
     tags = {'pairs', 'mpi'}
     valid_prog_environs = [f'+{Feature.MPI} +{Feature.PRIMARY}']
     kernel_name = 'pairs'
@@ -205,29 +204,21 @@ class hpcnet_pairs(KernelRun):
     def _summary(self, column, worst):
         return worst_median([r[column] for r in self.kernel_output('pairs').rows], worst)
 
-    @performance_function(Unit.US)
-    def latency_median_pair(self):
-        return self._summary('lat_mean_us', max)[0]
+    @run_after('init')
+    def set_perf_variables(self):
+        for quantity, (column, worst) in SUMMARY_OF.items():
+            for position, what in enumerate(SUMMARIES):
+                name = self.add_metric(f'{quantity}_{what}',
+                                       self._summary_at(column, worst, position))
+                # Where the nodes share the host's cores, the pairs' bandwidth
+                # is judged over iperf3 between the job's first two nodes
+                # (hpcnet.checklib.calibration): absolute MB/s there is the host's limit.
+                if self.metric(name).judged_over:
+                    self.calibrated_metrics.append(name)
 
-    @performance_function(Unit.US)
-    def latency_worst_pair(self):
-        return self._summary('lat_mean_us', max)[1]
-
-    @performance_function(Unit.RATIO)
-    def latency_worst_over_median(self):
-        return self._summary('lat_mean_us', max)[2]
-
-    @performance_function(Unit.MBPS)
-    def bandwidth_median_pair(self):
-        return self._summary('bw_median_MBps', min)[0]
-
-    @performance_function(Unit.MBPS)
-    def bandwidth_worst_pair(self):
-        return self._summary('bw_median_MBps', min)[1]
-
-    @performance_function(Unit.RATIO)
-    def bandwidth_worst_over_median(self):
-        return self._summary('bw_median_MBps', min)[2]
+    @sn.deferrable
+    def _summary_at(self, column, worst, position):
+        return self._summary(column, worst)[position]
 
     def _culprits(self, quantity):
         return analysis.culprits(self.kernel_output('pairs').rows, quantity)
@@ -240,8 +231,7 @@ class hpcnet_pairs(KernelRun):
             return
         for quantity in QUANTITY_PREFIX:
             for suffix, kind in CULPRIT_COUNTS.items():
-                self.perf_variables[f'{quantity}_{suffix}'] = sn.make_performance_function(
-                    self._culprit_count(quantity, kind), Unit.COUNT)
+                self.add_metric(f'{quantity}_{suffix}', self._culprit_count(quantity, kind))
 
     @sn.deferrable
     def _culprit_count(self, quantity, kind):

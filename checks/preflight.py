@@ -5,12 +5,13 @@ what is missing; they never pass."""
 import shlex
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 from reframe.core.backends import getlauncher
 from reframe.core.exceptions import SanityError
 
 from hpcnet.checklib import preflight
 from hpcnet import fabrics
-from hpcnet.constants import Scale, Unit
+from hpcnet.constants import Scale
 from hpcnet.model import Partition
 from hpcnet.stacks import BUILTIN_ENV
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
@@ -89,14 +90,20 @@ class hpcnet_preflight(rfm.RunOnlyRegressionTest, JudgedByReferences, SkipsWithR
     def _total(self, key):
         return sum(n.int(key) or 0 for n in self.nodes().values())
 
-    @performance_function(Unit.COUNT)
-    def link_errors(self):
+    @run_after('init')
+    def set_perf_variables(self):
+        self.add_metric('link_errors', self._link_errors())
+        self.add_metric('link_drops', self._link_drops())
+        self.add_metric('mtu', self._mtu())
+
+    @sn.deferrable
+    def _link_errors(self):
         return self._total('rx_errors') + self._total('tx_errors') + self._total('rx_crc_errors')
 
-    @performance_function(Unit.COUNT)
-    def link_drops(self):
+    @sn.deferrable
+    def _link_drops(self):
         return self._total('rx_dropped') + self._total('tx_dropped')
 
-    @performance_function(Unit.BYTES)
-    def mtu(self):
+    @sn.deferrable
+    def _mtu(self):
         return min(n.int('mtu') or 0 for n in self.nodes().values())

@@ -32,12 +32,12 @@ from reframe.core.exceptions import SanityError
 
 from hpcnet import templates
 from hpcnet.checklib import sanity, sockets
-from hpcnet.constants import Scale, Unit
+from hpcnet.constants import Scale
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output
 from hpcnet.checklib.sockets import RR_TESTS, STREAM_TESTS, THROUGHPUT_COLUMN, UDP_STREAM
 from hpcnet.metrics import RR_PERF_SIZES, STREAM_PERF_SIZES, UDP_STREAM_PERF_SIZES
-from hpcnet.sizes import message_sizes, size_label
+from hpcnet.sizes import message_sizes
 from hpcnet.checklib.builds import build_sockets
 from hpcnet.checklib.testlib import SocketRun
 
@@ -173,35 +173,25 @@ class hpcnet_sockets(SocketRun):
         sizes = self.sizes()
         if self.test in RR_TESTS:
             for size in set(RR_PERF_SIZES) & set(sizes):
-                label = size_label(size)
-                self.perf_variables[f'rtt_median_{label}'] = sn.make_performance_function(
-                    self._column(size, 'median_us'), Unit.US)
-                self.perf_variables[f'rtt_p99_{label}'] = sn.make_performance_function(
-                    self._column(size, 'p99_us'), Unit.US)
-            self.perf_variables['rtt_first'] = sn.make_performance_function(
-                self._header('first-rtt-us'), Unit.US)
+                self.add_metric('rtt_median', self._column(size, 'median_us'), size)
+                self.add_metric('rtt_p99', self._column(size, 'p99_us'), size)
+            self.add_metric('rtt_first', self._header('first-rtt-us'))
             return
         if self.test == UDP_STREAM:
             for size in set(UDP_STREAM_PERF_SIZES) & set(sizes):
-                label = size_label(size)
-                self.perf_variables[f'udp_receiver_capacity_{label}'] = \
-                    sn.make_performance_function(self._column(size, 'recv_Mbps', rate_mbps=0),
-                                                 Unit.MBIT)
+                self.add_metric('udp_receiver_capacity',
+                                self._column(size, 'recv_Mbps', rate_mbps=0), size)
                 for rate in self.udp_rates_mbps or ():
-                    name = f'udp_loss_{sockets.rate_label(rate)}_{label}'
-                    self.perf_variables[name] = sn.make_performance_function(
-                        self._column(size, 'loss_pct', rate_mbps=rate), Unit.LOST_PCT)
+                    self.add_metric('udp_loss', self._column(size, 'loss_pct', rate_mbps=rate),
+                                    size, qualifier=sockets.rate_label(rate))
             return
         column = THROUGHPUT_COLUMN[self.test]
         for size in set(STREAM_PERF_SIZES) & set(sizes):
-            label = size_label(size)
-            self.perf_variables[f'throughput_{label}'] = sn.make_performance_function(
-                self._column(size, column), Unit.MBPS)
+            throughput = self.add_metric('throughput', self._column(size, column), size)
             if self.test == sockets.TCP_STREAM:
-                self.calibrated_metrics.append(f'throughput_{label}')
+                self.calibrated_metrics.append(throughput)
             if self.partition.link_rate_bps:
-                self.perf_variables[f'efficiency_{label}'] = sn.make_performance_function(
-                    self._efficiency(size, column), Unit.RATIO)
+                self.add_metric('efficiency', self._efficiency(size, column), size)
 
     @sn.deferrable
     def _column(self, size, column, **match):

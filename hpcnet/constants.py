@@ -1,7 +1,7 @@
 """Named constants shared by the checks, the configuration and the tools.
 
-Loose strings in checks drift apart; everything that names a family, a mode,
-a feature or a unit lives here once.
+Loose strings in checks drift apart; everything that names a family, a mode
+or a feature lives here once (metrics, their units and sizes: hpcnet.metrics).
 """
 from __future__ import annotations
 
@@ -76,10 +76,6 @@ class P2PMode:
     ONE_WAY = (PINGPONG, BW)
 
 
-#: Message sizes (bytes) that get their own performance variables; the whole
-#: curve is kept in the report regardless.
-P2P_LATENCY_SIZES = (0, 8)
-P2P_BANDWIDTH_SIZES = (65536, 1048576, 4194304)
 #: Link directions each p2p mode loads at once (bidirectional bandwidth is
 #: the aggregate of both directions of a full-duplex link).
 P2P_DIRECTIONS = {P2PMode.PINGPONG: 1, P2PMode.PINGPING: 1, P2PMode.BW: 1, P2PMode.BIBW: 2}
@@ -105,25 +101,6 @@ class Collective:
     REDUCTIONS = (REDUCE, ALLREDUCE, REDUCE_SCATTER)
 
 
-#: Sizes (bytes per rank) with their own collective performance variables.
-COLLECTIVE_SIZES = (8, 65536, 1048576)
-
-
-class Unit:
-    US = 'us'
-    MBPS = 'MB/s'   # 10^6 bytes per second
-    RATIO = 'ratio'
-    COUNT = 'count'   # errors, drops, outlier nodes: 0 when healthy
-    BYTES = 'bytes'   # a configuration value (MTU): any change is a change
-    LOST_PCT = '% lost'          # UDP datagrams lost: lower is better
-    OVERLAP_PCT = '% overlap'    # IMB-NBC computation overlap: higher is better
-    MSG_RATE = 'msg/s'
-    MBIT = 'Mbit/s'  # 10^6 bits per second (iperf3's unit)
-
-
-#: Suffix of a metric judged over iperf3 on the same link, where a partition's
-#: nodes share the host's cores (hpcnet.checklib.calibration): bandwidth_4MiB_over_iperf3.
-CALIBRATED_SUFFIX = '_over_iperf3'
 #: How a case's not-judged reason starts when its measurement was withheld
 #: (a testbed host too busy to emulate the wire: hpcnet.checklib.calibration),
 #: followed by the reason in parentheses: the run is then not decided (exit 3),

@@ -1,20 +1,22 @@
 """The metric catalogue: every performance variable a check defines, once.
 
-One entry per family of names: the test class, the pattern its names
-fullmatch, the unit the check reports, which way is better, and the kinds of
-partition that can judge it.  Everything that reads a metric reads it here:
-the checks take their per-size variable lists from it, reference validation
-(hpcnet.acceptance.references) refuses names, units and bounds it does not
-allow, the baseline bounds the worse side it names, compare and history take
-the direction from it.  Direction never comes from a unit's spelling: a
-``ratio`` is better higher for an efficiency and lower for the worst pair's
-latency over the median's.
+One entry per quantity of a test class: the sizes it is named at, the unit
+the check reports, which way is better, its kind (continuous, a count, a
+proportion; whether it can be zero), the kinds of partition that can judge
+it, and what decides it where its case is judged over iperf3.  Everything
+that reads a metric reads it here: the checks name and unit their
+performance variables by their entries (Metric.name_for, Metric.unit),
+reference validation (hpcnet.acceptance.references) refuses names, units and
+bounds it does not allow, the baseline bounds the worse side it names,
+compare and history take the direction from it.  Direction never comes from
+a unit's spelling: a ``ratio`` is better higher for an efficiency and lower
+for the worst pair's latency over the median's.
 
-Names are built as the checks build them: ``<quantity>_<size_label(size)>``
-over the size lists below and in hpcnet.constants.  tests/test_references.py
-holds the catalogue to the checks' classes and to recorded reports.  This
-module imports no ReFrame: the checks, the validation and the judging all
-stand on it.
+A name is ``<quantity>[_<qualifier>][_<size_label(size)>][_over_iperf3]``.
+tests/test_references.py holds the catalogue to the checks' classes and to
+recorded reports; tests/test_metric_catalogue.py adds a metric the way a
+check does.  This module imports no ReFrame: the checks, the validation and
+the judging all stand on it.
 """
 from __future__ import annotations
 
@@ -22,12 +24,31 @@ import re
 from dataclasses import dataclass
 
 from hpcnet import fabrics
-from hpcnet.constants import (CALIBRATED_SUFFIX, COLLECTIVE_SIZES, P2P_BANDWIDTH_SIZES,
-                              P2P_LATENCY_SIZES, Unit)
 from hpcnet.sizes import size_label
+
+
+class Unit:
+    US = 'us'
+    MBPS = 'MB/s'   # 10^6 bytes per second
+    RATIO = 'ratio'
+    COUNT = 'count'   # errors, drops, outlier nodes: 0 when healthy
+    BYTES = 'bytes'   # a configuration value (MTU): any change is a change
+    LOST_PCT = '% lost'          # UDP datagrams lost: lower is better
+    OVERLAP_PCT = '% overlap'    # IMB-NBC computation overlap: higher is better
+    MSG_RATE = 'msg/s'
+    MBIT = 'Mbit/s'  # 10^6 bits per second (iperf3's unit)
+
+
+#: Suffix of a metric judged over iperf3 on the same link, where a partition's
+#: nodes share the host's cores (hpcnet.checklib.calibration): bandwidth_4MiB_over_iperf3.
+CALIBRATED_SUFFIX = '_over_iperf3'
 
 # Sizes (bytes) with their own performance variables; every check keeps the
 # whole table in its ``curve`` variable regardless.
+P2P_LATENCY_SIZES = (0, 8)
+P2P_BANDWIDTH_SIZES = (65536, 1048576, 4194304)
+#: Bytes per rank of the collectives.
+COLLECTIVE_SIZES = (8, 65536, 1048576)
 #: Socket streams (hpcnet_sockets tcp_stream, tcp_bidir).
 STREAM_PERF_SIZES = (64 * 1024, 1024 * 1024)
 #: Socket request/response round trips.
@@ -46,6 +67,14 @@ class Better:
     LOWER = 'lower'     #: times, counts of errors or culprits, losses
     NONE = 'none'       #: a configuration value (an MTU): any change is a change
     ALL = (HIGHER, LOWER, NONE)
+
+
+class Kind:
+    '''What a metric's values are, for the statistics that judge them.'''
+    CONTINUOUS = 'continuous'   #: a time, a rate, a ratio of two: judged by its ratio of medians
+    COUNT = 'count'             #: errors, culprits: 0 when healthy, judged by its medians
+    PROPORTION = 'proportion'   #: a part of a whole (an efficiency, % lost)
+    ALL = (CONTINUOUS, COUNT, PROPORTION)
 
 
 class PartitionKind:
@@ -67,14 +96,38 @@ _ANY = frozenset(PartitionKind.ALL)
 _NETWORK = frozenset({PartitionKind.NETWORK})
 
 
+class CatalogueError(LookupError):
+    '''A check names a quantity, a size or a qualifier its entry does not hold.'''
+
+
 @dataclass(frozen=True)
 class Metric:
-    '''One family of performance variables of a test class.'''
+    '''One quantity of a test class: the performance variables named by it.'''
     test: str
-    pattern: str           #: a regex the variable's name fullmatches
+    quantity: str          #: the name's first part: 'latency', 'avg', 'link_errors'
     unit: str              #: as the check reports it
     better: str            #: Better.*
     kinds: frozenset       #: the PartitionKind.* that can judge it
+    sizes: tuple = ()      #: the sizes named (size_label); () : the name has no size
+    kind: str = Kind.CONTINUOUS
+    can_be_zero: bool = False   #: a measured 0 is a value (a count, no loss), not a fault
+    qualifier: str = ''    #: a regex between quantity and size (udp_loss_12p5Mbit_1KiB)
+    #: The quantity whose ratio over iperf3 (at this metric's size) decides
+    #: it where its case is judged over iperf3; '': none of its own (a
+    #: latency: the case's ratios together decide).
+    judged_over: str = ''
+    ratio: bool = False    #: a ratio over iperf3 itself (its name ends in CALIBRATED_SUFFIX)
+
+    @property
+    def pattern(self) -> str:
+        '''The regex every name of this entry fullmatches.'''
+        return self._regex(named=False)
+
+    def _regex(self, named: bool) -> str:
+        '''The names' regex, its qualifier and size groups named where ``named``.'''
+        qualifier = f'_({"?P<qualifier>" * named}{self.qualifier})' if self.qualifier else ''
+        size = f'_({"?P<size>" * named}{_labels(self.sizes)})' if self.sizes else ''
+        return self.quantity + qualifier + size + (CALIBRATED_SUFFIX if self.ratio else '')
 
     def matches(self, name: str) -> bool:
         return re.fullmatch(self.pattern, name) is not None
@@ -82,79 +135,109 @@ class Metric:
     def judgeable(self, kind: str) -> bool:
         return kind in self.kinds
 
+    def name_for(self, size: int | None = None, qualifier: str = '') -> str:
+        '''The performance variable's name at ``size`` (with ``qualifier``).'''
+        parts = [self.quantity]
+        if self.qualifier or qualifier:
+            parts.append(qualifier)
+        if self.sizes or size is not None:
+            parts.append(size_label(size) if size is not None else '')
+        name = '_'.join(parts) + (CALIBRATED_SUFFIX if self.ratio else '')
+        if not self.matches(name):
+            raise CatalogueError(f'{name} is not a name of {self.test} {self.quantity} '
+                                 f'(hpcnet.metrics: {self.pattern})')
+        return name
+
+    def counterpart(self, name: str) -> str | None:
+        '''The ratio over iperf3 that decides ``name`` (a name of this entry)
+        where its case is judged over iperf3; None where it has none of its own.'''
+        found = re.fullmatch(self._regex(named=True), name)
+        if self.ratio or not self.judged_over or found is None:
+            return None
+        parts = [self.judged_over] + [found.group(g) for g in ('qualifier', 'size')
+                                      if g in found.groupdict()]
+        return '_'.join(parts) + CALIBRATED_SUFFIX
+
 
 def _labels(sizes) -> str:
-    return '(' + '|'.join(size_label(s) for s in sorted(set(sizes))) + ')'
+    return '|'.join(size_label(s) for s in sorted(set(sizes)))
 
 
-def _sized(quantities: str, sizes, suffix: str = '') -> str:
-    return f'({quantities})_{_labels(sizes)}{suffix}'
+def _entries(test: str, quantities: str, unit: str, better: str, kinds: frozenset = _ANY,
+             **fields) -> tuple:
+    '''Entries of ``test``, one per quantity of ``quantities`` (space-separated),
+    and for a quantity judged over itself (``judged_over='='``) its ratio over
+    iperf3, a network's only.'''
+    judged_over = fields.pop('judged_over', '')
+    over_itself = judged_over == '='
+    out = []
+    for quantity in quantities.split():
+        out.append(Metric(test, quantity, unit, better, kinds,
+                          judged_over=quantity if over_itself else judged_over, **fields))
+        if over_itself:
+            out.append(Metric(test, quantity, Unit.RATIO, Better.HIGHER, _NETWORK,
+                              fields.get('sizes', ()), ratio=True))
+    return tuple(out)
 
 
-def _entries(test: str, *rows, kinds: frozenset = _ANY) -> tuple:
-    '''Metric entries of ``test`` from (pattern, unit, better[, kinds]) rows.'''
-    return tuple(Metric(test, row[0], row[1], row[2], row[3] if len(row) > 3 else kinds)
-                 for row in rows)
-
-
-#: A bandwidth over iperf3's on the same link (hpcnet.checklib.calibration).
-_CALIBRATED = (Unit.RATIO, Better.HIGHER)
+_COUNT = dict(kind=Kind.COUNT, can_be_zero=True)
+_PAIR = ('median_pair', 'worst_pair')
 
 CATALOGUE: tuple = (
-    *_entries('hpcnet_p2p',
-              (_sized('latency', P2P_LATENCY_SIZES), Unit.US, Better.LOWER),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES), Unit.MBPS, Better.HIGHER),
-              # Over the partition's declared wire rate.
-              (_sized('efficiency', P2P_BANDWIDTH_SIZES), Unit.RATIO, Better.HIGHER, _NETWORK),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED,
-               _NETWORK)),
-    *_entries('hpcnet_collectives',
-              (_sized('avg|max', _COLLECTIVE_NAMES), Unit.US, Better.LOWER)),
+    *_entries('hpcnet_p2p', 'latency', Unit.US, Better.LOWER, sizes=P2P_LATENCY_SIZES),
+    *_entries('hpcnet_p2p', 'bandwidth', Unit.MBPS, Better.HIGHER, sizes=P2P_BANDWIDTH_SIZES,
+              judged_over='='),
+    # Over the partition's declared wire rate.
+    *_entries('hpcnet_p2p', 'efficiency', Unit.RATIO, Better.HIGHER, _NETWORK,
+              sizes=P2P_BANDWIDTH_SIZES, kind=Kind.PROPORTION, judged_over='bandwidth'),
+    *_entries('hpcnet_collectives', 'avg max', Unit.US, Better.LOWER, sizes=_COLLECTIVE_NAMES),
     # A pair needs two nodes, and its bytes a link.
-    *_entries('hpcnet_pairs',
-              ('latency_(median_pair|worst_pair)', Unit.US, Better.LOWER),
-              # The worst pair's latency over the median pair's: 1 at best.
-              ('latency_worst_over_median', Unit.RATIO, Better.LOWER),
-              ('bandwidth_(median_pair|worst_pair)', Unit.MBPS, Better.HIGHER),
-              ('bandwidth_(median_pair|worst_pair)' + CALIBRATED_SUFFIX, *_CALIBRATED),
-              # The worst pair's bandwidth over the median pair's: 1 at best.
-              ('bandwidth_worst_over_median', Unit.RATIO, Better.HIGHER),
-              ('(latency|bandwidth)_(outlier_nodes|outlier_links|inconclusive_pairs)',
-               Unit.COUNT, Better.LOWER), kinds=_NETWORK),
+    *_entries('hpcnet_pairs', ' '.join(f'latency_{p}' for p in _PAIR), Unit.US, Better.LOWER,
+              _NETWORK),
+    # The worst pair's latency over the median pair's: 1 at best.
+    *_entries('hpcnet_pairs', 'latency_worst_over_median', Unit.RATIO, Better.LOWER, _NETWORK),
+    *_entries('hpcnet_pairs', ' '.join(f'bandwidth_{p}' for p in _PAIR), Unit.MBPS,
+              Better.HIGHER, _NETWORK, judged_over='='),
+    # The worst pair's bandwidth over the median pair's: 1 at best.
+    *_entries('hpcnet_pairs', 'bandwidth_worst_over_median', Unit.RATIO, Better.HIGHER, _NETWORK),
+    *_entries('hpcnet_pairs', ' '.join(f'{q}_{c}' for q in ('latency', 'bandwidth') for c in
+                                       ('outlier_nodes', 'outlier_links', 'inconclusive_pairs')),
+              Unit.COUNT, Better.LOWER, _NETWORK, **_COUNT),
     # Shared memory has no link to check.
-    *_entries('hpcnet_preflight',
-              ('link_errors|link_drops', Unit.COUNT, Better.LOWER),
-              ('mtu', Unit.BYTES, Better.NONE), kinds=_NETWORK),
-    *_entries('hpcnet_iperf3',
-              ('throughput', Unit.MBPS, Better.HIGHER),
-              ('efficiency', Unit.RATIO, Better.HIGHER),
-              ('throughput' + CALIBRATED_SUFFIX, *_CALIBRATED), kinds=_NETWORK),
+    *_entries('hpcnet_preflight', 'link_errors link_drops', Unit.COUNT, Better.LOWER, _NETWORK,
+              **_COUNT),
+    *_entries('hpcnet_preflight', 'mtu', Unit.BYTES, Better.NONE, _NETWORK),
+    *_entries('hpcnet_iperf3', 'throughput', Unit.MBPS, Better.HIGHER, _NETWORK, judged_over='='),
+    *_entries('hpcnet_iperf3', 'efficiency', Unit.RATIO, Better.HIGHER, _NETWORK,
+              kind=Kind.PROPORTION, judged_over='throughput'),
     # Sockets run over a network interface (loopback on one node) only.
-    *_entries('hpcnet_sockets',
-              (_sized('rtt_median|rtt_p99', RR_PERF_SIZES), Unit.US, Better.LOWER),
-              ('rtt_first', Unit.US, Better.LOWER),
-              (_sized('throughput', STREAM_PERF_SIZES), Unit.MBPS, Better.HIGHER),
-              (_sized('efficiency', STREAM_PERF_SIZES), Unit.RATIO, Better.HIGHER),
-              (_sized('throughput', STREAM_PERF_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED),
-              (_sized('udp_receiver_capacity', UDP_STREAM_PERF_SIZES), Unit.MBIT, Better.HIGHER),
-              # udp_loss_<rate>Mbit_<size> (hpcnet.checklib.sockets.rate_label: 12p5Mbit).
-              (r'udp_loss_\d+(p\d+)?Mbit_' + _labels(UDP_STREAM_PERF_SIZES), Unit.LOST_PCT,
-               Better.LOWER), kinds=_NETWORK),
-    *_entries('hpcnet_imb',
-              (_sized('latency', P2P_LATENCY_SIZES), Unit.US, Better.LOWER),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES), Unit.MBPS, Better.HIGHER),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES, CALIBRATED_SUFFIX), *_CALIBRATED,
-               _NETWORK),
-              (_sized('msgrate', MSG_RATE_SIZES), Unit.MSG_RATE, Better.HIGHER),
-              (_sized('avg|max', _COLLECTIVE_NAMES), Unit.US, Better.LOWER)),
-    *_entries('hpcnet_imb_nbc',
-              (_sized('overall|pure', _COLLECTIVE_NAMES), Unit.US, Better.LOWER),
-              (_sized('overlap', _COLLECTIVE_NAMES), Unit.OVERLAP_PCT, Better.HIGHER)),
-    *_entries('hpcnet_osu',
-              (_sized('latency', P2P_LATENCY_SIZES), Unit.US, Better.LOWER),
-              (_sized('bandwidth', P2P_BANDWIDTH_SIZES), Unit.MBPS, Better.HIGHER),
-              (_sized('msgrate', MSG_RATE_SIZES), Unit.MSG_RATE, Better.HIGHER),
-              (_sized('avg|max', _COLLECTIVE_NAMES), Unit.US, Better.LOWER)),
+    *_entries('hpcnet_sockets', 'rtt_median rtt_p99', Unit.US, Better.LOWER, _NETWORK,
+              sizes=RR_PERF_SIZES),
+    *_entries('hpcnet_sockets', 'rtt_first', Unit.US, Better.LOWER, _NETWORK),
+    *_entries('hpcnet_sockets', 'throughput', Unit.MBPS, Better.HIGHER, _NETWORK,
+              sizes=STREAM_PERF_SIZES, judged_over='='),
+    *_entries('hpcnet_sockets', 'efficiency', Unit.RATIO, Better.HIGHER, _NETWORK,
+              sizes=STREAM_PERF_SIZES, kind=Kind.PROPORTION, judged_over='throughput'),
+    *_entries('hpcnet_sockets', 'udp_receiver_capacity', Unit.MBIT, Better.HIGHER, _NETWORK,
+              sizes=UDP_STREAM_PERF_SIZES),
+    # udp_loss_<rate>Mbit_<size> (hpcnet.checklib.sockets.rate_label: 12p5Mbit).
+    *_entries('hpcnet_sockets', 'udp_loss', Unit.LOST_PCT, Better.LOWER, _NETWORK,
+              sizes=UDP_STREAM_PERF_SIZES, qualifier=r'\d+(p\d+)?Mbit', kind=Kind.PROPORTION,
+              can_be_zero=True),
+    # IMB prints 0.00 us at 0 bytes on a fast path.
+    *_entries('hpcnet_imb', 'latency', Unit.US, Better.LOWER, sizes=P2P_LATENCY_SIZES,
+              can_be_zero=True),
+    *_entries('hpcnet_imb', 'bandwidth', Unit.MBPS, Better.HIGHER, sizes=P2P_BANDWIDTH_SIZES,
+              judged_over='='),
+    *_entries('hpcnet_imb', 'msgrate', Unit.MSG_RATE, Better.HIGHER, sizes=MSG_RATE_SIZES),
+    *_entries('hpcnet_imb', 'avg max', Unit.US, Better.LOWER, sizes=_COLLECTIVE_NAMES),
+    *_entries('hpcnet_imb_nbc', 'overall pure', Unit.US, Better.LOWER, sizes=_COLLECTIVE_NAMES),
+    *_entries('hpcnet_imb_nbc', 'overlap', Unit.OVERLAP_PCT, Better.HIGHER,
+              sizes=_COLLECTIVE_NAMES, kind=Kind.PROPORTION, can_be_zero=True),
+    *_entries('hpcnet_osu', 'latency', Unit.US, Better.LOWER, sizes=P2P_LATENCY_SIZES),
+    *_entries('hpcnet_osu', 'bandwidth', Unit.MBPS, Better.HIGHER, sizes=P2P_BANDWIDTH_SIZES),
+    *_entries('hpcnet_osu', 'msgrate', Unit.MSG_RATE, Better.HIGHER, sizes=MSG_RATE_SIZES),
+    *_entries('hpcnet_osu', 'avg max', Unit.US, Better.LOWER, sizes=_COLLECTIVE_NAMES),
 )
 
 
@@ -179,6 +262,38 @@ def lookup(test: str, metric: str) -> Metric | None:
     or None where the catalogue does not know it: then nothing may guess its
     direction or unit.'''
     return next((m for m in of_test(test) if m.matches(metric)), None)
+
+
+def metric(test: str, quantity: str, ratio: bool = False) -> Metric:
+    '''The entry of ``quantity`` of ``test`` (its ratio over iperf3 where
+    ``ratio``): what a check names and units a performance variable by.'''
+    found = next((m for m in of_test(test) if m.quantity == quantity and m.ratio == ratio), None)
+    if found is None:
+        raise CatalogueError(f'{class_of(test)} has no quantity {quantity!r} in the metric '
+                             f'catalogue (hpcnet.metrics; its quantities: '
+                             f'{", ".join(sorted({m.quantity for m in of_test(test)}))})')
+    return found
+
+
+def ratios_over_iperf3(test: str, names) -> set:
+    '''The ratios over iperf3 among the metric ``names`` of one case of
+    ``test``: a case with any is judged over iperf3 on its own link, and its
+    other metrics are shown, not judged.'''
+    return {name for name in names if (entry := lookup(test, name)) is not None and entry.ratio}
+
+
+def counterpart(test: str, name: str, ratios: set) -> str | None:
+    '''What decides ``name`` of a case of ``test`` in its stead where the
+    case is judged over iperf3 (``ratios``: ratios_over_iperf3 of the case):
+    the ratio its entry names (an efficiency: its bandwidth's), or, for a
+    metric with none (a latency: the host's, over a veth), the case's ratios
+    together; None for a ratio itself and for a case not judged over iperf3.'''
+    entry = lookup(test, name)
+    if not ratios or name in ratios or (entry is not None and entry.ratio):
+        return None
+    own = entry.counterpart(name) if entry is not None else None
+    return own if own in ratios else \
+        f'the case\'s ratios over iperf3 ({", ".join(sorted(ratios))})'
 
 
 def is_known(test: str, metric: str) -> bool:

@@ -2,7 +2,8 @@
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures, values
 
-from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, P2P_BANDWIDTH_SIZES, P2PMode
+from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, P2PMode
+from hpcnet.metrics import P2P_BANDWIDTH_SIZES
 
 pytestmark = pytest.mark.integration
 

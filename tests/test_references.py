@@ -134,44 +134,47 @@ def test_typo_in_a_test_name_is_refused(tmp_path, text, match):
 
 
 CHECKS = Path(__file__).parent.parent / 'checks'
-#: Calls whose arguments name a performance variable's unit in the checks.
-_PERF_CALLS = ('make_performance_function', 'performance_function', '_perf')
+#: Calls whose first argument names a quantity of the metric catalogue in the checks.
+_METRIC_CALLS = ('add_metric', 'metric', '_perf')
 
 
 def _check_modules() -> dict:
-    """{check file: (its test classes, the units its performance variables use)}."""
+    """{check file: (its test classes, the quantities its metric calls name
+    literally, whether it names a unit itself)}."""
     import ast
-    from hpcnet.constants import Unit
     found = {}
     for f in sorted(CHECKS.glob('*.py')):
         tree = ast.parse(f.read_text())
         classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef) and any(
             'simple_test' in ast.unparse(d) for d in node.decorator_list)}
-        units = {getattr(Unit, arg.attr) for call in ast.walk(tree) if isinstance(call, ast.Call)
-                 and ast.unparse(call.func).split('.')[-1] in _PERF_CALLS
-                 for arg in call.args if isinstance(arg, ast.Attribute)
-                 and ast.unparse(arg.value) == 'Unit'}
+        quantities = {call.args[0].value for call in ast.walk(tree) if isinstance(call, ast.Call)
+                      and ast.unparse(call.func).split('.')[-1] in _METRIC_CALLS and call.args
+                      and isinstance(call.args[0], ast.Constant)}
+        units = any(isinstance(node, ast.Name) and node.id == 'Unit' for node in ast.walk(tree)) \
+            or any(ast.unparse(call.func).split('.')[-1] in ('make_performance_function',
+                                                               'performance_function')
+                   for call in ast.walk(tree) if isinstance(call, ast.Call))
         if classes:
-            found[f.name] = (classes, units)
+            found[f.name] = (classes, quantities, units)
     return found
 
 
-def test_the_catalogue_holds_every_check_and_its_units():
+def test_the_catalogue_holds_every_check_and_the_checks_name_no_unit():
     from hpcnet import metrics
-    from hpcnet.constants import CALIBRATED_SUFFIX, Unit
     modules = _check_modules()
     assert set(references.known_metrics()) == set(metrics.classes()) == \
-        {c for classes, _ in modules.values() for c in classes}
-    for name, (classes, units) in modules.items():
-        catalogued = {m.unit for c in classes for m in metrics.of_test(c)}
-        # The calibrated ratios are added by hpcnet.checklib.testlib for every check.
-        calibrated = {m.unit for c in classes for m in metrics.of_test(c)
-                      if m.pattern.endswith(CALIBRATED_SUFFIX)}
-        assert units and units <= catalogued, (name, units - catalogued)
-        assert catalogued <= units | calibrated, (name, catalogued - units - calibrated)
-    assert Unit.RATIO in {m.unit for m in metrics.of_test('hpcnet_p2p')}
+        {c for classes, _, _ in modules.values() for c in classes}
+    for name, (classes, quantities, units) in modules.items():
+        # A check's units and names come from its entries (hpcnet.metrics).
+        assert not units, name
+        catalogued = {m.quantity for c in classes for m in metrics.of_test(c)}
+        assert quantities <= catalogued, (name, quantities - catalogued)
+    assert metrics.Unit.RATIO in {m.unit for m in metrics.of_test('hpcnet_p2p')}
     for m in metrics.CATALOGUE:
         assert m.better in metrics.Better.ALL and m.kinds and m.kinds <= set(metrics.PartitionKind.ALL)
+        assert m.kind in metrics.Kind.ALL
+        assert not m.ratio or m.name_for(*([m.sizes[0]] if m.sizes else [])).endswith(
+            metrics.CALIBRATED_SUFFIX)
 
 
 def _recorded(path: Path) -> set:

@@ -20,8 +20,8 @@ from conftest import env_regex, run_reframe, running_testbed, unexplained_failur
 from hpcnet.testbed import paper
 from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration, tcp_payload_MBps
 from hpcnet import testbed as tbm
-from hpcnet.constants import (CALIBRATED_SUFFIX, CHECKS_DIR, MEASUREMENT_WITHHELD, SYSTEMS_DIR,
-                              P2PMode)
+from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD, SYSTEMS_DIR, P2PMode
+from hpcnet.metrics import CALIBRATED_SUFFIX
 from hpcnet.model import Partition
 from hpcnet.sites import load_site_files
 from hpcnet.paths import WORK_DIR

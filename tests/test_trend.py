@@ -10,7 +10,7 @@ import pytest
 from test_report import VIEWPORT, _chromium
 
 from hpcnet.acceptance import history, report, trend
-from hpcnet.constants import CALIBRATED_SUFFIX
+from hpcnet.metrics import CALIBRATED_SUFFIX
 from hpcnet.exitcodes import WORDS, Exit
 
 RECORDED = Path(__file__).parent / 'data' / 'history' / 'testbed-12-sessions.json'

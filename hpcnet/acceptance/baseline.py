@@ -45,14 +45,13 @@ import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from hpcnet.metrics import higher_is_better
+from hpcnet.metrics import CALIBRATED_SUFFIX, higher_is_better, ratios_over_iperf3
 from hpcnet.acceptance.casevalues import perf_samples
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.acceptance.references import (NOT_ASSERTED, OVER_IPERF3_REASON, PROVENANCE,
                                           SPREAD_REASON, UNBOUNDED, per_environment,
                                           reference_dir, reference_file, written_by_baseline)
-from hpcnet.constants import CALIBRATED_SUFFIX
 from hpcnet.acceptance.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP,
                                       TOLERANCE_FLOOR, WORST_MARGIN, estimate, fit_prior,
                                       outliers, own_spread)
@@ -278,14 +277,14 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
     for cls, (index, by_key) in sorted(collected.items()):
         measured[cls] = (list(index), sorted(by_key))
         for keys, metrics in sorted(by_key.items()):
-            over_iperf3 = any(var.endswith(CALIBRATED_SUFFIX) for var in metrics)
+            over_iperf3 = ratios_over_iperf3(cls, metrics)
             for var, samples in sorted(metrics.items()):
                 est = estimates[cls, keys, var]
                 name = f'{cls} {entry_path(keys, var)}'
                 left_out += [{'metric': name, 'value': v, 'session': s, 'run': r}
                              for v, s, r in est.left_out]
                 pattern = '/'.join(_literal(k) for k in (*keys, var))
-                if over_iperf3 and not var.endswith(CALIBRATED_SUFFIX):
+                if over_iperf3 and var not in over_iperf3:
                     # As compare judges it (metricjudge.calibrated_counterpart).
                     not_asserted.setdefault(cls, {'$index': list(index)})[pattern] = (
                         f'{OVER_IPERF3_REASON}: the case\'s nodes share one host\'s cores, its '

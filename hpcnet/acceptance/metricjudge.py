@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from hpcnet import metrics
 from hpcnet.acceptance import statcompare
-from hpcnet.constants import CALIBRATED_SUFFIX, MEASUREMENT_WITHHELD
+from hpcnet.constants import MEASUREMENT_WITHHELD
 
 
 def _not_compared(before: list, after: list, why: str,
@@ -98,7 +98,7 @@ def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: 
     if entry.better == metrics.Better.NONE:
         return _compare_exact(before, after)
     higher_better = entry.better == metrics.Better.HIGHER
-    if min(before + after) <= 0:
+    if entry.kind == metrics.Kind.COUNT or min(before + after) <= 0:
         return _compare_counts(before, after, higher_better)
     return statcompare.compare_samples(before, after, higher_better=higher_better,
                                        alpha=alpha, tolerance=tolerance)
@@ -109,11 +109,11 @@ def calibrated_ratios(before: dict, after: dict) -> dict:
     sides measured}: the cases judged over iperf3 on their own link (only
     where the partition's nodes share one host's cores:
     hpcnet.checklib.calibrated).'''
-    ratios: dict = {}
+    measured: dict = {}
     for key in before.keys() & after.keys():
-        if key[3].endswith(CALIBRATED_SUFFIX):
-            ratios.setdefault(key[:3], set()).add(key[3])
-    return ratios
+        measured.setdefault(key[:3], set()).add(key[3])
+    return {case: found for case, names in measured.items()
+            if (found := metrics.ratios_over_iperf3(case[0], names))}
 
 
 def calibrated_counterpart(key: tuple, ratios: dict) -> str | None:
@@ -121,17 +121,9 @@ def calibrated_counterpart(key: tuple, ratios: dict) -> str | None:
     (``ratios``: calibrated_ratios): its ``<metric>_over_iperf3`` (for an
     efficiency, its bandwidth's or throughput's), or, for a metric with
     none (a latency: the host's, over a veth), the case's ratios together;
-    None for a ratio itself and for a case not judged over iperf3.'''
-    metric = key[3]
-    case_ratios = ratios.get(key[:3])
-    if not case_ratios or metric.endswith(CALIBRATED_SUFFIX):
-        return None
-    names = [metric + CALIBRATED_SUFFIX]
-    if metric.startswith('efficiency_'):
-        size = metric[len('efficiency_'):]
-        names += [f'{quantity}_{size}{CALIBRATED_SUFFIX}' for quantity in ('bandwidth', 'throughput')]
-    return next((name for name in names if name in case_ratios),
-                f'the case\'s ratios over iperf3 ({", ".join(sorted(case_ratios))})')
+    None for a ratio itself and for a case not judged over iperf3
+    (hpcnet.metrics.counterpart: the catalogue entry names it).'''
+    return metrics.counterpart(key[0], key[3], ratios.get(key[:3]) or set())
 
 
 def shown_for(result: statcompare.Comparison, decider: str) -> statcompare.Comparison:

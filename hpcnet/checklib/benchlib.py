@@ -22,7 +22,6 @@ import os
 import re
 import shlex
 
-import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, variable
 from reframe.core.exceptions import SanityError
@@ -404,6 +403,3 @@ class ToolBenchmark(MpiBenchmark):
                 by_host[hosts[rank]] = by_host.get(hosts[rank], 0) + int(nbytes)
         bound = link_bound(hosts) if link_bound is not None and by_host is None else None
         self.prove(library, hosts, by_host, link_bound=bound)
-
-    def add_perf(self, name: str, value, unit: str) -> None:
-        self.perf_variables[name] = sn.make_performance_function(value, unit)

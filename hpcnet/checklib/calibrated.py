@@ -11,7 +11,7 @@ from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import PerformanceError
 
 from hpcnet.checklib import calibration
-from hpcnet.constants import CALIBRATED_SUFFIX, Unit
+from hpcnet import metrics
 from hpcnet.parsers import parsed_once
 
 
@@ -40,8 +40,15 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
             return
         for name in self.calibrated_metrics:
             if name in self.perf_variables:
-                self.perf_variables[name + CALIBRATED_SUFFIX] = sn.make_performance_function(
-                    self._over_iperf3(self.perf_variables[name]), Unit.RATIO)
+                # The ratio's entry: the catalogue holds it beside the metric's.
+                ratio = metrics.lookup(type(self).__name__, name + metrics.CALIBRATED_SUFFIX)
+                if ratio is None or not ratio.ratio:
+                    raise metrics.CatalogueError(
+                        f'{type(self).__name__} calibrates {name}, whose ratio over iperf3 is '
+                        'not in the metric catalogue (hpcnet.metrics: judged_over)')
+                self.perf_variables[name + metrics.CALIBRATED_SUFFIX] = \
+                    sn.make_performance_function(self._over_iperf3(self.perf_variables[name]),
+                                                 ratio.unit)
 
     @sn.deferrable
     def _over_iperf3(self, value):

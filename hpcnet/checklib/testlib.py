@@ -17,12 +17,13 @@ import re
 import shlex
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_after, run_before, variable
 from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.utility import ScopedDict
 
-from hpcnet import fabrics
+from hpcnet import fabrics, metrics
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, preflight, sanity
 from hpcnet.checklib.builds import build_kernels
@@ -93,6 +94,19 @@ class JudgedByReferences(rfm.RegressionTestPlugin):
                           else f'{references.NOT_JUDGED}: {self.references.path} does not exist')
         self.judgement_basis = (references.Basis.REFERENCES if self.references.strict
                                 else references.Basis.NO_FILE)
+
+    def metric(self, quantity: str) -> metrics.Metric:
+        '''This check's catalogue entry of ``quantity`` (hpcnet.metrics).'''
+        return metrics.metric(type(self).__name__, quantity)
+
+    def add_metric(self, quantity: str, value, size: int | None = None,
+                   qualifier: str = '') -> str:
+        '''A performance variable of ``value`` (deferred), named and united
+        by the catalogue entry of ``quantity`` at ``size``; its name.'''
+        entry = self.metric(quantity)
+        name = entry.name_for(size, qualifier)
+        self.perf_variables[name] = sn.make_performance_function(value, entry.unit)
+        return name
 
     def index_path(self) -> str:
         '''This case's reference key path: 'local:tcp/openmpi/bw'.'''
