@@ -20,7 +20,10 @@
  * Exit codes: 0 ok, 2 bad usage, 1 run-time failure, 3 overall timeout.
  * Every error: one line "error: <message>" on stderr.
  */
-#include "sockets.h"
+#include "sockets_client.h"
+#include "sockets_options.h"
+#include "sockets_server.h"
+#include "sockets_util.h"
 
 /* ------------------------------------------------------------------------ */
 
