@@ -13,41 +13,52 @@ static const char *const columns[T_COUNT] = {
     "size_bytes iterations lost loss_pct first_us min_us median_us mean_us max_us stddev_us p99_us trans_per_s",
 };
 
+/* The sizes a client runs, and those of them udp_stream paces (--paced-sizes). */
+struct size_plan {
+    uint64_t sizes[MAX_SIZES + 2];
+    int nsizes;
+    uint64_t paced[MAX_SIZES];
+    int npaced;
+};
+
 /* whether udp_stream runs size at rate: unpaced at every size, paced at
  * the --paced-sizes (all without the option) */
-static int udp_runs_at(const struct opts *o, uint64_t size, double rate, const uint64_t *paced, int npaced)
+static int udp_runs_at(const struct opts *o, uint64_t size, double rate, const struct size_plan *p)
 {
     if (rate == 0 || !o->paced_sizes_arg)
         return 1;
-    for (int j = 0; j < npaced; j++)
-        if (paced[j] == size)
+    for (int j = 0; j < p->npaced; j++)
+        if (p->paced[j] == size)
             return 1;
     return 0;
 }
 
-int run_client(const struct opts *o, const char *rank_env)
+/* The sizes and paced sizes of the options; refuses a run that cannot fit
+ * its --timeout. */
+static void plan_sizes(const struct opts *o, struct size_plan *p)
 {
-    uint64_t sizes[MAX_SIZES + 2], paced[MAX_SIZES];
-    int nsizes = make_sizes(o, sizes), npaced = 0, runs = nsizes;
+    p->nsizes = make_sizes(o, p->sizes);
+    p->npaced = 0;
+    int runs = p->nsizes;
     if (o->paced_sizes_arg) {
-        npaced = parse_size_list("--paced-sizes", o->paced_sizes_arg, paced);
-        for (int j = 0; j < npaced; j++) {
+        p->npaced = parse_size_list("--paced-sizes", o->paced_sizes_arg, p->paced);
+        for (int j = 0; j < p->npaced; j++) {
             int found = 0;
-            for (int k = 0; k < nsizes; k++)
-                found |= sizes[k] == paced[j];
+            for (int k = 0; k < p->nsizes; k++)
+                found |= p->sizes[k] == p->paced[j];
             if (!found)
-                usage_error("--paced-sizes: %" PRIu64 " is not one of the sizes run", paced[j]);
+                usage_error("--paced-sizes: %" PRIu64 " is not one of the sizes run", p->paced[j]);
         }
     }
     if (o->test == T_UDP_STREAM) {
         runs = 0;
-        for (int k = 0; k < nsizes; k++) {
+        for (int k = 0; k < p->nsizes; k++) {
             int at = 0;
             for (int r = 0; r < o->nrates; r++)
-                at += udp_runs_at(o, sizes[k], o->rates[r], paced, npaced);
+                at += udp_runs_at(o, p->sizes[k], o->rates[r], p);
             if (!at)
                 usage_error("size %" PRIu64 " is not in --paced-sizes and --rate-mbps has no 0: it would not run",
-                            sizes[k]);
+                            p->sizes[k]);
             runs += at;
         }
     }
@@ -58,18 +69,14 @@ int run_client(const struct opts *o, const char *rank_env)
             usage_error("%d runs x %ld window(s) x %ld ms need about %.0f s, more than --timeout %g s", runs,
                         o->windows, o->duration_ms, est, o->timeout);
     }
-    set_deadline(o->timeout);
+}
 
-    struct client *c = (struct client *)calloc(1, sizeof *c);
-    struct rowbuf *rb = (struct rowbuf *)calloc(1, sizeof *rb);
-    if (!c || !rb)
-        die("out of memory");
-    c->o = o;
-    c->udp_fd = -1;
-    client_connect(c);
-
-    char myhost[256], line[LINE_MAX_LEN];
-    hostname_token(myhost, sizeof myhost);
+/* The hello on the control connection and the server's greeting: its host,
+ * the session cookie, and for the UDP tests its UDP port. */
+static void greet_server(struct client *c, const char *myhost)
+{
+    const struct opts *o = c->o;
+    char line[LINE_MAX_LEN];
     ctrl_send(c->ctl.fd,
               "hello proto=%d test=%s sndbuf=%ld rcvbuf=%ld rsz=%ld nodelay=%d validate=%d timeout=%.3f stall=%.3f "
               "host=%s",
@@ -86,12 +93,18 @@ int run_client(const struct opts *o, const char *rank_env)
             die("protocol error: the server offered no UDP port");
         client_udp_socket(c, (int)udp_port);
     }
+}
 
-    uint64_t send_fail = 0, slips = 0;
+/* Every size of the test, its rows into rb; udp_stream counts its failed
+ * sends and its pacing slips. */
+static void measure_sizes(struct client *c, const struct size_plan *p, struct rowbuf *rb, uint64_t *send_fail,
+                          uint64_t *slips)
+{
+    const struct opts *o = c->o;
     if (o->rates[0] > 0) /* paced: see client_udp_stream */
         prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
-    for (int k = 0; k < nsizes; k++) {
-        size_t size = (size_t)sizes[k];
+    for (int k = 0; k < p->nsizes; k++) {
+        size_t size = (size_t)p->sizes[k];
         switch (o->test) {
         case T_TCP_STREAM:
         case T_TCP_BIDIR:
@@ -102,21 +115,31 @@ int run_client(const struct opts *o, const char *rank_env)
             break;
         case T_UDP_STREAM:
             for (int r = 0; r < o->nrates; r++)
-                if (udp_runs_at(o, size, o->rates[r], paced, npaced))
-                    client_udp_stream(c, size, o->rates[r], rb, &send_fail, &slips);
+                if (udp_runs_at(o, size, o->rates[r], p))
+                    client_udp_stream(c, size, o->rates[r], rb, send_fail, slips);
             break;
         case T_UDP_RR:
             client_udp_rr(c, size, rb);
             break;
         }
     }
+}
+
+/* "bye" both ways, then the client's sockets are closed. */
+static void say_goodbye(struct client *c)
+{
+    char line[LINE_MAX_LEN];
     ctrl_send(c->ctl.fd, "bye");
     client_expect(c, line, sizeof line, "bye", "the server's goodbye");
     close(c->ctl.fd);
     if (c->udp_fd >= 0)
         close(c->udp_fd);
+}
 
-    /* output (all at the end: an aborted run prints no partial table) */
+/* The header lines every test prints: identity, hosts, buffers, duration. */
+static void print_identity(const struct client *c, const char *myhost, const char *rank_env)
+{
+    const struct opts *o = c->o;
     printf("hpcnet-kernel: " KERNEL_NAME " %d\n", FORMAT_VERSION);
     /* the generic structure of the MPI kernels: no MPI library; "rank" 0 is
      * the server, 1 the client (as with --role auto) */
@@ -144,6 +167,11 @@ int run_client(const struct opts *o, const char *rank_env)
     printf("server-sndbuf: %d\n", c->srv_snd);
     printf("server-rcvbuf: %d\n", c->srv_rcv);
     printf("duration-ms: %ld\n", o->duration_ms);
+}
+
+/* The header lines of the test's own options. */
+static void print_test_settings(const struct opts *o, const struct size_plan *p)
+{
     if (o->test == T_TCP_STREAM || o->test == T_TCP_BIDIR) {
         printf("windows: %ld\n", o->windows);
         printf("nodelay: %s\n", o->nodelay ? "on" : "off");
@@ -166,10 +194,10 @@ int run_client(const struct opts *o, const char *rank_env)
         printf("\n");
         if (o->paced_sizes_arg) {
             printf("paced-sizes: ");
-            for (int j = 0, first = 1; j < nsizes; j++)
-                for (int i = 0; i < npaced; i++)
-                    if (paced[i] == sizes[j]) {
-                        printf("%s%" PRIu64, first ? "" : ",", sizes[j]);
+            for (int j = 0, first = 1; j < p->nsizes; j++)
+                for (int i = 0; i < p->npaced; i++)
+                    if (p->paced[i] == p->sizes[j]) {
+                        printf("%s%" PRIu64, first ? "" : ",", p->sizes[j]);
                         first = 0;
                         break;
                     }
@@ -181,6 +209,12 @@ int run_client(const struct opts *o, const char *rank_env)
     if (o->test == T_UDP_RR)
         printf("udp-timeout-ms: %ld\n", o->udp_timeout_ms);
     printf("validate: %s\n", o->validate ? "on" : "off");
+}
+
+/* The table, the notes on what limited it, the summary line and "done". */
+static void print_results(const struct client *c, const struct rowbuf *rb, uint64_t send_fail, uint64_t slips)
+{
+    const struct opts *o = c->o;
     if (is_rr(o->test))
         printf("first-rtt-us: %.3f\n", rb->first_rtt);
     printf("columns: %s\n", columns[o->test]);
@@ -211,6 +245,33 @@ int run_client(const struct opts *o, const char *rank_env)
         printf("# highest %s throughput: %.1f MB/s (%.1f Mbit/s) at %" PRIu64 " B\n",
                o->test == T_TCP_BIDIR ? "aggregate received" : "received", rb->best, rb->best * 8.0, rb->best_size);
     printf("done: ok\n");
+}
+
+int run_client(const struct opts *o, const char *rank_env)
+{
+    struct size_plan plan;
+    plan_sizes(o, &plan);
+    set_deadline(o->timeout);
+
+    struct client *c = (struct client *)calloc(1, sizeof *c);
+    struct rowbuf *rb = (struct rowbuf *)calloc(1, sizeof *rb);
+    if (!c || !rb)
+        die("out of memory");
+    c->o = o;
+    c->udp_fd = -1;
+    client_connect(c);
+    char myhost[256];
+    hostname_token(myhost, sizeof myhost);
+    greet_server(c, myhost);
+
+    uint64_t send_fail = 0, slips = 0;
+    measure_sizes(c, &plan, rb, &send_fail, &slips);
+    say_goodbye(c);
+
+    /* output (all at the end: an aborted run prints no partial table) */
+    print_identity(c, myhost, rank_env);
+    print_test_settings(o, &plan);
+    print_results(c, rb, send_fail, slips);
     fflush(stdout);
     free(rb);
     free(c);

@@ -39,11 +39,10 @@ static void write_rendezvous(const char *path, const char *content)
     g_rv_written = 1;
 }
 
-int run_server(const struct opts *o)
+/* The listening socket of --bind and --port; says where it listens on
+ * stderr and in the --rendezvous file. */
+static int server_listen(const struct opts *o)
 {
-    g_is_server = 1;
-    set_deadline(o->timeout);
-
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;
@@ -86,31 +85,33 @@ int run_server(const struct opts *o)
     fflush(stderr);
     if (o->rendezvous)
         write_rendezvous(o->rendezvous, where);
+    return lfd;
+}
 
-    struct session *s = (struct session *)calloc(1, sizeof *s);
-    if (!s)
-        die("out of memory");
-    s->listen_fd = lfd;
-    s->udp_fd = -1;
-    char line[LINE_MAX_LEN];
-
-    /* the one client session: first connection that says a proper hello */
+/* The one client session: the first connection that says a proper hello,
+ * whose line is left in line. */
+static void accept_client(struct session *s, const struct opts *o, char *line, size_t line_len)
+{
     for (;;) {
         char late[128];
         snprintf(late, sizeof late, "no client connected within %g s (--timeout)", o->timeout);
-        int fd = accept_by_deadline(lfd, late);
+        int fd = accept_by_deadline(s->listen_fd, late);
         set_int_opt(fd, IPPROTO_TCP, TCP_NODELAY, 1, "TCP_NODELAY");
         set_stall_timeouts(fd, o->connect_timeout);
         s->ctl.fd = fd;
         s->ctl.len = 0;
-        int r = ctrl_getline(&s->ctl, line, sizeof line, 5000);
+        int r = ctrl_getline(&s->ctl, line, line_len, 5000);
         if (r == 1 && line_is(line, "hello"))
             break;
         vlog(o, "ignoring a connection without hello");
         close(fd);
     }
     g_ctrl_fd = s->ctl.fd;
+}
 
+/* The session's settings from the client's hello line. */
+static void read_hello(struct session *s, const struct opts *o, const char *line)
+{
     uint64_t proto = 0, snd = 0, rcv = 0, rsz = 0, nodelay = 0, validate = 0;
     double ctimeout = 0, cstall = 0;
     char tname[32];
@@ -141,14 +142,24 @@ int run_server(const struct opts *o)
     if (now_ns() + (uint64_t)((ctimeout + 10.0) * 1e9) > g_deadline_ns)
         set_deadline(ctimeout + 10.0);
     set_stall_timeouts(s->ctl.fd, cstall);
-    {
-        uint64_t a = now_ns() ^ ((uint64_t)getpid() << 32), b = (uint64_t)(uintptr_t)s;
-        a ^= b * 0x9E3779B97F4A7C15ull;
-        a ^= a >> 29;
-        a *= 0xBF58476D1CE4E5B9ull;
-        a ^= a >> 32;
-        snprintf(s->cookie, sizeof s->cookie, "%016" PRIx64, a);
-    }
+}
+
+/* The cookie the client's data connections present: 16 hex digits mixed
+ * from the time, the process and the session's address. */
+static void make_cookie(struct session *s)
+{
+    uint64_t a = now_ns() ^ ((uint64_t)getpid() << 32), b = (uint64_t)(uintptr_t)s;
+    a ^= b * 0x9E3779B97F4A7C15ull;
+    a ^= a >> 29;
+    a *= 0xBF58476D1CE4E5B9ull;
+    a ^= a >> 32;
+    snprintf(s->cookie, sizeof s->cookie, "%016" PRIx64, a);
+}
+
+/* The server's greeting: its host, the cookie, and for the UDP tests the
+ * port of the UDP socket it opens. */
+static void greet_client(struct session *s, const struct opts *o)
+{
     int udp_port = 0;
     if (is_udp(s->test)) {
         s->udp_fd = server_udp_socket(s, s->sndbuf, s->rcvbuf);
@@ -164,7 +175,12 @@ int run_server(const struct opts *o)
     hostname_token(host, sizeof host);
     ctrl_send(s->ctl.fd, "ok proto=%d host=%s cookie=%s udp_port=%d", PROTO_VERSION, host, s->cookie, udp_port);
     vlog(o, "session: test %s", test_names[s->test]);
+}
 
+/* Each "run size=N dur=MS" of the client served, until its "bye". */
+static void serve_sizes(struct session *s, const struct opts *o)
+{
+    char line[LINE_MAX_LEN];
     for (;;) {
         int r = ctrl_getline(&s->ctl, line, sizeof line, -1);
         if (r == 0)
@@ -196,21 +212,44 @@ int run_server(const struct opts *o)
             break;
         }
     }
-    /* wait for the client to close, so our "bye" is not lost in a reset */
-    {
-        char tmp[64];
-        struct pollfd p = {s->ctl.fd, POLLIN, 0};
-        if (poll(&p, 1, 2000) > 0) {
-            ssize_t n = recv(s->ctl.fd, tmp, sizeof tmp, 0);
-            (void)n;
-        }
+}
+
+/* The session's sockets closed once the client closed its end, so our "bye"
+ * is not lost in a reset; the rendezvous file removed. */
+static void end_session(struct session *s)
+{
+    char tmp[64];
+    struct pollfd p = {s->ctl.fd, POLLIN, 0};
+    if (poll(&p, 1, 2000) > 0) {
+        ssize_t n = recv(s->ctl.fd, tmp, sizeof tmp, 0);
+        (void)n;
     }
     g_ctrl_fd = -1;
     close(s->ctl.fd);
     if (s->udp_fd >= 0)
         close(s->udp_fd);
-    close(lfd);
+    close(s->listen_fd);
     remove_rendezvous();
+}
+
+int run_server(const struct opts *o)
+{
+    g_is_server = 1;
+    set_deadline(o->timeout);
+    int lfd = server_listen(o);
+
+    struct session *s = (struct session *)calloc(1, sizeof *s);
+    if (!s)
+        die("out of memory");
+    s->listen_fd = lfd;
+    s->udp_fd = -1;
+    char line[LINE_MAX_LEN];
+    accept_client(s, o, line, sizeof line);
+    read_hello(s, o, line);
+    make_cookie(s);
+    greet_client(s, o);
+    serve_sizes(s, o);
+    end_session(s);
     free(s->pattern);
     free(s);
     return 0;
