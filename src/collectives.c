@@ -21,7 +21,8 @@
  * Reductions use MPI_FLOAT and MPI_SUM; their sizes must be multiples of 4
  * bytes (at least one float per block), others are skipped with a comment.
  */
-#include "hpcnet_kernel.h"
+#include "hpcnet_kernel_options.h"
+#include "hpcnet_kernel_sampling.h"
 
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, NOPS };
 static const char *const op_names[NOPS] = {"barrier", "bcast",     "reduce",   "allreduce",

@@ -11,7 +11,8 @@
  *
  * Output: "hpcnet kernel output format 1", see README.md.
  */
-#include "hpcnet_kernel.h"
+#include "hpcnet_kernel_options.h"
+#include "hpcnet_kernel_sampling.h"
 
 enum { PINGPONG, PINGPING, BW, BIBW, NMODES };
 static const char *const mode_names[NMODES] = {"pingpong", "pingping", "bw", "bibw"};

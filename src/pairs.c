@@ -44,7 +44,8 @@
  * Output: "hpcnet kernel output format 1" (README.md), rows at the end,
  * followed by latency and bandwidth matrices as "# " comment lines.
  */
-#include "hpcnet_kernel.h"
+#include "hpcnet_kernel_options.h"
+#include "hpcnet_kernel_sampling.h"
 
 #include <time.h>
 
