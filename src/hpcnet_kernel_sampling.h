@@ -137,6 +137,19 @@ static inline long hk_warmup_count(const hk_common *c)
     return (c->iters == 0 && c->warmup == 0) ? 1 : c->warmup;
 }
 
+/* The per-size sample array: room for the fixed --iters or --max-iters
+ * samples, and for the warm-up's. */
+static inline double *hk_alloc_samples(const hk_common *c)
+{
+    long nsamples = c->iters > 0 ? c->iters : c->max_iters;
+    if (hk_warmup_count(c) > nsamples)
+        nsamples = hk_warmup_count(c);
+    double *samples = (double *)calloc((size_t)nsamples, sizeof *samples);
+    if (!samples)
+        hk_fatal("out of memory");
+    return samples;
+}
+
 /* ------------------------------------------------------------------------ */
 /* statistics                                                                */
 

@@ -193,7 +193,8 @@ def _find_circle(edges: dict) -> list:
 
 def module_edges(sources: dict) -> dict:
     '''module -> the modules it includes or calls into.  A call counts when
-    it names a function another module exports; a header's own functions
+    it names a function another module exports and the caller's file does
+    not define; a header's own functions
     (static inline) count only calls into headers, since a header links with
     no object file of its own.'''
     owners = {}
@@ -206,8 +207,9 @@ def module_edges(sources: dict) -> dict:
         targets = edges.setdefault(src.module, set())
         targets.update(Path(name).stem for name in src.includes)
         in_header = src.path.suffix == '.h'
+        own = {fn.name for fn in src.functions}
         for fn in src.functions:
-            for call in fn.calls:
+            for call in fn.calls - own:
                 targets.update(module for module, is_header in owners.get(call, ())
                                if is_header or not in_header)
         targets.discard(src.module)
