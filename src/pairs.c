@@ -23,7 +23,7 @@
  *
  * Retest before blame (--outlier-rule mad|clusterkit): rank 0 sets a latency
  * and a bandwidth threshold from the first pass (the rule: outlier_thresholds
- * below, the one place it is decided), calls a pair whose mean latency is
+ * in pairs_outliers.h, the one place it is decided), calls a pair whose mean latency is
  * above or whose median bandwidth is below its threshold an outlier, and
  * broadcasts the pairs to measure again: every outlier pair, and one control
  * pair for each of their endpoints (the endpoint with a rank that is the

@@ -24,9 +24,8 @@ SRC = Path(__file__).resolve().parent.parent / 'src'
 MAX_LINES = 500
 #: A function does one step: a longer one is cut into named steps.
 MAX_FUNCTION_LINES = 80
-#: Argument parsers, (file, function): one option table each.
-ARGUMENT_PARSERS = {('sockets_options.c', 'parse_args'), ('p2p.c', 'parse_args'),
-                    ('collectives.c', 'parse_args'), ('pairs.c', 'parse_args')}
+#: Argument parsers over the cap, (file, function): one option table each.
+ARGUMENT_PARSERS = {('sockets_options.c', 'parse_args')}
 #: Words followed by '(' that are no calls.
 NOT_CALLS = {'if', 'for', 'while', 'switch', 'return', 'sizeof', 'defined', '__attribute__', 'alignof',
              '_Alignof', 'offsetof', '__typeof__', 'typeof'}
@@ -194,9 +193,8 @@ def _find_circle(edges: dict) -> list:
 def module_edges(sources: dict) -> dict:
     '''module -> the modules it includes or calls into.  A call counts when
     it names a function another module exports and the caller's file does
-    not define; a header's own functions
-    (static inline) count only calls into headers, since a header links with
-    no object file of its own.'''
+    not define; a header's own functions (static inline) count only calls
+    into headers, since a header links with no object file of its own.'''
     owners = {}
     for src in sources.values():
         for fn in src.functions:
