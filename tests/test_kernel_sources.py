@@ -194,7 +194,7 @@ def module_edges(sources: dict) -> dict:
     '''module -> the modules it includes or calls into.  A call counts when
     it names a function another module exports and the caller's file does
     not define; a header's own functions (static inline) count only calls
-    into headers, since a header links with no object file of its own.'''
+    into headers: a header links with no object file of its own.'''
     owners = {}
     for src in sources.values():
         for fn in src.functions:
