@@ -21,7 +21,8 @@
  * Reductions use MPI_FLOAT and MPI_SUM; their sizes must be multiples of 4
  * bytes (at least one float per block), others are skipped with a comment.
  */
-#include "hpcnet_kernel.h"
+#include "hpcnet_kernel_options.h"
+#include "hpcnet_kernel_sampling.h"
 
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, ALLGATHER, ALLTOALL, REDUCE_SCATTER, NOPS };
 static const char *const op_names[NOPS] = {"barrier", "bcast",     "reduce",   "allreduce",
@@ -285,53 +286,47 @@ static int parse_ops(const char *list, int *ops)
     return n;
 }
 
-int main(int argc, char **argv)
+/* The options: the operations (all without --op) and the common ones. */
+static void parse_args(int argc, char **argv, hk_common *opt, int *ops, int *nops)
 {
-    hk_init(&argc, &argv, "collectives", usage);
-
-    hk_common opt;
-    hk_common_defaults(&opt);
-    int ops[NOPS], nops = 0;
     const char *oplist = NULL;
-
+    *nops = 0;
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         if (hk_opt(argc, argv, &i, "--op", &v) || hk_opt(argc, argv, &i, "--ops", &v)) {
             oplist = v;
-        } else if (!hk_common_option(&opt, argc, argv, &i)) {
+        } else if (!hk_common_option(opt, argc, argv, &i)) {
             hk_usage_error("unknown option '%s'", argv[i]);
         }
     }
     if (oplist) {
-        nops = parse_ops(oplist, ops);
+        *nops = parse_ops(oplist, ops);
     } else {
         for (int op = 0; op < NOPS; op++)
-            ops[nops++] = op;
+            ops[(*nops)++] = op;
     }
-    hk_common_check(&opt);
-    hk_sizes sizes = hk_make_sizes(&opt);
-    if (hk_nranks < 2)
-        hk_usage_error("collectives needs at least 2 ranks, got %d", hk_nranks);
+}
 
+/* Send and receive buffers for the largest need of any operation and size. */
+static bufs_t alloc_buffers(const int *ops, int nops, const hk_sizes *sizes)
+{
     size_t smax = 0, rmax = 0;
     for (int o = 0; o < nops; o++)
-        for (int k = 0; k < sizes.n; k++) {
+        for (int k = 0; k < sizes->n; k++) {
             size_t sn, rn;
-            op_bytes(ops[o], sizes.v[k], &sn, &rn);
+            op_bytes(ops[o], sizes->v[k], &sn, &rn);
             smax = sn > smax ? sn : smax;
             rmax = rn > rmax ? rn : rmax;
         }
     bufs_t b;
     b.sbuf = (unsigned char *)hk_alloc(smax, 0x11);
     b.rbuf = (unsigned char *)hk_alloc(rmax, HK_POISON);
-    long nsamples = opt.iters > 0 ? opt.iters : opt.max_iters;
-    if (hk_warmup_count(&opt) > nsamples)
-        nsamples = hk_warmup_count(&opt);
-    double *samples = (double *)calloc((size_t)nsamples, sizeof *samples);
-    if (!samples)
-        hk_fatal("out of memory");
+    return b;
+}
 
-    char *hosts = hk_gather_hosts();
+/* The header lines (rank 0 prints them). */
+static void print_header(const hk_common *opt, const int *ops, int nops, const char *hosts)
+{
     hk_print_preamble(hosts);
     if (hk_rank == 0) {
         printf("ops: ");
@@ -341,71 +336,111 @@ int main(int argc, char **argv)
         printf("root: %d\n", ROOT);
         printf("reduction: MPI_FLOAT MPI_SUM\n");
     }
-    hk_print_common(&opt);
+    hk_print_common(opt);
     if (hk_rank == 0)
         printf("columns: op size_bytes count iterations t_min_us t_avg_us t_max_us med_min_us med_avg_us "
                "med_max_us median_ci_pct\n");
+}
+
+/* The count of op at size, or -1 when op cannot run it (a comment says so);
+ * the send buffer of a reduction filled with ordinary float values (no
+ * denormals/NaN). */
+static long prepare_size(int op, size_t size, const bufs_t *b)
+{
+    long cnt = op_count(op, size);
+    if (cnt < 0) {
+        if (hk_rank == 0)
+            printf("# %s %zu: skipped, %s\n", op_names[op], size,
+                   op == REDUCE_SCATTER ? "needs a multiple of 4 bytes and >= 1 float per rank"
+                                        : "needs a multiple of 4 bytes (MPI_FLOAT), at least 4");
+        return -1;
+    }
+    if (op == REDUCE_SCATTER && (size_t)cnt * 4u * (size_t)hk_nranks != size && hk_rank == 0)
+        printf("# reduce_scatter %zu: count %ld floats per rank, so %zu bytes are reduced\n", size, cnt,
+               (size_t)cnt * 4u * (size_t)hk_nranks);
+    if (is_reduction(op)) {
+        size_t sn, rn;
+        op_bytes(op, size, &sn, &rn);
+        float *sf = (float *)(void *)b->sbuf;
+        for (size_t j = 0; j < sn / 4; j++)
+            sf[j] = 1.0f;
+    }
+    return cnt;
+}
+
+/* One row: op at size warmed up, sampled, its times reduced over the ranks
+ * and, with --validate, its result checked.  Returns 1 when validated. */
+static int measure_size(const hk_common *opt, int op, size_t size, long cnt, const bufs_t *b, double *samples)
+{
+    long nwarm = hk_warmup_count(opt);
+    run(op, b, cnt, nwarm, samples, 1);
+    hk_sampling sampling;
+    hk_sampling_start(&sampling, opt, hk_median(samples, nwarm) * 1e-6, 0.0);
+    while (sampling.next > 0) {
+        run(op, b, cnt, sampling.next, samples + sampling.n, 0);
+        hk_sampling_more(&sampling, opt, samples, 1);
+    }
+    long iters = sampling.n;
+
+    hc_stats st = hc_compute_stats(samples, iters);
+    double in[2] = {st.mean, st.median}, mn[2], mx[2], sm[2];
+    MPI_Reduce(in, mn, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(in, mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(in, sm, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
 
     int validated = 0;
-    for (int o = 0; o < nops; o++) {
-        int op = ops[o];
-        for (int k = 0; k < sizes.n; k++) {
-            size_t size = sizes.v[k];
-            long cnt = op_count(op, size);
-            if (op == BARRIER && k > 0)
-                break; /* one row, size 0, whatever the sizes */
-            if (op == BARRIER)
-                size = 0, cnt = 0;
-            if (cnt < 0) {
-                if (hk_rank == 0)
-                    printf("# %s %zu: skipped, %s\n", op_names[op], size,
-                           op == REDUCE_SCATTER ? "needs a multiple of 4 bytes and >= 1 float per rank"
-                                                : "needs a multiple of 4 bytes (MPI_FLOAT), at least 4");
-                continue;
-            }
-            if (op == REDUCE_SCATTER && (size_t)cnt * 4u * (size_t)hk_nranks != size && hk_rank == 0)
-                printf("# reduce_scatter %zu: count %ld floats per rank, so %zu bytes are reduced\n", size, cnt,
-                       (size_t)cnt * 4u * (size_t)hk_nranks);
-            if (is_reduction(op)) {
-                /* ordinary float values in the send buffer (no denormals/NaN) */
-                size_t sn, rn;
-                op_bytes(op, size, &sn, &rn);
-                float *sf = (float *)(void *)b.sbuf;
-                for (size_t j = 0; j < sn / 4; j++)
-                    sf[j] = 1.0f;
-            }
-
-            long nwarm = hk_warmup_count(&opt);
-            run(op, &b, cnt, nwarm, samples, 1);
-            hk_sampling sampling;
-            hk_sampling_start(&sampling, &opt, hk_median(samples, nwarm) * 1e-6, 0.0);
-            while (sampling.next > 0) {
-                run(op, &b, cnt, sampling.next, samples + sampling.n, 0);
-                hk_sampling_more(&sampling, &opt, samples, 1);
-            }
-            long iters = sampling.n;
-
-            hc_stats st = hc_compute_stats(samples, iters);
-            double in[2] = {st.mean, st.median}, mn[2], mx[2], sm[2];
-            MPI_Reduce(in, mn, 2, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
-            MPI_Reduce(in, mx, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            MPI_Reduce(in, sm, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-
-            if (opt.validate && op != BARRIER) {
-                hk_check_all(validate(op, &b, size, cnt));
-                validated++;
-            }
-            if (hk_rank == 0) {
-                double avg[2];
-                for (int q = 0; q < 2; q++) { /* keep min <= avg <= max despite rounding */
-                    avg[q] = sm[q] / hk_nranks;
-                    avg[q] = avg[q] < mn[q] ? mn[q] : (avg[q] > mx[q] ? mx[q] : avg[q]);
-                }
-                printf("row: %s %zu %ld %ld %.4f %.4f %.4f %.4f %.4f %.4f %.3f\n", op_names[op], size, cnt, iters,
-                       mn[0], avg[0], mx[0], mn[1], avg[1], mx[1], sampling.ci_pct);
-            }
-        }
+    if (opt->validate && op != BARRIER) {
+        hk_check_all(validate(op, b, size, cnt));
+        validated = 1;
     }
+    if (hk_rank == 0) {
+        double avg[2];
+        for (int q = 0; q < 2; q++) { /* keep min <= avg <= max despite rounding */
+            avg[q] = sm[q] / hk_nranks;
+            avg[q] = avg[q] < mn[q] ? mn[q] : (avg[q] > mx[q] ? mx[q] : avg[q]);
+        }
+        printf("row: %s %zu %ld %ld %.4f %.4f %.4f %.4f %.4f %.4f %.3f\n", op_names[op], size, cnt, iters, mn[0],
+               avg[0], mx[0], mn[1], avg[1], mx[1], sampling.ci_pct);
+    }
+    return validated;
+}
+
+/* Every size of op (barrier: one row, size 0, whatever the sizes).
+ * Returns the number of rows validated. */
+static int measure_op(const hk_common *opt, int op, const hk_sizes *sizes, const bufs_t *b, double *samples)
+{
+    if (op == BARRIER)
+        return sizes->n > 0 ? measure_size(opt, op, 0, 0, b, samples) : 0;
+    int validated = 0;
+    for (int k = 0; k < sizes->n; k++) {
+        long cnt = prepare_size(op, sizes->v[k], b);
+        if (cnt >= 0)
+            validated += measure_size(opt, op, sizes->v[k], cnt, b, samples);
+    }
+    return validated;
+}
+
+int main(int argc, char **argv)
+{
+    hk_init(&argc, &argv, "collectives", usage);
+
+    hk_common opt;
+    hk_common_defaults(&opt);
+    int ops[NOPS], nops = 0;
+    parse_args(argc, argv, &opt, ops, &nops);
+    hk_common_check(&opt);
+    hk_sizes sizes = hk_make_sizes(&opt);
+    if (hk_nranks < 2)
+        hk_usage_error("collectives needs at least 2 ranks, got %d", hk_nranks);
+
+    bufs_t b = alloc_buffers(ops, nops, &sizes);
+    double *samples = hk_alloc_samples(&opt);
+    char *hosts = hk_gather_hosts();
+    print_header(&opt, ops, nops, hosts);
+
+    int validated = 0;
+    for (int o = 0; o < nops; o++)
+        validated += measure_op(&opt, ops[o], &sizes, &b, samples);
     if (opt.validate && hk_rank == 0)
         printf("validation: passed %d\n", validated);
     hk_print_done();

@@ -11,7 +11,8 @@
  *
  * Output: "hpcnet kernel output format 1", see README.md.
  */
-#include "hpcnet_kernel.h"
+#include "hpcnet_kernel_options.h"
+#include "hpcnet_kernel_sampling.h"
 
 enum { PINGPONG, PINGPING, BW, BIBW, NMODES };
 static const char *const mode_names[NMODES] = {"pingpong", "pingping", "bw", "bibw"};
@@ -97,89 +98,116 @@ static int window_for(const ctx_t *c, size_t size)
     return fit < (size_t)c->window ? (int)fit : c->window;
 }
 
+/* The timed loops of each mode: n samples of 'batch' iterations each at
+ * 'size'; rank 0 records every sample, rank 1 only where it measures too. */
+static void run_pingpong(ctx_t *c, int size, long n, long batch, double *samples)
+{
+    const int peer = c->peer;
+    if (hk_rank == 0) {
+        for (long k = 0; k < n; k++) {
+            double t0 = MPI_Wtime();
+            for (long b = 0; b < batch; b++) {
+                MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+            }
+            samples[k] = (MPI_Wtime() - t0) * 0.5e6 / (double)batch;
+        }
+    } else {
+        for (long k = 0; k < n * batch; k++) {
+            MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+            MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
+        }
+    }
+    c->last_slot = 0;
+}
+
+static void run_pingping(ctx_t *c, int size, long n, long batch, double *samples)
+{
+    const int peer = c->peer;
+    for (long k = 0; k < n; k++) {
+        double t0 = MPI_Wtime();
+        for (long b = 0; b < batch; b++) {
+            MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[0]);
+            MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
+            MPI_Wait(&c->reqs[0], MPI_STATUS_IGNORE);
+        }
+        samples[k] = (MPI_Wtime() - t0) * 1e6 / (double)batch;
+    }
+    c->last_slot = 0;
+}
+
+static void run_bw(ctx_t *c, int size, long n, long batch, double *samples)
+{
+    const int W = c->cur_window, peer = c->peer;
+    if (hk_rank == 0) {
+        for (long k = 0; k < n; k++) {
+            double t0 = MPI_Wtime();
+            for (long b = 0; b < batch; b++) {
+                for (int w = 0; w < W; w++)
+                    MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[w]);
+                /* c->stats, not MPI_STATUSES_IGNORE: with MPICH's mpi.h, gcc >= 11
+                 * warns (-Wstringop-overflow) about the latter */
+                MPI_Waitall(W, c->reqs, c->stats);
+                MPI_Recv(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+            samples[k] = (MPI_Wtime() - t0) * 1e6 / ((double)W * (double)batch);
+        }
+    } else {
+        const long iters = n * batch;
+        for (long k = 0; k < iters; k++) {
+            for (int w = 0; w < W; w++)
+                MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &c->reqs[w]);
+            MPI_Waitall(W, c->reqs, c->stats);
+            MPI_Send(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD);
+        }
+        if (iters > 0)
+            c->last = c->stats[W - 1];
+    }
+    c->last_slot = (W - 1) % c->slots;
+}
+
+static void run_bibw(ctx_t *c, int size, long n, long batch, double *samples)
+{
+    const int W = c->cur_window, peer = c->peer;
+    for (long k = 0; k < n; k++) {
+        double t0 = MPI_Wtime();
+        for (long b = 0; b < batch; b++) {
+            for (int w = 0; w < W; w++)
+                MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
+                          MPI_COMM_WORLD, &c->reqs[w]);
+            for (int w = 0; w < W; w++)
+                MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[W + w]);
+            MPI_Waitall(2 * W, c->reqs, c->stats);
+        }
+        samples[k] = (MPI_Wtime() - t0) * 1e6 / ((double)W * (double)batch);
+    }
+    if (n * batch > 0)
+        c->last = c->stats[W - 1];
+    c->last_slot = (W - 1) % c->slots;
+}
+
 /* n samples of 'batch' iterations each at 'size'; samples[k] receives the
  * mean time of one iteration of sample k in microseconds (per message for
  * bw/bibw, half the round trip for pingpong; rank 0 for every mode, rank 1
  * only for pingping/bibw, unused).  Returns this rank's wall time. */
 static double run(ctx_t *c, int size, long n, long batch, double *samples)
 {
-    const int W = c->cur_window, peer = c->peer;
+    const int W = c->cur_window;
     const long iters = n * batch;
     double start = MPI_Wtime();
     switch (c->mode) {
     case PINGPONG:
-        if (hk_rank == 0) {
-            for (long k = 0; k < n; k++) {
-                double t0 = MPI_Wtime();
-                for (long b = 0; b < batch; b++) {
-                    MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
-                    MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
-                }
-                samples[k] = (MPI_Wtime() - t0) * 0.5e6 / (double)batch;
-            }
-        } else {
-            for (long k = 0; k < iters; k++) {
-                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
-                MPI_Send(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD);
-            }
-        }
-        c->last_slot = 0;
+        run_pingpong(c, size, n, batch, samples);
         break;
     case PINGPING:
-        for (long k = 0; k < n; k++) {
-            double t0 = MPI_Wtime();
-            for (long b = 0; b < batch; b++) {
-                MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[0]);
-                MPI_Recv(c->rbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->last);
-                MPI_Wait(&c->reqs[0], MPI_STATUS_IGNORE);
-            }
-            samples[k] = (MPI_Wtime() - t0) * 1e6 / (double)batch;
-        }
-        c->last_slot = 0;
+        run_pingping(c, size, n, batch, samples);
         break;
     case BW:
-        if (hk_rank == 0) {
-            for (long k = 0; k < n; k++) {
-                double t0 = MPI_Wtime();
-                for (long b = 0; b < batch; b++) {
-                    for (int w = 0; w < W; w++)
-                        MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[w]);
-                    /* c->stats, not MPI_STATUSES_IGNORE: with MPICH's mpi.h, gcc >= 11
-                     * warns (-Wstringop-overflow) about the latter */
-                    MPI_Waitall(W, c->reqs, c->stats);
-                    MPI_Recv(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                }
-                samples[k] = (MPI_Wtime() - t0) * 1e6 / ((double)W * (double)batch);
-            }
-        } else {
-            for (long k = 0; k < iters; k++) {
-                for (int w = 0; w < W; w++)
-                    MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
-                              MPI_COMM_WORLD, &c->reqs[w]);
-                MPI_Waitall(W, c->reqs, c->stats);
-                MPI_Send(c->ack, 4, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD);
-            }
-            if (iters > 0)
-                c->last = c->stats[W - 1];
-        }
-        c->last_slot = (W - 1) % c->slots;
+        run_bw(c, size, n, batch, samples);
         break;
     case BIBW:
-        for (long k = 0; k < n; k++) {
-            double t0 = MPI_Wtime();
-            for (long b = 0; b < batch; b++) {
-                for (int w = 0; w < W; w++)
-                    MPI_Irecv(c->rbuf + (size_t)(w % c->slots) * c->stride, size, MPI_BYTE, peer, TAG_DATA,
-                              MPI_COMM_WORLD, &c->reqs[w]);
-                for (int w = 0; w < W; w++)
-                    MPI_Isend(c->sbuf, size, MPI_BYTE, peer, TAG_DATA, MPI_COMM_WORLD, &c->reqs[W + w]);
-                MPI_Waitall(2 * W, c->reqs, c->stats);
-            }
-            samples[k] = (MPI_Wtime() - t0) * 1e6 / ((double)W * (double)batch);
-        }
-        if (iters > 0)
-            c->last = c->stats[W - 1];
-        c->last_slot = (W - 1) % c->slots;
+        run_bibw(c, size, n, batch, samples);
         break;
     }
     double elapsed = MPI_Wtime() - start;
@@ -259,6 +287,115 @@ static double one_pingpong(ctx_t *c, int size)
     return t;
 }
 
+/* The options: the mode and its own, and the common ones. */
+static void parse_args(int argc, char **argv, hk_common *opt, ctx_t *c)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (hk_opt(argc, argv, &i, "--mode", &v)) {
+            int m;
+            for (m = 0; m < NMODES; m++)
+                if (strcmp(v, mode_names[m]) == 0)
+                    break;
+            if (m == NMODES)
+                hk_usage_error("unknown mode '%s' (valid: pingpong, pingping, bw, bibw)", v);
+            c->mode = m;
+        } else if (hk_opt(argc, argv, &i, "--window", &v)) {
+            c->window = (int)hc_parse_long("--window", v, 1, MAX_WINDOW);
+        } else if (hk_opt(argc, argv, &i, "--window-bytes", &v)) {
+            c->window_bytes = hk_parse_size("--window-bytes", v);
+        } else if (hk_opt(argc, argv, &i, "--recv-slots", &v)) {
+            c->recv_slots = (int)hc_parse_long("--recv-slots", v, 0, MAX_WINDOW);
+        } else if (hk_opt(argc, argv, &i, "--batch-us", &v)) {
+            c->batch_us = hk_parse_nonnegative("--batch-us", v, 1e6);
+        } else if (!hk_common_option(opt, argc, argv, &i)) {
+            hk_usage_error("unknown option '%s'", argv[i]);
+        }
+    }
+}
+
+/* Buffers: same amounts on both ranks, allocated and touched before the
+ * first exchange so that neither rank is late because of page faults. */
+static void alloc_buffers(ctx_t *c, const hk_sizes *sizes)
+{
+    size_t region = 0;
+    for (int k = 0; k < sizes->n; k++) {
+        size_t need = (size_t)slot_count(c, sizes->v[k]) * slot_stride(sizes->v[k]);
+        if (need > region)
+            region = need;
+    }
+    c->sbuf = (unsigned char *)hk_alloc(hk_sizes_max(sizes), 0x11);
+    c->rbuf = (unsigned char *)hk_alloc(region, HK_POISON);
+    c->cur_window = c->window;
+    c->reqs = (MPI_Request *)calloc(2 * (size_t)c->window, sizeof *c->reqs);
+    c->stats = (MPI_Status *)calloc(2 * (size_t)c->window, sizeof *c->stats);
+    if (!c->reqs || !c->stats)
+        hk_fatal("out of memory");
+}
+
+/* The header lines (rank 0 prints them), with the first two exchanges. */
+static void print_header(const ctx_t *c, const hk_common *opt, const char *hosts, double first_us, double second_us)
+{
+    hk_print_preamble(hosts);
+    if (hk_rank == 0) {
+        printf("mode: %s\n", mode_names[c->mode]);
+        if (c->mode == BW || c->mode == BIBW) {
+            printf("window: %d\n", c->window);
+            printf("window-bytes: %zu\n", c->window_bytes);
+            printf("recv-slots: %d\n", c->recv_slots);
+        }
+        printf("bw-formula: %s\n", c->mode == BIBW ? "2*size_bytes/median_us" : "size_bytes/median_us");
+        printf("batch-us: %g\n", c->batch_us);
+    }
+    hk_print_common(opt);
+    if (hk_rank == 0) {
+        printf("first-exchange-us: %.4f\n", first_us);
+        printf("second-exchange-us: %.4f\n", second_us);
+        printf("columns: size_bytes iterations min_us median_us mean_us max_us stddev_us p99_us "
+               "bw_MBps bw_peak_MBps batch median_ci_pct\n");
+    }
+}
+
+/* One row: size warmed up, sampled and, with --validate, checked.
+ * Returns 1 when validated. */
+static int measure_size(ctx_t *c, const hk_common *opt, size_t size, double *samples)
+{
+    c->cur_window = window_for(c, size);
+    c->stride = slot_stride(size);
+    c->slots = slot_count(c, size);
+    if (opt->validate) {
+        hk_fill_pattern(c->sbuf, size, (uint64_t)hk_rank);
+        memset(c->rbuf, HK_POISON, (size_t)c->slots * c->stride);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    long nwarm = hk_warmup_count(opt);
+    run(c, (int)size, nwarm, 1, samples);
+    /* wall time of one iteration from rank 0's warm-up samples */
+    double per_iter = 0.0;
+    if (hk_rank == 0)
+        per_iter = hk_median(samples, nwarm) * 1e-6 * iter_factor(c);
+    hk_sampling sm;
+    hk_sampling_start(&sm, opt, per_iter, c->batch_us);
+    MPI_Barrier(MPI_COMM_WORLD);
+    while (sm.next > 0) {
+        run(c, (int)size, sm.next, sm.batch, samples + sm.n);
+        hk_sampling_more(&sm, opt, samples, hk_rank == 0);
+    }
+    int validated = 0;
+    if (opt->validate) {
+        hk_check_all(validate(c, size));
+        validated = 1;
+    }
+    if (hk_rank == 0) {
+        hc_stats st = hc_compute_stats(samples, sm.n);
+        double bytes = (double)size * (c->mode == BIBW ? 2.0 : 1.0);
+        printf("row: %zu %ld %.4f %.4f %.4f %.4f %.4f %.4f %.6g %.6g %ld %.3f\n", size, sm.n, st.min, st.median,
+               st.mean, st.max, st.stddev, st.p99, hk_mbps(bytes, st.median), hk_mbps(bytes, st.min), sm.batch,
+               sm.ci_pct);
+    }
+    return validated;
+}
+
 int main(int argc, char **argv)
 {
     hk_init(&argc, &argv, "p2p", usage);
@@ -271,56 +408,14 @@ int main(int argc, char **argv)
     c.window = 64;
     c.window_bytes = 0;
     c.batch_us = 10.0;
-
-    for (int i = 1; i < argc; i++) {
-        const char *v = NULL;
-        if (hk_opt(argc, argv, &i, "--mode", &v)) {
-            int m;
-            for (m = 0; m < NMODES; m++)
-                if (strcmp(v, mode_names[m]) == 0)
-                    break;
-            if (m == NMODES)
-                hk_usage_error("unknown mode '%s' (valid: pingpong, pingping, bw, bibw)", v);
-            c.mode = m;
-        } else if (hk_opt(argc, argv, &i, "--window", &v)) {
-            c.window = (int)hc_parse_long("--window", v, 1, MAX_WINDOW);
-        } else if (hk_opt(argc, argv, &i, "--window-bytes", &v)) {
-            c.window_bytes = hk_parse_size("--window-bytes", v);
-        } else if (hk_opt(argc, argv, &i, "--recv-slots", &v)) {
-            c.recv_slots = (int)hc_parse_long("--recv-slots", v, 0, MAX_WINDOW);
-        } else if (hk_opt(argc, argv, &i, "--batch-us", &v)) {
-            c.batch_us = hk_parse_nonnegative("--batch-us", v, 1e6);
-        } else if (!hk_common_option(&opt, argc, argv, &i)) {
-            hk_usage_error("unknown option '%s'", argv[i]);
-        }
-    }
+    parse_args(argc, argv, &opt, &c);
     hk_common_check(&opt);
     hk_sizes sizes = hk_make_sizes(&opt);
     if (hk_nranks != 2)
         hk_usage_error("p2p needs exactly 2 ranks, got %d", hk_nranks);
-
-    size_t maxsize = hk_sizes_max(&sizes);
     c.peer = 1 - hk_rank;
-
-    /* buffers: same amounts on both ranks, allocated and touched before the
-     * first exchange so that neither rank is late because of page faults */
-    size_t region = 0;
-    for (int k = 0; k < sizes.n; k++) {
-        size_t need = (size_t)slot_count(&c, sizes.v[k]) * slot_stride(sizes.v[k]);
-        if (need > region)
-            region = need;
-    }
-    c.sbuf = (unsigned char *)hk_alloc(maxsize, 0x11);
-    c.rbuf = (unsigned char *)hk_alloc(region, HK_POISON);
-    c.cur_window = c.window;
-    c.reqs = (MPI_Request *)calloc(2 * (size_t)c.window, sizeof *c.reqs);
-    c.stats = (MPI_Status *)calloc(2 * (size_t)c.window, sizeof *c.stats);
-    long nsamples = opt.iters > 0 ? opt.iters : opt.max_iters;
-    if (hk_warmup_count(&opt) > nsamples)
-        nsamples = hk_warmup_count(&opt);
-    double *samples = (double *)calloc((size_t)nsamples, sizeof *samples);
-    if (!c.reqs || !c.stats || !samples)
-        hk_fatal("out of memory");
+    alloc_buffers(&c, &sizes);
+    double *samples = hk_alloc_samples(&opt);
 
     /* The very first communication between the two ranks: nothing (no
      * barrier, no gather) precedes it, so it pays any lazy connection
@@ -329,61 +424,10 @@ int main(int argc, char **argv)
     double second_us = one_pingpong(&c, (int)sizes.v[0]);
 
     char *hosts = hk_gather_hosts();
-    hk_print_preamble(hosts);
-    if (hk_rank == 0) {
-        printf("mode: %s\n", mode_names[c.mode]);
-        if (c.mode == BW || c.mode == BIBW) {
-            printf("window: %d\n", c.window);
-            printf("window-bytes: %zu\n", c.window_bytes);
-            printf("recv-slots: %d\n", c.recv_slots);
-        }
-        printf("bw-formula: %s\n", c.mode == BIBW ? "2*size_bytes/median_us" : "size_bytes/median_us");
-        printf("batch-us: %g\n", c.batch_us);
-    }
-    hk_print_common(&opt);
-    if (hk_rank == 0) {
-        printf("first-exchange-us: %.4f\n", first_us);
-        printf("second-exchange-us: %.4f\n", second_us);
-        printf("columns: size_bytes iterations min_us median_us mean_us max_us stddev_us p99_us "
-               "bw_MBps bw_peak_MBps batch median_ci_pct\n");
-    }
-
+    print_header(&c, &opt, hosts, first_us, second_us);
     int validated = 0;
-    for (int k = 0; k < sizes.n; k++) {
-        size_t size = sizes.v[k];
-        c.cur_window = window_for(&c, size);
-        c.stride = slot_stride(size);
-        c.slots = slot_count(&c, size);
-        if (opt.validate) {
-            hk_fill_pattern(c.sbuf, size, (uint64_t)hk_rank);
-            memset(c.rbuf, HK_POISON, (size_t)c.slots * c.stride);
-        }
-        MPI_Barrier(MPI_COMM_WORLD);
-        long nwarm = hk_warmup_count(&opt);
-        run(&c, (int)size, nwarm, 1, samples);
-        /* wall time of one iteration from rank 0's warm-up samples */
-        double per_iter = 0.0;
-        if (hk_rank == 0)
-            per_iter = hk_median(samples, nwarm) * 1e-6 * iter_factor(&c);
-        hk_sampling sm;
-        hk_sampling_start(&sm, &opt, per_iter, c.batch_us);
-        MPI_Barrier(MPI_COMM_WORLD);
-        while (sm.next > 0) {
-            run(&c, (int)size, sm.next, sm.batch, samples + sm.n);
-            hk_sampling_more(&sm, &opt, samples, hk_rank == 0);
-        }
-        if (opt.validate) {
-            hk_check_all(validate(&c, size));
-            validated++;
-        }
-        if (hk_rank == 0) {
-            hc_stats st = hc_compute_stats(samples, sm.n);
-            double bytes = (double)size * (c.mode == BIBW ? 2.0 : 1.0);
-            printf("row: %zu %ld %.4f %.4f %.4f %.4f %.4f %.4f %.6g %.6g %ld %.3f\n", size, sm.n, st.min, st.median,
-                   st.mean, st.max, st.stddev, st.p99, hk_mbps(bytes, st.median), hk_mbps(bytes, st.min), sm.batch,
-                   sm.ci_pct);
-        }
-    }
+    for (int k = 0; k < sizes.n; k++)
+        validated += measure_size(&c, &opt, sizes.v[k], samples);
     hk_print_bytes_sent(c.bytes_sent);
     if (opt.validate && hk_rank == 0)
         printf("validation: passed %d\n", validated);

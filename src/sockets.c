@@ -20,13 +20,15 @@
  * Exit codes: 0 ok, 2 bad usage, 1 run-time failure, 3 overall timeout.
  * Every error: one line "error: <message>" on stderr.
  */
-#include "sockets.h"
+#include "sockets_client.h"
+#include "sockets_options.h"
+#include "sockets_server.h"
+#include "sockets_util.h"
 
-/* ------------------------------------------------------------------------ */
-
-int main(int argc, char **argv)
+/* Line-buffered stdout; SIGPIPE ignored (a closed peer is an error code);
+ * the watchdog alarm and the termination signals handled (sockets_util.c). */
+static void install_signal_handlers(void)
 {
-    struct opts o;
     setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa;
@@ -38,34 +40,44 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+}
 
+/* --role auto: rank 0 of the launcher is the server, rank 1 the client;
+ * the variable it was read from goes into rank_desc. */
+static int role_from_launcher(char *rank_desc, size_t desc_len)
+{
+    /* launcher-specific variables first: under mpirun inside a Slurm job
+     * every rank inherits the batch step's SLURM_PROCID */
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+    for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
+        const char *v = getenv(vars[k]);
+        if (v && *v) {
+            char *end = NULL;
+            long r = strtol(v, &end, 10);
+            if (*end || r < 0)
+                usage_error("--role auto: %s='%s' is not a rank", vars[k], v);
+            if (r > 1)
+                usage_error("--role auto: %s=%ld; the sockets kernel needs exactly 2 tasks (ranks 0 and 1)",
+                            vars[k], r);
+            snprintf(rank_desc, desc_len, "%s=%ld", vars[k], r);
+            return r == 0 ? ROLE_SERVER : ROLE_CLIENT;
+        }
+    }
+    usage_error("--role auto: none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID is set");
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o;
+    install_signal_handlers();
     parse_args(argc, argv, &o);
 
     const char *rank_env = NULL;
     char rank_desc[128];
     int role = o.role;
     if (role == ROLE_AUTO) {
-        /* launcher-specific variables first: under mpirun inside a Slurm job
-         * every rank inherits the batch step's SLURM_PROCID */
-        static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
-        for (size_t k = 0; k < sizeof vars / sizeof vars[0]; k++) {
-            const char *v = getenv(vars[k]);
-            if (v && *v) {
-                char *end = NULL;
-                long r = strtol(v, &end, 10);
-                if (*end || r < 0)
-                    usage_error("--role auto: %s='%s' is not a rank", vars[k], v);
-                if (r > 1)
-                    usage_error("--role auto: %s=%ld; the sockets kernel needs exactly 2 tasks (ranks 0 and 1)",
-                                vars[k], r);
-                role = r == 0 ? ROLE_SERVER : ROLE_CLIENT;
-                snprintf(rank_desc, sizeof rank_desc, "%s=%ld", vars[k], r);
-                rank_env = rank_desc;
-                break;
-            }
-        }
-        if (role == ROLE_AUTO)
-            usage_error("--role auto: none of OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK, SLURM_PROCID is set");
+        role = role_from_launcher(rank_desc, sizeof rank_desc);
+        rank_env = rank_desc;
     }
     if (role == ROLE_SERVER)
         return run_server(&o);

@@ -1,5 +1,6 @@
 /* The command line of the sockets kernel: options, sizes, usage. */
-#include "sockets.h"
+#include "sockets_options.h"
+#include "sockets_util.h"
 
 const char *const test_names[T_COUNT] = {"tcp_stream", "tcp_bidir", "tcp_rr", "udp_stream", "udp_rr"};
 

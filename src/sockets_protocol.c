@@ -1,6 +1,7 @@
 /* What client and server share: the control connection (text lines
  * "word key=value ...") and the data-path pieces (stream threads, sequence numbers). */
-#include "sockets.h"
+#include "sockets_protocol.h"
+#include "sockets_util.h"
 
 /* ------------------------------------------------------------------------ */
 /* control connection: text lines "word key=value ...\n"                     */

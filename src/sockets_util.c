@@ -1,5 +1,5 @@
 /* Process-wide state, errors, time and allocation, socket helpers (sockets kernel). */
-#include "sockets.h"
+#include "sockets_util.h"
 
 /* ------------------------------------------------------------------------ */
 /* process-wide state                                                        */

@@ -2,10 +2,11 @@
 worst pair, and what its bad pairs blame.
 
 Which pairs are outliers, in the first pass and when measured again, is
-decided by the pairs kernel (src/pairs.c, the one place of that rule); here
-its decisions are read: a pair is bad when it was an outlier in the first
-pass and again in the second (at the better of its two measurements), and the
-bad pairs are put on a node, on a link, or on nothing certain.
+decided by the pairs kernel (src/pairs_outliers.h, the one place of that
+rule); here its decisions are read: a pair is bad when it was an outlier in
+the first pass and again in the second (at the better of its two
+measurements), and the bad pairs are put on a node, on a link, or on nothing
+certain.
 """
 from __future__ import annotations
 
