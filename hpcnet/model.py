@@ -13,19 +13,18 @@ extras keys are spelled only in this module (:class:`PartitionKey`,
 
 What a fabric needs of a partition (an interface, RDMA devices) is its
 entry's, in the fabric registry (hpcnet.fabrics); how each MPI is put on it is
-the fabric table's (hpcnet.fabrics): :meth:`Partition.fabric_settings`
-fills the table's placeholders from the partition's extras.
+the fabric table's (hpcnet.fabrictable), which reads a partition's values
+(its interface, devices, GID index and PMI) from :class:`Partition`.
 """
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from hpcnet import fabrics, mpi
-from hpcnet.constants import FABRICS_FILE, PartitionFeature
-from hpcnet.fabrics import ConfigError, FabricSettings, load_table
+from hpcnet.constants import PartitionFeature
+from hpcnet.fabrics import ConfigError
 
 
 class PartitionKey:
@@ -101,42 +100,8 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
 
 
 # --------------------------------------------------------------------------
-# The fabric table's placeholders, filled from a partition
-# --------------------------------------------------------------------------
-
-#: Table placeholders and the partition value that fills each.
-PLACEHOLDERS = ('iface', 'rdma_dev', 'rdma_ports', 'rdma_port', 'gid_index')
-
-
-def _version_key(version: str) -> tuple:
-    """'4.0.2' -> (4, 0, 2), for ordering versions (non-numeric parts end it)."""
-    m = re.match(r'\d+(?:\.\d+)*', str(version))
-    return tuple(int(p) for p in m.group(0).split('.')) if m else ()
-
-
-def _fill(value: str, values: dict, where: str) -> str:
-    def repl(m):
-        name = m.group(1)
-        if name not in PLACEHOLDERS:
-            raise ConfigError(f'{where}: unknown placeholder {{{name}}} '
-                              f'(valid: {", ".join(PLACEHOLDERS)})')
-        if values.get(name) is None:
-            raise ConfigError(f'{where}: needs the partition extra {PLACEHOLDER_KEY[name]!r}, '
-                              'which the partition does not set')
-        return str(values[name])
-    return re.sub(r'\{(\w+)\}', repl, str(value))
-
-
-#: The partition key a site sets for each placeholder (for error messages).
-PLACEHOLDER_KEY = {'iface': PartitionKey.IFACE, 'rdma_dev': PartitionKey.RDMA_DEVICE,
-                   'rdma_ports': PartitionKey.RDMA_DEVICE, 'rdma_port': PartitionKey.RDMA_PORT,
-                   'gid_index': PartitionKey.GID_INDEX}
-
-
-# --------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------
-
 
 
 def _positive_int(value, where: str, key: str) -> int | None:
@@ -268,54 +233,18 @@ class Partition:
         they share (nodes emulated on this host, which is then their host).'''
         return self.nodes_share_cores and ranks > (os.cpu_count() or 1)
 
-    def cannot_oversubscribe(self, stack: 'Stack', ranks: int,
-                             path: str | Path = FABRICS_FILE) -> str | None:
-        '''Why ``stack`` cannot run ``ranks`` ranks here (an MPI too old to
-        give up its core while it waits, on an oversubscribed partition), or None.'''
-        if not self.oversubscribed(ranks):
-            return None
-        over = load_table(path)['profiles'][stack.mpi_profile].get('oversubscribed', {})
-        first = over.get('yields_from')
-        if first is None or _version_key(stack.mpi_version) >= _version_key(first):
-            return None
-        return (f'{stack.environ}: {stack.mpi_family} {stack.mpi_version} cannot give up a core '
-                f'while it waits (the first that does is {first}: {path}: profiles.'
-                f'{stack.mpi_profile}.oversubscribed.yields_from); {ranks} ranks on the '
-                f'{os.cpu_count()} cores the nodes of {self.fullname} share would time the '
-                "scheduler's slices, not the network")
+    @property
+    def used_gid_index(self) -> int | None:
+        '''The GID index its MPI uses: its own (extras gid_index), else its
+        fabric's default (None: the fabric uses no GID).'''
+        return (fabrics.fabric(self.fabric).default_gid_index if self.gid_index is None
+                else self.gid_index)
 
-    def fabric_settings(self, stack: 'Stack', launcher: str, path: str | Path = FABRICS_FILE,
-                        *, oversubscribed: bool = False) -> 'FabricSettings':
-        """What puts ``stack``'s MPI on this partition's fabric under ``launcher``;
-        ``oversubscribed``: also the profile's variables for more ranks than cores."""
-        table = load_table(path)
-        entry = fabrics.fabric_block(table, self.fabric, stack.mpi_profile, path)
-        gid_index = (fabrics.fabric(self.fabric).default_gid_index if self.gid_index is None
-                     else self.gid_index)
-        values = {'iface': self.iface, 'rdma_port': self.rdma_port, 'gid_index': gid_index,
-                  # {rdma_dev}: the first device (MPIs that take one); {rdma_ports}: every
-                  # device with its port, as UCX_NET_DEVICES wants them (mlx5_0:1,mlx5_1:1).
-                  'rdma_dev': self.rdma_devices[0] if self.rdma_devices else None,
-                  'rdma_ports': (','.join(f'{d}:{self.rdma_port}' for d in self.rdma_devices)
-                                 or None)}
-        where = f'{path}: fabrics.{self.fabric}.{stack.mpi_profile}'
-        env = {k: _fill(v, values, f'{where}.env.{k}') for k, v in entry.get('env', {}).items()}
-        report = table['profiles'][stack.mpi_profile]['report']
-        env.update({k: str(v) for k, v in report.get('env', {}).items()})
-        if oversubscribed:
-            over = table['profiles'][stack.mpi_profile].get('oversubscribed', {})
-            env.update({k: str(v) for k, v in over.get('env', {}).items()})
-        options = list(table['launchers'].get(launcher, {}).get(stack.mpi_family, []))
-        pmi = dict(self.pmi)
-        pmi = pmi.get(stack.mpi_family, pmi.get('*'))
-        if pmi and launcher == PMI_LAUNCHER:
-            # The partition's PMI replaces the table's, not joins it (srun takes one).
-            options = [o for o in options if not o.startswith('--mpi=')] + [f'--mpi={pmi}']
-        options += [_fill(o, values, f'{where}.launcher_options')
-                    for o in entry.get('launcher_options', [])]
-        return FabricSettings(self.fabric, stack.mpi_profile, env, tuple(options),
-                              frozenset(entry['expect']), report['parser'],
-                              frozenset(self.rdma_devices) if self.is_rdma else frozenset())
+    def pmi_of(self, mpi_family: str) -> str | None:
+        '''The PMI ``srun --mpi=`` starts ``mpi_family``'s ranks with here
+        (extras pmi), or None: the fabric table's.'''
+        chosen = dict(self.pmi)
+        return chosen.get(mpi_family, chosen.get('*'))
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,19 @@
 """Site files: each ``config/systems/<name>.py`` (and each file of the
 directories in HPCNET_SYSTEMS_DIRS) defines ``system``, one ReFrame system
 whose partitions hpcnet.model validates, and may define ``stacks``, which of
-the environments found that system gets (hpcnet.model.StackChoice), and
-``fabrics``, the site's own fabrics (registry entries, hpcnet.fabrics).  A
-mistake is one ConfigError naming the file and the key.
+the environments found that system gets (hpcnet.model.StackChoice),
+``fabrics``, the site's own fabrics (registry entries, hpcnet.fabrics), and
+``general``, ReFrame settings of its system alone.  A mistake is one
+ConfigError naming the file and the key.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import fabrics
@@ -41,6 +43,11 @@ REPORT_SECTIONS = 'report_sections'
 SITE_FABRICS = 'fabrics'
 
 
+#: A site file's optional mapping of ReFrame ``general`` settings for its
+#: system alone: what its scheduler needs (how often ReFrame polls it).
+GENERAL = 'general'
+
+
 def _register_fabrics(value, where: str) -> None:
     """Register a site file's own fabrics (its ``fabrics``, from ``where``).
     The same entry again is no change: a process may load its site files twice."""
@@ -62,13 +69,15 @@ def _register_fabrics(value, where: str) -> None:
 @dataclass(frozen=True)
 class SiteFile:
     """A system file: its ReFrame system, the site's choice of environments,
-    its baseline's tolerance floor (BASELINE_FLOOR) and its report's own
-    sections (REPORT_SECTIONS)."""
+    its baseline's tolerance floor (BASELINE_FLOOR), its report's own
+    sections (REPORT_SECTIONS) and its own ReFrame settings (GENERAL)."""
     path: str
     system: dict
     stacks: StackChoice
     baseline_floor: float = TOLERANCE_FLOOR
     report_sections: tuple = ()
+    #: ReFrame ``general`` settings of this system alone (GENERAL).
+    general: dict = field(default_factory=dict)
 
 
 def _baseline_floor(value, where: str) -> float:
@@ -93,6 +102,30 @@ def _report_sections(value, where: str) -> tuple:
         return tuple(tuple(s) for s in value)
     raise ConfigError(f'{where}: {REPORT_SECTIONS} is {value!r} (valid: a list of (heading, '
                       "anchor, function of one session's report returning the section's text))")
+
+
+def reframe_general_keys() -> tuple:
+    """The keys of ReFrame's ``general`` section (its configuration schema),
+    but ``target_systems``: what a site file's GENERAL may set."""
+    import reframe
+    schema = Path(reframe.INSTALL_PREFIX) / 'reframe' / 'schemas' / 'config.json'
+    properties = json.loads(schema.read_text())['properties']['general']['items']['properties']
+    return tuple(sorted(set(properties) - {'target_systems'}))
+
+
+def _general(value, where: str) -> dict:
+    """Validate a site file's ``general`` (from ``where``)."""
+    if value is None:
+        return {}
+    valid = reframe_general_keys()
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: {GENERAL} is {value!r} (valid: a mapping of ReFrame '
+                          f'general settings: {", ".join(valid)})')
+    unknown = sorted((k for k in value if k not in valid), key=str)
+    if unknown:
+        raise ConfigError(f'{where}: {GENERAL}.{unknown[0]} is not a ReFrame general setting '
+                          f'of one system (valid: {", ".join(valid)})')
+    return dict(value)
 
 
 def _run_site_file(path: Path):
@@ -156,8 +189,8 @@ def _check_reframe_keys(system, path: Path) -> None:
 def load_site_files(*directories) -> list:
     """Every ``<directory>/<name>.py`` defines ``system``, one ReFrame system
     (a site is a file), and may define ``stacks`` (StackChoice),
-    ``fabrics`` (its own fabrics, registered here), BASELINE_FLOOR and
-    REPORT_SECTIONS.  Returned
+    ``fabrics`` (its own fabrics, registered here), BASELINE_FLOOR,
+    REPORT_SECTIONS and GENERAL.  Returned
     validated (SiteFile), in the order ReFrame must try them: by file name,
     except that systems whose hostnames match any host (``.*``, the ``local``
     fallback) come last."""
@@ -172,7 +205,8 @@ def load_site_files(*directories) -> list:
         sites.append(SiteFile(str(path), system,
                               StackChoice.from_site(getattr(module, 'stacks', None), str(path)),
                               _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path)),
-                              _report_sections(getattr(module, REPORT_SECTIONS, None), str(path))))
+                              _report_sections(getattr(module, REPORT_SECTIONS, None), str(path)),
+                              _general(getattr(module, GENERAL, None), str(path))))
     names = [s.system['name'] for s in sites]
     for name in set(names):
         if names.count(name) > 1:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import stacks
+from hpcnet import fabrictable, stacks
 from hpcnet.stacks import lmod
 from hpcnet.testbed import moduletree
 from hpcnet.paths import WORK_DIR
@@ -114,7 +114,7 @@ def fabric_settings(fabric, profile, family, launcher, extras):
     partition with ``extras`` (its fabric set to ``fabric``).'''
     partition = Partition.from_extras('test:part', {**extras, 'fabric': fabric})
     stack = Stack(environ='test-env', mpi_family=family, mpi_profile=profile, mpi_version='0')
-    return partition.fabric_settings(stack, launcher)
+    return fabrictable.settings(partition, stack, launcher)
 
 
 def env_regex(names):

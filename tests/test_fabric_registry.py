@@ -19,7 +19,7 @@ import pytest
 import yaml
 from conftest import env_regex, run_reframe
 
-from hpcnet import fabrics, metrics, mpi, sites, stacks
+from hpcnet import fabrictable, fabrics, metrics, mpi, sites, stacks
 from hpcnet.checklib import preflight
 from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
 from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
@@ -70,7 +70,7 @@ def test_each_entry_is_complete(name):
     assert entry.description and entry.carrier in fabrics.Carrier.ALL
     assert fabrics._incomplete(entry) is None
     # Its MPI settings are in the table, for every MPI profile the table knows.
-    table = fabrics.load_table()
+    table = fabrictable.load_table()
     assert set(table['fabrics'][name]) == set(table['profiles'])
 
 
@@ -109,7 +109,7 @@ def test_a_new_fabric_is_one_entry_and_one_table_block(fakenet, fabric_table):
     partition = Partition.from_extras('test:fake', {'fabric': FAKE, 'iface': 'eth0'})
     assert partition.features() == [FAKE] and not partition.is_rdma
     stack = Stack(environ='e', mpi_family='openmpi', mpi_profile='openmpi', mpi_version='4.1.4')
-    settings = partition.fabric_settings(stack, 'mpirun', fabric_table)
+    settings = fabrictable.settings(partition, stack, 'mpirun', fabric_table)
     assert settings.env['OMPI_MCA_btl_tcp_if_include'] == 'eth0'
     assert settings.expect == frozenset({'tcp'})
     assert metrics.PartitionKind.of(FAKE) == metrics.PartitionKind.NETWORK
@@ -121,7 +121,7 @@ def test_the_table_without_the_new_fabrics_block_names_it(fakenet):
     partition = Partition.from_extras('test:fake', {'fabric': FAKE, 'iface': 'eth0'})
     stack = Stack(environ='e', mpi_family='openmpi', mpi_profile='openmpi', mpi_version='4.1.4')
     with pytest.raises(ConfigError, match=rf'{FABRICS_FILE}: fabrics.{FAKE}: missing '):
-        partition.fabric_settings(stack, 'mpirun')
+        fabrictable.settings(partition, stack, 'mpirun')
 
 
 def test_the_new_fabric_leaves_no_trace(fakenet):
@@ -247,7 +247,7 @@ def test_an_unknown_fabric_in_the_table_names_file_key_and_valid(tmp_path):
     path.write_text(yaml.safe_dump(table))
     with pytest.raises(ConfigError, match=rf'^{path}: fabrics.myrinet: not a fabric of '
                                           r'hpcnet.fabrics \(valid: shm, tcp, roce, ib\)$'):
-        fabrics.load_table(path)
+        fabrictable.load_table(path)
 
 
 def test_fabrics_and_mpi_families_keep_one_kind_of_registry():

@@ -6,7 +6,7 @@ import yaml
 
 from conftest import fabric_settings
 
-from hpcnet import fabrics, model
+from hpcnet import fabrictable, model
 from hpcnet.constants import FABRICS_FILE
 
 DATA = Path(__file__).parent / 'data' / 'transport'
@@ -62,14 +62,14 @@ def test_yield_variables_only_for_more_ranks_than_shared_cores(monkeypatch):
     real = model.Partition.from_extras('site:eth', {'fabric': 'tcp', 'iface': 'eth0', 'num_nodes': 4})
     assert shared.oversubscribed(4) and not shared.oversubscribed(2) and not real.oversubscribed(4)
     stack = model.Stack(environ='e', mpi_family='openmpi', mpi_profile='openmpi', mpi_version='5')
-    assert shared.fabric_settings(stack, 'srun', oversubscribed=True).env['OMPI_MCA_mpi_yield_when_idle'] == '1'
-    assert 'OMPI_MCA_mpi_yield_when_idle' not in shared.fabric_settings(stack, 'srun').env
+    assert fabrictable.settings(shared, stack, 'srun', oversubscribed=True).env['OMPI_MCA_mpi_yield_when_idle'] == '1'
+    assert 'OMPI_MCA_mpi_yield_when_idle' not in fabrictable.settings(shared, stack, 'srun').env
     impi = model.Stack(environ='e', mpi_family='impi', mpi_profile='impi', mpi_version='2021')
-    assert shared.fabric_settings(impi, 'srun', oversubscribed=True).env['I_MPI_WAIT_MODE'] == '1'
+    assert fabrictable.settings(shared, impi, 'srun', oversubscribed=True).env['I_MPI_WAIT_MODE'] == '1'
     # MPICH yields by itself (>= 4.2) or cannot (4.0.2): nothing added, nothing broken
     mpich = model.Stack(environ='e', mpi_family='mpich', mpi_profile='mpich-ofi', mpi_version='5')
-    assert shared.fabric_settings(mpich, 'srun', oversubscribed=True).env \
-        == shared.fabric_settings(mpich, 'srun').env
+    assert fabrictable.settings(shared, mpich, 'srun', oversubscribed=True).env \
+        == fabrictable.settings(shared, mpich, 'srun').env
 
 
 def test_an_mpi_that_cannot_yield_is_not_run_oversubscribed(monkeypatch):
@@ -79,19 +79,19 @@ def test_an_mpi_that_cannot_yield_is_not_run_oversubscribed(monkeypatch):
     real = model.Partition.from_extras('site:eth', {'fabric': 'tcp', 'iface': 'eth0', 'num_nodes': 4})
     debian = model.Stack(environ='gcc12-mpich4', mpi_family='mpich', mpi_profile='mpich-ucx',
                          mpi_version='4.0.2')
-    why = shared.cannot_oversubscribe(debian, 4)
+    why = fabrictable.oversubscription_refusal(shared, debian, 4)
     assert why.startswith('gcc12-mpich4: mpich 4.0.2 cannot give up a core while it waits')
     assert 'profiles.mpich-ucx.oversubscribed.yields_from' in why and '4 ranks on the 2 cores' in why
     # Two ranks fit the cores; a site's own nodes never share them; 4.2 on yields.
-    assert shared.cannot_oversubscribe(debian, 2) is None
-    assert real.cannot_oversubscribe(debian, 4) is None
+    assert fabrictable.oversubscription_refusal(shared, debian, 2) is None
+    assert fabrictable.oversubscription_refusal(real, debian, 4) is None
     for version in ('4.2', '4.2.1', '5.0.2', '10.0'):
         newer = model.Stack(environ='e', mpi_family='mpich', mpi_profile='mpich-ofi',
                             mpi_version=version)
-        assert shared.cannot_oversubscribe(newer, 4) is None, version
+        assert fabrictable.oversubscription_refusal(shared, newer, 4) is None, version
     # No yields_from: nothing is held back (Open MPI yields when told to).
     ompi = model.Stack(environ='e', mpi_family='openmpi', mpi_profile='openmpi', mpi_version='4.1.4')
-    assert shared.cannot_oversubscribe(ompi, 4) is None
+    assert fabrictable.oversubscription_refusal(shared, ompi, 4) is None
 
 
 def test_roce_needs_the_rdma_device_from_the_partition():
@@ -106,7 +106,7 @@ def test_roce_needs_the_rdma_device_from_the_partition():
 @pytest.mark.parametrize('profile', ['openmpi', 'mpich-ucx', 'mpich-ofi', 'impi', 'mvapich2'])
 @pytest.mark.parametrize('fabric', ['tcp', 'roce'])
 def test_table_covers_every_mpi_on_ethernet_and_roce(profile, fabric):
-    assert profile in fabrics.load_table()['fabrics'][fabric]
+    assert profile in fabrictable.load_table()['fabrics'][fabric]
 
 
 def test_unknown_fabric_and_profile_name_what_is_valid():
@@ -136,11 +136,11 @@ def _broken(mutate):
 ])
 def test_malformed_table_names_file_key_and_valid(mutate, match):
     with pytest.raises(model.ConfigError, match=match):
-        fabrics.validate_table(_broken(mutate), 'model.yaml')
+        fabrictable.validate_table(_broken(mutate), 'model.yaml')
 
 
 def test_unreadable_table(tmp_path):
     bad = tmp_path / 'model.yaml'
     bad.write_text('fabrics: [unclosed\n')
     with pytest.raises(model.ConfigError, match=f"{bad}:2:1: not valid YAML: expected ',' or"):
-        fabrics.load_table(bad)
+        fabrictable.load_table(bad)

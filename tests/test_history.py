@@ -247,11 +247,6 @@ def test_a_change_reads_what_the_sessions_beside_its_border_recorded():
     assert 'beside it, session 6' in history_text.change_line(series, change)
 
 
-def _hpcnet(*args):
-    return subprocess.run([str(HPCNET), 'history', *args], text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
 @pytest.mark.parametrize('args,says', [
     (['--db', '/nonexistent/results.db'],
      "--db: '/nonexistent/results.db': not a file in an existing directory"),
@@ -261,7 +256,7 @@ def _hpcnet(*args):
     (['--alpha', '2'], "argument --alpha: '2' is not a fraction between 0 and 1"),
 ])
 def test_a_usage_error_is_one_line_and_exit_2(args, says):
-    res = _hpcnet(*args)
+    res = run_hpcnet('history', *args)
     assert res.returncode == Exit.USAGE, res.stderr
     assert says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
@@ -282,7 +277,7 @@ def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_
                              text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              env={**os.environ, **scratch})
         assert run.returncode == Exit.OK, run.stdout[-3000:]
-    res = _hpcnet('--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
+    res = run_hpcnet('history', '--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
     assert res.returncode == Exit.UNDECIDED, res.stdout + res.stderr
     needed = levels.sessions_needed()
     assert 'TOO SHORT ' in res.stdout and f'fewer than {needed} sessions' in res.stdout

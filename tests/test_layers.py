@@ -15,6 +15,7 @@ step (MAX_FUNCTION_LINES).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -215,8 +216,16 @@ def test_the_metric_catalogue_is_a_floor_below_the_checks():
 
 def test_fabric_registry_sits_on_the_mpi_registry():
     # The model, discovery, the checks and the metric catalogue read it.
-    assert {m for m in GRAPH['hpcnet.fabrics'] if not _in(m, 'hpcnet.mpi')} == {'hpcnet.constants',
-                                                                              'hpcnet.yamlfile'}
+    assert {m for m in GRAPH['hpcnet.fabrics'] if not _in(m, 'hpcnet.mpi')} == {'hpcnet.constants'}
+
+
+def test_the_fabric_table_is_read_in_one_module():
+    # Its validation and its interpretation (placeholders, PMI, profiles) are
+    # one concept: the model only supplies a partition's values.
+    assert 'hpcnet.fabrictable' not in GRAPH['hpcnet.model']
+    readers = {m for m, path in MODULES.items()
+               if re.search(r'\bFABRICS_FILE\b', path.read_text())}
+    assert readers == {'hpcnet.constants', 'hpcnet.fabrictable', 'hpcnet.commands.fabrics'}
 
 
 def test_constants_imports_no_layer():

@@ -16,7 +16,7 @@ import yaml
 from reframe.core.exceptions import SanityError
 from test_stacks import CC, FAKE_MPI_API, FAKE_MPI_LIBRARY
 
-from hpcnet import mpi, stacks
+from hpcnet import fabrictable, mpi, stacks
 from hpcnet.checklib import sanity
 from hpcnet.stacks import modulenames, sources
 from hpcnet.constants import FABRICS_FILE, Fabric
@@ -130,7 +130,7 @@ def test_module_and_spack_names_read_the_entry(fakempi):
 def test_transport_report_is_parsed_with_the_entry_parser(fakempi, fabric_table):
     partition = Partition.from_extras('test:tcp', {'fabric': Fabric.TCP, 'iface': 'eth0'})
     stack = Stack(environ='e', mpi_family=FAKE, mpi_profile=FAKE, mpi_version='1.2.3')
-    settings = partition.fabric_settings(stack, 'mpirun', fabric_table)
+    settings = fabrictable.settings(partition, stack, 'mpirun', fabric_table)
     assert settings.env == {'FAKEMPI_NET': 'tcp:eth0', 'FAKEMPI_REPORT': '1'}
     assert settings.verify('fakempi: peer over tcp\n') == (
         True, "fakempi used tcp on fabric 'tcp'")

@@ -11,7 +11,6 @@ from hpcnet import model, sites, variables
 from hpcnet.constants import OUTPUT_DIR, REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 #: Where the code reads variables (src/: the kernels; Makefile: the build).
 CODE = [PROJECT_ROOT / d for d in ('hpcnet', 'config', 'checks', 'src')]
 SITE = '''\
@@ -66,10 +65,8 @@ def test_the_site_guide_holds_the_table():
     assert variables.markdown() in guide
 
 
-def _config(*args, env=None, cwd=PROJECT_ROOT):
-    return subprocess.run([str(HPCNET), 'config', *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, cwd=cwd,
-                          timeout=120)
+#: `hpcnet config` run from the project's root.
+_config = functools.partial(run_hpcnet, 'config', cwd=PROJECT_ROOT, timeout=120)
 
 
 def _settings(stdout: str) -> dict:

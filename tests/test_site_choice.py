@@ -10,7 +10,7 @@ import sys
 import pytest
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import fabrics, model, sites, stacks
+from hpcnet import fabrictable, model, sites, stacks
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
 from hpcnet.model import StackChoice
@@ -134,24 +134,24 @@ def _stack(family, profile):
 
 
 def test_the_partition_pmi_replaces_the_tables():
-    table = fabrics.load_table()
+    table = fabrictable.load_table()
     assert table['launchers']['srun']['openmpi'] == ['--mpi=pmix']
     default = Partition.from_extras('s:p', {'fabric': 'shm'})
-    assert default.fabric_settings(_stack('openmpi', 'openmpi'), 'srun').launcher_options[:1] \
+    assert fabrictable.settings(default, _stack('openmpi', 'openmpi'), 'srun').launcher_options[:1] \
         == ('--mpi=pmix',)
     one = Partition.from_extras('s:p', {'fabric': 'shm', 'pmi': 'pmix_v4'})
-    options = one.fabric_settings(_stack('openmpi', 'openmpi'), 'srun').launcher_options
+    options = fabrictable.settings(one, _stack('openmpi', 'openmpi'), 'srun').launcher_options
     assert '--mpi=pmix_v4' in options and '--mpi=pmix' not in options
     per_family = Partition.from_extras('s:p', {'fabric': 'shm',
                                                'pmi': {'mpich': 'pmix', 'openmpi': 'pmix_v3'}})
-    assert '--mpi=pmix' in per_family.fabric_settings(_stack('mpich', 'mpich-ofi'),
-                                                      'srun').launcher_options
+    assert '--mpi=pmix' in fabrictable.settings(per_family, _stack('mpich', 'mpich-ofi'),
+                                                'srun').launcher_options
     # A family it does not name keeps the table's.
-    assert '--mpi=pmi2' in per_family.fabric_settings(_stack('impi', 'impi'),
-                                                      'srun').launcher_options
+    assert '--mpi=pmi2' in fabrictable.settings(per_family, _stack('impi', 'impi'),
+                                                'srun').launcher_options
     # mpirun takes no --mpi=.
-    assert not any(o.startswith('--mpi') for o in one.fabric_settings(
-        _stack('openmpi', 'openmpi'), 'mpirun').launcher_options)
+    assert not any(o.startswith('--mpi') for o in fabrictable.settings(
+        one, _stack('openmpi', 'openmpi'), 'mpirun').launcher_options)
 
 
 @pytest.mark.parametrize('launcher,pmi,message', [

@@ -1,6 +1,7 @@
 """Stack detection with fake MPI prefixes: each is a real header, a real shared
 library and a real wrapper script, so the probe compiles and runs for real."""
 import dataclasses
+import json
 import os
 import shutil
 import stat
@@ -13,6 +14,7 @@ import pytest
 from hpcnet import mpi, stacks
 from hpcnet.commands import stacks as stacks_command
 from hpcnet.stacks import candidate, sources
+from hpcnet.stacks.discover import Environment
 from hpcnet.mpi import MpiFamily
 
 SPACK_MPIRUN_NOTICE = (Path(__file__).parent / 'data' / 'spack-built' /
@@ -459,3 +461,21 @@ def test_hpcnet_stacks_names_the_launcher_spack_kept(tmp_path, compiler, monkeyp
     assert stacks_command.run(args) == 0
     assert f'starts ranks with {prefix}/bin/orterun without a scheduler ({prefix}/bin/mpirun is ' \
            "Spack's ~legacylaunchers notice)" in capsys.readouterr().out
+
+
+def test_the_cache_record_of_an_environment_reads_back_as_itself():
+    '''The discovery cache is the Environment's own record: what a load that
+    probes nothing reads back is the environment the probe made.'''
+    candidate = stacks.MpiCandidate(
+        label='spack-openmpi', source='spack', wrapper='/opt/ompi/bin/mpicc',
+        bindir='/opt/ompi/bin', prefix='/opt/ompi', env_vars=(('LD_LIBRARY_PATH', '/opt/ompi/lib'),),
+        modules=('openmpi/4.1.6',), transport_layer='ucx', tool_prefixes=('/opt/osu',),
+        built_with=(('gcc', '12.2.0'),), spec='openmpi@4.1.6 /abcdefg')
+    env = Environment(stacks.Compiler('gcc', '12.2.0', '/usr/bin/gcc'),
+                      stacks.MpiStack(candidate, 'openmpi', '4.1.6', 'Open MPI v4.1.6',
+                                      (('osu_latency', '/opt/osu/bin/osu_latency'),),
+                                      (('tcp', 'libfabric.so.1 not found'),)),
+                      primary=True)
+    found = stacks.Discovery([env], [('x', 'why')], [('y on tcp', 'why')])
+    assert stacks.Discovery.from_json(json.loads(json.dumps(found.to_json()))) == found
+    assert Environment.from_json(json.loads(json.dumps(env.to_json()))).stack() == env.stack()

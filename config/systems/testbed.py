@@ -40,6 +40,12 @@ system = {
     ],
 }
 
+#: ReFrame settings of this system alone (hpcnet.sites.GENERAL): how often
+#: ReFrame asks Slurm whether a job ended.  Its default decays from 10 Hz to
+#: 0.1 Hz, so a case ends up to 10 s late; an sacct call per poll allows
+#: 10 Hz down to 4 Hz (docs/measurements.md, "Where the time goes").
+general = {'poll_rate_max': 10, 'poll_rate_min': 4, 'poll_rate_decay': 0.1}
+
 #: The tightest tolerance `hpcnet baseline` gives this system (hpcnet.sites):
 #: the nodes share the host's cores, so a stall moves a clean run's
 #: calibrated figures by more than the baseline's sessions show

@@ -23,7 +23,7 @@ from reframe.core.builtins import fixture, parameter, run_after, run_before, var
 from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.utility import ScopedDict
 
-from hpcnet import fabrics, metrics
+from hpcnet import fabrics, fabrictable, metrics
 from hpcnet.acceptance import references
 from hpcnet.checklib import calibration, linkbytes, preflight, sanity
 from hpcnet.checklib.builds import build_kernels
@@ -364,12 +364,13 @@ class MpiBenchmark(NetworkRun):
         if gap is not None and runs_here:
             self.skip_because(f'{self.stack.environ} {FABRIC_UNUSABLE} '
                               f'{self.partition.fabric} on this host: {gap}')
-        unable = self.partition.cannot_oversubscribe(self.stack, self.num_tasks)
+        unable = fabrictable.oversubscription_refusal(self.partition, self.stack, self.num_tasks)
         if unable is not None:
             self.skip_because(unable)
         launcher = self.current_partition.launcher_type.registered_name
-        self.fabric_settings = self.partition.fabric_settings(
-            self.stack, launcher, oversubscribed=self.partition.oversubscribed(self.num_tasks))
+        self.fabric_settings = fabrictable.settings(
+            self.partition, self.stack, launcher,
+            oversubscribed=self.partition.oversubscribed(self.num_tasks))
         # ReFrame writes `export NAME=value` as it is: quoted here.
         self.env_vars.update({k: shlex.quote(v) for k, v in self.fabric_settings.env.items()})
         self.env_vars.update(start_env(self.stack.mpi_family))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import fabrics, model, sites
+from hpcnet import fabrics, fabrictable, model, sites
 from hpcnet.constants import FABRICS_FILE
 
 
@@ -16,7 +16,7 @@ def run(args) -> int:
         raise model.ConfigError(missing)
     # The site files first: the fabrics they add have blocks in the table.
     systems = sites.load_system_files(*sites.system_directories())
-    table = fabrics.load_table(path)
+    table = fabrictable.load_table(path)
     print(f'ok: {path}: fabrics {", ".join(table["fabrics"])}; MPI profiles '
           f'{", ".join(table["profiles"])}')
     for entry in fabrics.entries():

@@ -7,7 +7,7 @@ library check, module and Spack sources, the start environment, transport
 reports and known issues all read it from here.  The transport-report
 parsers the entries name (an MPI's output -> the transports it used for
 peers, never 'self') are at the end; the fabric table's
-:meth:`hpcnet.fabrics.FabricSettings.verify` runs them.  :func:`register` adds one,
+:meth:`hpcnet.fabrictable.FabricSettings.verify` runs them.  :func:`register` adds one,
 :func:`unregister` removes it again (tests).
 
 The registry class itself (:class:`Registry`) is here too: hpcnet.fabrics

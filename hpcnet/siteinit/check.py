@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet import mpi
+from hpcnet import fabrictable, mpi
 from hpcnet.checklib import preflight
 from hpcnet.exitcodes import Exit, worst
 from hpcnet.model import PMI_LAUNCHER, ConfigError, Partition, Stack
@@ -243,7 +243,7 @@ def check_mpi(part: Partition, rfm_part: dict, env: dict, stage: Path) -> Findin
         return Finding(Exit.UNDECIDED, f'{what}: launcher {launcher!r} is not checked (site '
                                        f'check starts MPI jobs with {PMI_LAUNCHER} only)')
     try:
-        settings = part.fabric_settings(stack, launcher)
+        settings = fabrictable.settings(part, stack, launcher)
     except ConfigError as err:
         return fail(f'{what}: {err}')
     pmi = next((o for o in settings.launcher_options if o.startswith('--mpi=')), '(no --mpi=)')

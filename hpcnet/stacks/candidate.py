@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from hpcnet import fabrics as fabric_registry, mpi
+from hpcnet import fabrics as fabric_registry, fabrictable, mpi
 from hpcnet.constants import DEFAULT_STATE_DIR
 from hpcnet.model import ConfigError, Partition, Stack
 from hpcnet.variables import STATE_DIR_ENV
@@ -403,7 +403,7 @@ def probe_fabrics(candidate: MpiCandidate, family: str, version: str, exe: Path,
         part = Partition(fullname=f'host-probe:{fabric}', fabric=fabric,
                          iface=fabric_registry.fabric(fabric).host_probe_iface)
         try:
-            settings = part.fabric_settings(stack, 'mpirun')
+            settings = fabrictable.settings(part, stack, 'mpirun')
         except ConfigError as err:
             failures.append((fabric, str(err)))    # the checks fail there with the same
             continue

@@ -163,6 +163,21 @@ class Environment:
             'extras': self.stack().to_extras(),
         }
 
+    def to_json(self) -> dict:
+        '''The record the discovery cache keeps of it (:meth:`from_json`).'''
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> 'Environment':
+        '''An environment from its cache record (lists made tuples again).'''
+        found = data['mpi']
+        stack = MpiStack(candidate=MpiCandidate.from_json(found['candidate']),
+                         family=found['family'], version=found['version'],
+                         library_version=found['library_version'],
+                         tools=tuple(tuple(t) for t in found['tools']),
+                         fabric_gaps=tuple(tuple(g) for g in found['fabric_gaps']))
+        return cls(Compiler(**data['compiler']), stack, data.get('primary', False))
+
     def stack(self) -> Stack:
         '''The typed model the checks read back (hpcnet.model.Stack).'''
         cand = self.mpi.candidate
@@ -185,6 +200,17 @@ class Discovery:
     #: (what, why) for every fabric probe that failed for a reason other than
     #: a missing piece: its checks still run there, and fail saying why.
     fabric_failures: list = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        '''The discovery cache's content (:meth:`from_json`).'''
+        return {'environments': [e.to_json() for e in self.environments],
+                'rejected': self.rejected, 'fabric_failures': self.fabric_failures}
+
+    @classmethod
+    def from_json(cls, data: dict) -> 'Discovery':
+        return cls([Environment.from_json(e) for e in data['environments']],
+                   [tuple(r) for r in data['rejected']],
+                   [tuple(f) for f in data['fabric_failures']])
 
 
 # --------------------------------------------------------------------------
@@ -283,24 +309,6 @@ def _fingerprint(candidates, compilers) -> str:
     return h.hexdigest()
 
 
-def _to_json(d: Discovery) -> dict:
-    return {'environments': [dataclasses.asdict(e) for e in d.environments],
-            'rejected': d.rejected, 'fabric_failures': d.fabric_failures}
-
-
-def _from_json(data: dict) -> Discovery:
-    envs = []
-    for e in data['environments']:
-        cand = MpiCandidate.from_json(e['mpi']['candidate'])
-        stack = MpiStack(candidate=cand, family=e['mpi']['family'], version=e['mpi']['version'],
-                         library_version=e['mpi']['library_version'],
-                         tools=tuple(tuple(t) for t in e['mpi']['tools']),
-                         fabric_gaps=tuple(tuple(g) for g in e['mpi']['fabric_gaps']))
-        envs.append(Environment(Compiler(**e['compiler']), stack, e.get('primary', False)))
-    return Discovery(envs, [tuple(r) for r in data['rejected']],
-                     [tuple(f) for f in data['fabric_failures']])
-
-
 def _pinned_compilers(cand: MpiCandidate, found: list) -> tuple:
     '''(compilers, why none): [the compiler of a candidate that names its
     own], the compilers found of the families and majors it was built with,
@@ -391,7 +399,7 @@ def discover(state: Path | None = None, sources: list | None = None,
         try:
             data = json.loads(cache.read_text())
             if data.get('fingerprint') == fingerprint:
-                return _from_json(data)
+                return Discovery.from_json(data)
             why = 'an MPI, a compiler or the probe changed'
         except (ValueError, KeyError, TypeError) as err:
             why = f'unreadable ({type(err).__name__}: {err})'
@@ -407,7 +415,7 @@ def discover(state: Path | None = None, sources: list | None = None,
         outcome = f'{len(result.environments)} environment(s)'
     finally:
         print(f' {outcome} in {time.monotonic() - started:.0f} s', file=sys.stderr, flush=True)
-    cache.write_text(json.dumps({'fingerprint': fingerprint, **_to_json(result)}, indent=1))
+    cache.write_text(json.dumps({'fingerprint': fingerprint, **result.to_json()}, indent=1))
     return result
 
 
@@ -417,7 +425,7 @@ def cached_discovery(state: Path | None = None) -> Discovery | None:
     None where there is none; a StackError where it cannot be read.'''
     cache = (Path(state) if state else state_dir()) / CACHE_FILE
     try:
-        return _from_json(json.loads(cache.read_text()))
+        return Discovery.from_json(json.loads(cache.read_text()))
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as err:
