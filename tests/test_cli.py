@@ -1,27 +1,24 @@
 """Errors a user can cause get one message naming what was wrong and what is
 valid; the build flags reach the compiler."""
+import functools
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from conftest import run_reframe
+from helpers import run_hpcnet
 
 from hpcnet.constants import CONFIG_DIR
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 CHECKS = Path(__file__).parent / 'checks'
 
 
-def hpcnet(*args, env=None):
-    import os
-    return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
-                          timeout=300)
+#: hpcnet with stdout and stderr as one stream, as a terminal shows them.
+hpcnet = functools.partial(run_hpcnet, stderr=subprocess.STDOUT, timeout=300)
 
 
 def test_unknown_system_lists_the_valid_ones():

@@ -7,22 +7,20 @@ import copy
 import functools
 import json
 import math
-import os
 import platform
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import run_hpcnet
+
 from hpcnet.acceptance import (accepted_changes as accepted, baseline, history, history_text, levels,
                                pooled_outliers, spread)
 from hpcnet.acceptance.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
-
-HPCNET = Path(sys.executable).with_name('hpcnet')
 
 
 def _noisy(n: int, level: float = 112.0, spread: float = 0.01, seed: int = 7) -> list:
@@ -247,11 +245,6 @@ def test_a_change_reads_what_the_sessions_beside_its_border_recorded():
     assert 'beside it, session 6' in history_text.change_line(series, change)
 
 
-def _hpcnet(*args):
-    return subprocess.run([str(HPCNET), 'history', *args], text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-
-
 @pytest.mark.parametrize('args,says', [
     (['--db', '/nonexistent/results.db'],
      "--db: '/nonexistent/results.db': not a file in an existing directory"),
@@ -261,7 +254,7 @@ def _hpcnet(*args):
     (['--alpha', '2'], "argument --alpha: '2' is not a fraction between 0 and 1"),
 ])
 def test_a_usage_error_is_one_line_and_exit_2(args, says):
-    res = _hpcnet(*args)
+    res = run_hpcnet('history', *args)
     assert res.returncode == Exit.USAGE, res.stderr
     assert says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
 
@@ -276,13 +269,12 @@ def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_
                'HPCNET_REPORTS_DIR': str(tmp_path / 'reports'),
                'RFM_PERFLOG_DIR': str(tmp_path / 'perflogs')}
     for _ in range(2):
-        run = subprocess.run([str(HPCNET), 'run', '--system', 'local:shm', '-n',
-                              'hpcnet_p2p.*scale=1_node.*mode=pingpong', '-p',
-                              f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=5'],
-                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env={**os.environ, **scratch})
+        run = run_hpcnet('run', '--system', 'local:shm', '-n',
+                         'hpcnet_p2p.*scale=1_node.*mode=pingpong', '-p',
+                         f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=5', env=scratch,
+                         stderr=subprocess.STDOUT)
         assert run.returncode == Exit.OK, run.stdout[-3000:]
-    res = _hpcnet('--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
+    res = run_hpcnet('history', '--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
     assert res.returncode == Exit.UNDECIDED, res.stdout + res.stderr
     needed = levels.sessions_needed()
     assert 'TOO SHORT ' in res.stdout and f'fewer than {needed} sessions' in res.stdout

@@ -1,17 +1,15 @@
 """`hpcnet config` prints every setting and variable in force with its
 source, and the HPCNET_* variables are named in one table
 (hpcnet/variables.py) that the code, the command and the docs share."""
-import os
+import functools
 import re
-import subprocess
-import sys
-from pathlib import Path
+
+from helpers import run_hpcnet
 
 from hpcnet import model, sites, variables
 from hpcnet.constants import OUTPUT_DIR, REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 #: Where the code reads variables (src/: the kernels; Makefile: the build).
 CODE = [PROJECT_ROOT / d for d in ('hpcnet', 'config', 'checks', 'src')]
 SITE = '''\
@@ -66,10 +64,8 @@ def test_the_site_guide_holds_the_table():
     assert variables.markdown() in guide
 
 
-def _config(*args, env=None, cwd=PROJECT_ROOT):
-    return subprocess.run([str(HPCNET), 'config', *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, env={**os.environ, **(env or {})}, cwd=cwd,
-                          timeout=120)
+#: `hpcnet config` run from the project's root.
+_config = functools.partial(run_hpcnet, 'config', cwd=PROJECT_ROOT, timeout=120)
 
 
 def _settings(stdout: str) -> dict:
