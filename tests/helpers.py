@@ -11,9 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
 import conftest
 from hpcnet import metrics
 from hpcnet.acceptance import metricindex
+from hpcnet.constants import FABRICS_FILE
+from hpcnet.parsers.errors import BenchmarkOutputError
 
 HPCNET = Path(sys.executable).with_name('hpcnet')
 
@@ -126,3 +131,43 @@ def fault_row(fault: str, res: subprocess.CompletedProcess, expected: int,
         assert reason, f'{fault}: no line holds {shown!r}\n{res.stdout[-3000:]}'
     record_fault(fault, res.returncode, reason)
     return reason
+
+
+def parse_error(parse, text: str, *fragments: str, line=None, source='damaged.txt',
+                **kw) -> BenchmarkOutputError:
+    '''The error ``parse`` (a benchmark's output parser) raises on ``text``:
+    its message starts with ``source`` (and ``line``) and holds every one of
+    ``fragments``.'''
+    with pytest.raises(BenchmarkOutputError) as info:
+        parse(text, source=source, **kw)
+    err = info.value
+    message = str(err)
+    assert message.startswith(source), message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    if line is not None:
+        assert err.line == line, message
+        assert message.startswith(f'{source}:{line}: '), message
+    return err
+
+
+def registered_entry(registry, entry):
+    '''A fixture: ``entry`` in ``registry`` (hpcnet.fabrics', hpcnet.mpi's)
+    for the length of a test.'''
+    @pytest.fixture
+    def fixture():
+        registry.register(entry)
+        yield entry
+        registry.unregister(entry.name)
+    return fixture
+
+
+def shipped_fabric_table() -> dict:
+    '''A copy of the fabric table hpcnet ships (config/fabrics.yaml) to edit.'''
+    return yaml.safe_load(FABRICS_FILE.read_text())
+
+
+def write_fabric_table(path: Path, table: dict) -> Path:
+    '''``table`` written where HPCNET_FABRICS_FILE may name it.'''
+    path.write_text(yaml.safe_dump(table))
+    return path

@@ -213,7 +213,7 @@ def test_a_busy_host_makes_the_run_not_decided():
     assert f'NOT JUDGED (1): {reason}' in lines
     assert lines[-1] == (f'NOT DECIDED: 2 pass; 1 case(s) not judged: {MEASUREMENT_WITHHELD} '
                          '(NOT JUDGED says why; run again when that has passed)')
-    record_fault('testbed host busy (iperf3 0.81 of the wire, cores 100 % busy)', code, lines[-1])
+    record_fault('measurement withheld (iperf3 0.81 of the wire, cores 100 % busy)', code, lines[-1])
 
 
 def test_the_last_line_counts_judged_and_unjudged_cases():

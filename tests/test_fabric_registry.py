@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import env_regex, run_reframe
+from helpers import registered_entry, shipped_fabric_table, write_fabric_table
 
 from hpcnet import fabrics, metrics, mpi, sites, stacks
 from hpcnet.checklib import preflight
@@ -33,23 +33,17 @@ FAKE_ENTRY = fabrics.FabricEntry(
     link_layer=None, default_gid_index=None)
 
 
-@pytest.fixture
-def fakenet():
-    fabrics.register(FAKE_ENTRY)
-    yield FAKE_ENTRY
-    fabrics.unregister(FAKE)
+fakenet = registered_entry(fabrics, FAKE_ENTRY)
 
 
 @pytest.fixture
 def fabric_table(tmp_path):
     '''config/fabrics.yaml plus the fake fabric's block, for Open MPI.'''
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     table['fabrics'][FAKE] = {'openmpi': {'env': {'OMPI_MCA_btl': 'tcp,self',
                                                   'OMPI_MCA_btl_tcp_if_include': '{iface}'},
                                           'expect': ['tcp']}}
-    path = tmp_path / 'fabrics.yaml'
-    path.write_text(yaml.safe_dump(table))
-    return path
+    return write_fabric_table(tmp_path / 'fabrics.yaml', table)
 
 
 # --------------------------------------------------------------------------
@@ -188,10 +182,10 @@ def test_a_site_fabric_runs_the_p2p_check(tmp_path, one_env_per_stack):
     systems = tmp_path / 'systems'
     systems.mkdir()
     (systems / 'loopsite.py').write_text(LOOPNET_SITE)
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     # Its MPI settings: TCP's, with the TCP stack's only interface, loopback.
     table['fabrics']['loopnet'] = table['fabrics']['tcp']
-    (tmp_path / 'fabrics.yaml').write_text(yaml.safe_dump(table))
+    write_fabric_table(tmp_path / 'fabrics.yaml', table)
     env = next((e for e in one_env_per_stack if 'openmpi' in e), one_env_per_stack[0])
     proc, cases = run_reframe(
         tmp_path, '-c', str(CHECKS_DIR / 'p2p.py'), '-n', '^hpcnet_p2p.*mode=pingpong',
@@ -241,10 +235,9 @@ def test_an_unknown_fabric_in_a_site_file_names_file_key_and_valid(tmp_path):
 
 
 def test_an_unknown_fabric_in_the_table_names_file_key_and_valid(tmp_path):
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     table['fabrics']['myrinet'] = table['fabrics']['tcp']
-    path = tmp_path / 'fabrics.yaml'
-    path.write_text(yaml.safe_dump(table))
+    path = write_fabric_table(tmp_path / 'fabrics.yaml', table)
     with pytest.raises(ConfigError, match=rf'^{path}: fabrics.myrinet: not a fabric of '
                                           r'hpcnet.fabrics \(valid: shm, tcp, roce, ib\)$'):
         fabrics.load_table(path)

@@ -121,7 +121,7 @@ def test_a_known_issue_in_one_repeat_passed_on_retry_passes(fake_reframe):
 
 def test_reframe_failing_outside_any_case_fails_also_after_a_retry(fake_reframe):
     '''ReFrame exited 1 with no failed repeat in its report, while a case was
-    measured again (a busy host): never a pass.'''
+    measured again (its measurement withheld): never a pass.'''
     sessions, _, _ = fake_reframe
     busy = {**PASSED, 'judgement_basis': Basis.WITHHELD,
             'judgement': 'not judged: measurement withheld (host busy: iperf3 at 0.81 of the wire)'}

@@ -424,9 +424,9 @@ def test_busy_host_nights_are_shown_not_decided_and_keep_the_session_numbers():
     assert [s.index for s, _ in series.busy] == [8] and len(found.sessions) == 14
     (change,) = series.finding.changes
     assert series.session_of(change.position).index == 9
-    assert 'BUSY HOST      session 8 (' in history_text.text(found)
+    assert 'WITHHELD       session 8 (' in history_text.text(found)
     assert found.exit_code == Exit.FAILED
-    # The newest nights on a busy host: not decided, never a silent pass.
+    # The newest nights' measurements withheld: not decided, never a silent pass.
     newest = judged(nights(_noisy(20) + [('busy', 80.0)] * 5))
     assert newest.exit_code == Exit.UNDECIDED and len(bandwidth(newest).newest_busy()) == 5
     assert 'values not decided (measurement withheld: the host was busy), the newest' \

@@ -1,4 +1,5 @@
-"""Issue 32 item 5: a slow link is a slow link, a busy host is a busy host.
+"""Issue 32 item 5: a slow link fails its case; a host too busy to measure
+fairly withholds the measurement, which is shown, not judged.
 
 The calibration a testbed case leaves (tests/data/calibration: recorded
 iperf3 JSON, tc views of the testbed's own bad-cable fault, recorded CPU
@@ -52,7 +53,7 @@ def _verdict_of_the_check(found: calibration.Calibration):
 
 def test_verdict_5_a_slow_path_on_a_quiet_host_fails_on_performance(tmp_path):
     '''`hpcnet testbed shape --node cn1 --peer cn2 --rate 700mbit` on an idle
-    host: the case fails naming the shaper, never "host overloaded" (exit 3).'''
+    host: the case fails naming the shaper, never "measurement withheld" (exit 3).'''
     tc_lines = (DATA / 'tc' / 'path-cn1-cn2-700mbit.txt').read_text()
     found = calibration.read(_stage(tmp_path, 0.70, tc_lines, QUIET))
     assert found.host_busy() is False and found.withheld(GBIT, 1500) is None
