@@ -16,6 +16,7 @@ import yaml
 
 import conftest
 from hpcnet import metrics
+from hpcnet import testbed as tbm
 from hpcnet.acceptance import metricindex
 from hpcnet.constants import FABRICS_FILE
 from hpcnet.parsers.errors import BenchmarkOutputError
@@ -171,3 +172,11 @@ def write_fabric_table(path: Path, table: dict) -> Path:
     '''``table`` written where HPCNET_FABRICS_FILE may name it.'''
     path.write_text(yaml.safe_dump(table))
     return path
+
+
+def testbed_marks(integration: bool = True) -> list:
+    '''The pytestmark of a module whose tests run on the Slurm testbed:
+    skipped, with the reason, where this host cannot start one.'''
+    unavailable = tbm.unavailable_reason()
+    return [pytest.mark.testbed, *([pytest.mark.integration] if integration else []),
+            pytest.mark.skipif(unavailable is not None, reason=unavailable or '')]

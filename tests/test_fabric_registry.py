@@ -10,14 +10,10 @@ site file outside the package registers "loopnet" (its ``fabrics``), and
 HPCNET_FABRICS_FILE names a copy of the table with its blocks.
 """
 import dataclasses
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import env_regex, run_reframe
-from helpers import registered_entry, shipped_fabric_table, write_fabric_table
+from helpers import registered_entry, run_hpcnet, shipped_fabric_table, write_fabric_table
 
 from hpcnet import fabrics, metrics, mpi, sites, stacks
 from hpcnet.checklib import preflight
@@ -25,7 +21,6 @@ from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
 from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, Partition, Stack
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 FAKE = 'fakenet'
 FAKE_ENTRY = fabrics.FabricEntry(
     name=FAKE, description='a test fabric over an Ethernet interface',
@@ -226,8 +221,7 @@ def test_an_unknown_fabric_in_a_site_file_names_file_key_and_valid(tmp_path):
     site = tmp_path / 'mysite.py'
     site.write_text("system = {'name': 'mysite', 'partitions': [{'name': 'p', "
                     "'extras': {'fabric': 'myrinet', 'iface': 'eth0'}}]}\n")
-    result = subprocess.run([str(HPCNET), 'fabrics', 'validate'], capture_output=True, text=True,
-                            env={**os.environ, SYSTEMS_DIRS_ENV: str(tmp_path)}, timeout=120)
+    result = run_hpcnet('fabrics', 'validate', env={SYSTEMS_DIRS_ENV: str(tmp_path)}, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.strip().splitlines() == [
         f"hpcnet: error: {site}: partition mysite:p: extras.fabric is 'myrinet' (valid: shm, "
