@@ -174,7 +174,7 @@ def write_fabric_table(path: Path, table: dict) -> Path:
     return path
 
 
-def testbed_marks(integration: bool = True) -> list:
+def needs_testbed(integration: bool = True) -> list:
     '''The pytestmark of a module whose tests run on the Slurm testbed:
     skipped, with the reason, where this host cannot start one.'''
     unavailable = tbm.unavailable_reason()

@@ -16,7 +16,7 @@ import subprocess
 import time
 
 from conftest import env_regex, run_reframe, running_testbed
-from helpers import run_hpcnet, testbed_marks
+from helpers import needs_testbed, run_hpcnet
 
 from hpcnet import testbed as tbm
 from hpcnet.acceptance import history, history_text, levels
@@ -24,7 +24,7 @@ from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR
 from hpcnet.paths import WORK_DIR
 from hpcnet.exitcodes import Exit
 
-pytestmark = testbed_marks()
+pytestmark = needs_testbed()
 
 NAME = 'hpcneth'     # never touches a developer's 'hpcnet' testbed
 SESSIONS = 12

@@ -19,12 +19,12 @@ import time
 
 import pytest
 from conftest import hpcnet_on_head_node, running_testbed
-from helpers import testbed_marks
+from helpers import needs_testbed
 
 from hpcnet.exitcodes import Exit
 from hpcnet.sites import load_site_files
 
-pytestmark = testbed_marks()
+pytestmark = needs_testbed()
 
 NAME = 'hpcnetdr'            # never touches a developer's 'hpcnet' testbed
 SITE = 'daybreak'

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 from conftest import case_verdicts, hpcnet_on_head_node, running_testbed
-from helpers import testbed_marks
+from helpers import needs_testbed
 
 from hpcnet.constants import CHECKS_DIR, CONFIG_DIR
 from hpcnet.sites import load_site_files
 
-pytestmark = testbed_marks()
+pytestmark = needs_testbed()
 
 NAME = 'hpcnetsi'            # never touches a developer's 'hpcnet' testbed
 SITE = 'stranger'

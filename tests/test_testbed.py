@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures
-from helpers import testbed_marks
+from helpers import needs_testbed
 
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
 '''
 
 
-pytestmark = testbed_marks(integration=False)
+pytestmark = needs_testbed(integration=False)
 
 
 @pytest.fixture(scope='module')
