@@ -134,7 +134,7 @@ def unjudgeable_by_spread(tc: dict) -> bool:
 
 
 def _not_decided_lines(final: dict, judged_elsewhere: str) -> list:
-    '''The contract's "not decided" cases besides a busy host: a case the
+    '''The contract's "not decided" cases besides a withheld measurement: a case the
     baseline's spread left with no asserted metric, a case skipped because
     its stack cannot use the fabric its partition declares.'''
     lines = []
@@ -157,7 +157,7 @@ def summary(cases: dict, retried: list, judged_elsewhere: str = '') -> tuple:
     to its result in each repeat (a single result is one repeat); ``retried``
     holds the last attempt of each repeat run again.  A case fails if any
     repeat failed (naming it) and was not passed on a known issue's retry;
-    nothing ran, a busy host, a case nothing could fail or a declared
+    nothing ran, a withheld measurement, a case nothing could fail or a declared
     fabric skipped is NOT DECIDED; else OK (values recorded but not judged
     are said on the last line, not turned into a failure).'''
     outcomes = _outcomes(cases, retried)

@@ -1,6 +1,5 @@
 """Fixtures shared by the tests that run ReFrame for real."""
 import contextlib
-import io
 import json
 import os
 import re
@@ -268,16 +267,3 @@ def case_verdicts(report) -> dict:
     data = json.loads(Path(report).read_text())
     return {(tc['name'], tc['partition'], tc['environ']): (tc['result'], tc['fail_phase'])
             for run in data['runs'] for tc in run['testcases'] if not tc.get('fixture')}
-
-
-def hpcnet_in_process(*argv) -> tuple:
-    '''(exit code, stdout, stderr) of `hpcnet ARGV` run in this process
-    (argparse's exit is its exit code).'''
-    from hpcnet import cli
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-    return code, out.getvalue(), err.getvalue()

@@ -22,7 +22,7 @@ class NotDecided(Exception):
     pass
 
 
-def _case(scontrol_file: str, policy='idle', access=('--partition=eth', '--exclusive')):
+def _set_up_test(scontrol_file: str, policy='idle', access=('--partition=eth', '--exclusive')):
     '''A stand-in for a set-up case: its job with ReFrame's Slurm backend
     reading ``scontrol_file`` as `scontrol -a show -o nodes`.'''
     sched = object.__new__(SlurmJobScheduler)     # its __init__ reads ReFrame's runtime
@@ -43,27 +43,27 @@ def _case(scontrol_file: str, policy='idle', access=('--partition=eth', '--exclu
 
 
 def test_a_drained_and_an_allocated_node_leave_two():
-    case = _case('scontrol-show-node.testbed-drained.txt')
+    case = _set_up_test('scontrol-show-node.testbed-drained.txt')
     assert TakesAvailableNodes.available_nodes(case, 4) == 2
     assert case.nodes_left_out == 'cn3 (DRAIN+IDLE), cn4 (ALLOCATED)'
 
 
 def test_all_idle_is_the_declared_count():
-    case = _case('scontrol-show-node.testbed.txt')
+    case = _set_up_test('scontrol-show-node.testbed.txt')
     assert TakesAvailableNodes.available_nodes(case, 4) == 4 and case.nodes_left_out == ''
-    assert TakesAvailableNodes.available_nodes(_case('scontrol-show-node.testbed.txt'), 3) == 3
+    assert TakesAvailableNodes.available_nodes(_set_up_test('scontrol-show-node.testbed.txt'), 3) == 3
 
 
 def test_flex_alloc_all_and_a_number():
     assert TakesAvailableNodes.available_nodes(
-        _case('scontrol-show-node.testbed-drained.txt', policy='all'), 4) == 4
+        _set_up_test('scontrol-show-node.testbed-drained.txt', policy='all'), 4) == 4
     assert TakesAvailableNodes.available_nodes(
-        _case('scontrol-show-node.testbed-drained.txt', policy=3), 4) == 3
+        _set_up_test('scontrol-show-node.testbed-drained.txt', policy=3), 4) == 3
 
 
 def test_below_the_floor_is_not_decided():
-    case = _case('scontrol-show-node.testbed-drained.txt',
-                 access=('--partition=eth', '--nodelist=cn1,cn3'))
+    case = _set_up_test('scontrol-show-node.testbed-drained.txt',
+                        access=('--partition=eth', '--nodelist=cn1,cn3'))
     with pytest.raises(NotDecided, match=r'^1 node\(s\) of s:eth-tcp available '
                                          r'\(--flex-alloc-nodes=idle\), a whole-partition case '
                                          r'needs 2; left out: cn3 \(DRAIN\+IDLE\)$'):

@@ -11,28 +11,26 @@ import pytest
 from scipy import special
 from reframe.utility.sanity import reference_bounds
 
+from helpers import report_case, run_report
+
 from hpcnet.acceptance import baseline, references, refmerge, spread
 
 REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 INDEX = ['$partition', 'mpi_family', 'mode']
 
 
+#: The p2p case of the local system's tcp partition, indexed by partition, family and mode.
+LOCAL_CASE = {'name': 'hpcnet_p2p %mode=bw /abcd', 'unique_name': 'hpcnet_p2p_0', 'system': 'local',
+              'partition': 'tcp', 'result': 'pass', 'reference_index': INDEX}
+
+
 def _case(env, fam, mode, values, result='pass'):
-    return {'name': f'hpcnet_p2p %mode={mode} /abcd', 'unique_name': 'hpcnet_p2p_0',
-            'system': 'local', 'partition': 'tcp', 'environ': env, 'result': result,
-            'mode': mode, 'mpi_family': fam, 'reference_index': INDEX,
-            'perfvalues': {f'local:tcp:{var}': [v, 0, None, None, unit, 'pass']
-                           for var, (v, unit) in values.items()}}
-
-
-def _session(uuid, runs):
-    """A report of one session: ``runs`` is a list of lists of cases."""
-    return {'session_info': {'uuid': uuid},
-            'runs': [{'run_index': i, 'testcases': cases} for i, cases in enumerate(runs)]}
+    return report_case(values, base=LOCAL_CASE, name=f'hpcnet_p2p %mode={mode} /abcd', environ=env,
+                       mode=mode, mpi_family=fam, result=result)
 
 
 def _repeats(var, unit, values, env='gcc12-openmpi4', mode='bw', uuid='s1'):
-    return _session(uuid, [[_case(env, 'openmpi', mode, {var: (v, unit)})] for v in values])
+    return run_report([[_case(env, 'openmpi', mode, {var: (v, unit)})] for v in values], uuid)
 
 
 def _leaf(doc, env='gcc12-openmpi4', mode='bw'):
@@ -86,8 +84,8 @@ def _group_with_slow_modes() -> list:
                            '128KiB', '32KiB')}
     for var in ('bandwidth_8B', 'bandwidth_16KiB', 'bandwidth_64KiB'):
         values[var][2] = 400.0
-    reports = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
-        var: (v[i], 'MB/s') for var, v in values.items()})]]) for i in range(5)]
+    reports = [run_report([[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        var: (v[i], 'MB/s') for var, v in values.items()})]], f's{i}') for i in range(5)]
     return reports
 
 
@@ -199,8 +197,8 @@ def test_metrics_that_agreed_by_chance_get_the_spread_of_their_group():
               (1.02, 1.00, 0.97), (0.98, 1.03, 1.00), (1.00, 1.02, 0.96), (1.0, 1.0, 1.0)]
     # The steady one last, a catalogued bandwidth: bounded below only.
     sizes = ('64KiB', '1MiB', '16KiB', '8B', '256KiB', '2MiB', '512KiB', '4MiB')
-    reports = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
-        f'bandwidth_{size}': (1000.0 * d[i], 'MB/s') for size, d in zip(sizes, drifts)})]])
+    reports = [run_report([[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        f'bandwidth_{size}': (1000.0 * d[i], 'MB/s') for size, d in zip(sizes, drifts)})]], f's{i}')
         for i in range(3)]
     prior = spread.fit_prior([float(np.var(np.log(d), ddof=1)) for d in drifts[:7]], [2] * 7)
     # The seven vary alike (no more than chi-square with 2 dof says): the
@@ -213,8 +211,8 @@ def test_metrics_that_agreed_by_chance_get_the_spread_of_their_group():
     assert steady[0] == 1000.0 and steady[1] == pytest.approx(-round(expected, 4)) \
         and steady[2] is None
     # Without its group (one metric), three equal values say nothing: the floor.
-    alone = baseline.build([_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
-        'bandwidth_16KiB': (1000.0, 'MB/s')})]]) for i in range(3)])
+    alone = baseline.build([run_report([[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        'bandwidth_16KiB': (1000.0, 'MB/s')})]], f's{i}') for i in range(3)])
     assert _leaf(alone.references)['bandwidth_16KiB'][1] == -0.03
 
 
@@ -232,8 +230,8 @@ def test_limma_prior_against_its_published_behaviour():
 
 
 def test_a_metric_wider_than_the_cap_is_recorded_not_asserted():
-    sessions = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
-        'bandwidth_4MiB': (v, 'MB/s'), 'bandwidth_1MiB': (1000 + i, 'MB/s')})]])
+    sessions = [run_report([[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+        'bandwidth_4MiB': (v, 'MB/s'), 'bandwidth_1MiB': (1000 + i, 'MB/s')})]], f's{i}')
         for i, v in enumerate([100, 140, 70, 120, 85])]
     doc = baseline.document(sessions)
     leaf = _leaf(doc)
@@ -259,9 +257,9 @@ def test_a_case_judged_over_iperf3_asserts_its_ratios_only():
     mode (docs/measurements.md, "The accept benchmark again"): the ratio is
     asserted, the latency and the absolute MB/s are the host's.'''
     latency = [6.0941, 6.0294, 6.4462, 6.1268, 5.8721]
-    sessions = [_session(f's{i}', [[_case('gcc12-openmpi4', 'openmpi', 'bw', {
+    sessions = [run_report([[_case('gcc12-openmpi4', 'openmpi', 'bw', {
         'latency_0B': (v, 'us'), 'bandwidth_4MiB': (115.0 + i / 10, 'MB/s'),
-        'bandwidth_4MiB_over_iperf3': (1.0 + i / 1000, 'ratio')})]])
+        'bandwidth_4MiB_over_iperf3': (1.0 + i / 1000, 'ratio')})]], f's{i}')
         for i, v in enumerate(latency)]
     doc = baseline.document(sessions)
     assert set(_leaf(doc)) == {'bandwidth_4MiB_over_iperf3'}
@@ -345,12 +343,12 @@ def _ref_of(doc, tc, var):
 
 
 def test_round_trip_per_environment_and_failed_cases_left_out(tmp_path):
-    report = _session('s1', [[
+    report = run_report([[
         _case('gcc12-openmpi4', 'openmpi', 'pingpong', {'latency_8B': (10.0 * f, 'us')}),
         _case('clang14-openmpi4', 'openmpi', 'pingpong', {'latency_8B': (12.0 * f, 'us')}),
         _case('gcc12-mpich4', 'mpich', 'pingpong', {'latency_8B': (20.0 * f, 'us')}),
         _case('gcc12-openmpi5', 'openmpi', 'pingpong', {'latency_8B': (30.0 * f, 'us')}, 'fail')]
-        for f in (1.0, 1.001, 0.999, 1.0005, 0.9995)])
+        for f in (1.0, 1.001, 0.999, 1.0005, 0.9995)], 's1')
     doc = baseline.document([report])
     node = doc['hpcnet_p2p']
     # Measured per environment: Open MPI 4 and 5 (or one MPI by two
@@ -368,7 +366,7 @@ def test_round_trip_per_environment_and_failed_cases_left_out(tmp_path):
 
 
 def _doc(*cases, uuid='new'):
-    return baseline.document([_session(uuid, [list(cases)] * 5)])
+    return baseline.document([run_report([list(cases)] * 5, uuid)])
 
 
 def test_merge_replaces_only_what_the_baseline_measured():
@@ -447,11 +445,11 @@ def test_merge_replaces_a_test_whose_index_differs_and_says_so():
 
 def test_the_shipped_testbed_file_keeps_everything_outside_a_selection():
     testbed = references.load(references.REFERENCE_DIR / 'testbed.yaml')
-    new = baseline.document([_session('tb', [[{
+    new = baseline.document([run_report([[{
         'name': 'hpcnet_iperf3 /abcd', 'system': 'testbed', 'partition': 'eth', 'environ': 'builtin',
         'result': 'pass', 'reference_index': ['$partition'],
         'perfvalues': {'testbed:eth:throughput_over_iperf3': [1.01, 0, None, None, 'ratio',
-                                                              'pass']}}]] * 3)])
+                                                              'pass']}}]] * 3, 'tb')])
     merged = refmerge.merge(testbed, new)
     assert merged['hpcnet_iperf3']['testbed:eth']['throughput_over_iperf3'][0] == 1.01
     for test in ('hpcnet_p2p', 'hpcnet_sockets', 'hpcnet_pairs', 'hpcnet_imb', 'hpcnet_preflight'):

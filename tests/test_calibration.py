@@ -6,8 +6,9 @@ import json
 import shutil
 from pathlib import Path
 
-import conftest
 import pytest
+
+from helpers import record_fault, report_case
 
 from hpcnet import verdict
 from hpcnet.acceptance.references import Basis
@@ -200,14 +201,10 @@ def test_the_recorded_client_result_is_iperf3s():
         result['end']['sum_received']['bits_per_second'] / 8e6)
 
 
-def _case(env, judgement, basis, result='pass'):
-    return {'name': 'hpcnet_p2p', 'system': 'testbed', 'partition': 'eth', 'environ': env,
-            'result': result, 'judgement': judgement, 'judgement_basis': basis}
-
-
 def test_a_busy_host_makes_the_run_not_decided():
     reason = calibration.Calibration(95.0, 101.0, {'cn1': GBIT}, {}, BUSY).withheld(GBIT, 1500)
-    cases = {('hpcnet_p2p', 'testbed', 'eth', env): _case(env, judgement, basis)
+    cases = {('hpcnet_p2p', 'testbed', 'eth', env):
+             report_case(environ=env, judgement=judgement, judgement_basis=basis)
              for env, judgement, basis in (
                  ('gcc12-openmpi4', f'not judged: {reason}', Basis.WITHHELD),
                  ('gcc12-mpich4', 'judged against reference/testbed.yaml', Basis.REFERENCES))}
@@ -216,12 +213,12 @@ def test_a_busy_host_makes_the_run_not_decided():
     assert f'NOT JUDGED (1): {reason}' in lines
     assert lines[-1] == (f'NOT DECIDED: 2 pass; 1 case(s) not judged: {MEASUREMENT_WITHHELD} '
                          '(NOT JUDGED says why; run again when that has passed)')
-    conftest.FAULT_MATRIX.append(('testbed host busy (iperf3 0.81 of the wire, cores 100 % busy)',
-                                  f'exit {int(code)}', lines[-1]))
+    record_fault('measurement withheld (iperf3 0.81 of the wire, cores 100 % busy)', code, lines[-1])
 
 
 def test_the_last_line_counts_judged_and_unjudged_cases():
-    cases = {('hpcnet_p2p', 'testbed', 'eth', env): _case(env, judgement, basis)
+    cases = {('hpcnet_p2p', 'testbed', 'eth', env):
+             report_case(environ=env, judgement=judgement, judgement_basis=basis)
              for env, judgement, basis in (
                  ('gcc12-openmpi4', 'not judged: no metric of this case is asserted',
                   Basis.NOTHING_ASSERTED),

@@ -1,9 +1,9 @@
 """Errors a user can cause get one message naming what was wrong and what is
 valid; the build flags reach the compiler."""
+import functools
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

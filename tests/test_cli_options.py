@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import hpcnet_in_process
+from helpers import hpcnet_in_process
 
 from hpcnet import cli, runner
 from hpcnet.commands.parser import PASSED_THROUGH

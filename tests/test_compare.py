@@ -1,28 +1,22 @@
 """hpcnet compare: per metric a verdict from the samples of two sides, and
 beside every regression what changed between them."""
 import json
-import random
-
 import pytest
 
+from helpers import report_case, wobble, write_report
 from hpcnet.acceptance import compare, statcompare
 
 
-def _case(run_value, unit='MB/s', metric='bandwidth_4MiB', transport="openmpi used tcp on fabric 'tcp'",
-          nodes=('cn1', 'cn2'), errors=0, result='pass', env='gcc12-openmpi4', test='hpcnet_p2p'):
-    return {'name': f'{test} %scale=2_nodes %mode=bw /5b414a9c', 'system': 'testbed',
-            'partition': 'eth', 'environ': env, 'result': result, 'fixture': False,
-            'mpi_library': 'Open MPI v4.1.4', 'transport': transport,
-            'job_nodelist': list(nodes), 'link_rate_bps': 1000000000,
-            'link_counters': [{'host': 'cn1', 'iface': 'eth0', 'tx_bytes': 1, 'rx_errors': errors}],
-            'perfvalues': {f'testbed:eth:{metric}': [run_value, None, None, None, unit, 'pass']}}
-
-
-def _report(path, values, uuid, **case_kw):
-    report = {'session_info': {'uuid': uuid},
-              'runs': [{'testcases': [_case(v, **case_kw)]} for v in values]}
-    path.write_text(json.dumps(report))
-    return str(path)
+def _report(path, values, uuid, metric='bandwidth_4MiB', unit=None, errors=0, test='hpcnet_p2p',
+            **fields):
+    '''A report of one testbed case of ``test`` per value of ``metric``
+    (in ``unit``, else the catalogue's), with ``errors`` receive errors on
+    cn1's link and ``fields`` over the case.'''
+    counters = [{'host': 'cn1', 'iface': 'eth0', 'tx_bytes': 1, 'rx_errors': errors}]
+    cases = [report_case({metric: value if unit is None else (value, unit)},
+                         name=f'{test} %scale=2_nodes %mode=bw /5b414a9c', link_counters=counters,
+                         **fields) for value in values]
+    return write_report(path, cases, uuid)
 
 
 def _copy(path, uuid):
@@ -34,14 +28,9 @@ def _copy(path, uuid):
     return copy
 
 
-def _noisy(center, spread, n, seed):
-    rng = random.Random(seed)
-    return [center * (1 + rng.uniform(-spread, spread)) for _ in range(n)]
-
-
 def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
-    before = _report(tmp_path / 'b.json', _noisy(117.0, 0.01, 5, 1), 'before-uuid')
-    after = _report(tmp_path / 'a.json', _noisy(105.0, 0.01, 5, 2), 'after-uuid',
+    before = _report(tmp_path / 'b.json', wobble(117.0, 5, 1, 0.01), 'before-uuid')
+    after = _report(tmp_path / 'a.json', wobble(105.0, 5, 2, 0.01), 'after-uuid',
                     transport="openmpi used tcp on fabric 'tcp' (fallback)", errors=12)
     outcome = compare.compare(compare.load_side(before), compare.load_side(after))
     assert not outcome.missing_after and not outcome.only_after
@@ -57,11 +46,11 @@ def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
 
 
 def test_same_numbers_are_unchanged_and_latency_direction_comes_from_the_catalogue(tmp_path):
-    before = _report(tmp_path / 'b.json', _noisy(20.0, 0.005, 10, 3), 'b',
+    before = _report(tmp_path / 'b.json', wobble(20.0, 10, 3, 0.005), 'b',
                      unit='us', metric='latency_8B')
-    same = _report(tmp_path / 's.json', _noisy(20.0, 0.005, 10, 4), 's',
+    same = _report(tmp_path / 's.json', wobble(20.0, 10, 4, 0.005), 's',
                    unit='us', metric='latency_8B')
-    slower = _report(tmp_path / 'w.json', _noisy(23.0, 0.005, 10, 5), 'w',
+    slower = _report(tmp_path / 'w.json', wobble(23.0, 10, 5, 0.005), 'w',
                      unit='us', metric='latency_8B')
     (row,) = compare.compare(compare.load_side(before), compare.load_side(same)).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED, row.result.reason
@@ -150,8 +139,8 @@ def test_samples_of_a_host_too_busy_to_judge_count_nowhere(tmp_path):
     nightly history, which reads the same samples) nor make the metric
     missing; measured only so after, the metric is not decided, and more
     samples decide it.'''
-    before = _report(tmp_path / 'b.json', _noisy(117.0, 0.01, 5, 1), 'b')
-    after = _report(tmp_path / 'a.json', _noisy(117.0, 0.01, 6, 2), 'a')
+    before = _report(tmp_path / 'b.json', wobble(117.0, 5, 1, 0.01), 'b')
+    after = _report(tmp_path / 'a.json', wobble(117.0, 6, 2, 0.01), 'a')
     one_busy = compare.load_side(_overloaded(after, 'one-busy', [5]))
     (unit, fair), = compare.samples(one_busy).values.values()
     assert len(fair) == 5
@@ -200,9 +189,9 @@ def test_the_tolerance_widens_with_the_between_session_spread_of_the_before_side
     sessions = []
     for number, level in enumerate((117.0, 123.0, 111.0, 120.0, 114.0)):
         sessions.append(json.loads(open(_report(tmp_path / f's{number}.json',
-                                                _noisy(level, 0.005, 3, number), f's{number}')).read()))
+                                                wobble(level, 3, number, 0.005), f's{number}')).read()))
     before = compare.Side('five sessions', sessions)
-    after = compare.load_side(_report(tmp_path / 'a.json', _noisy(117.0 * 0.96, 0.005, 10, 9), 'a'))
+    after = compare.load_side(_report(tmp_path / 'a.json', wobble(117.0 * 0.96, 10, 9, 0.005), 'a'))
     assert compare.session_medians(before)[
         ('hpcnet_p2p %scale=2_nodes %mode=bw', 'testbed:eth', 'gcc12-openmpi4', 'bandwidth_4MiB')] \
         == pytest.approx([117, 123, 111, 120, 114], rel=0.01)

@@ -10,14 +10,10 @@ site file outside the package registers "loopnet" (its ``fabrics``), and
 HPCNET_FABRICS_FILE names a copy of the table with its blocks.
 """
 import dataclasses
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-import yaml
 from conftest import env_regex, run_reframe
+from helpers import registered_entry, run_hpcnet, shipped_fabric_table, write_fabric_table
 
 from hpcnet import fabrictable, fabrics, metrics, mpi, sites, stacks
 from hpcnet.checklib import preflight
@@ -25,7 +21,6 @@ from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
 from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, Partition, Stack
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 FAKE = 'fakenet'
 FAKE_ENTRY = fabrics.FabricEntry(
     name=FAKE, description='a test fabric over an Ethernet interface',
@@ -33,23 +28,17 @@ FAKE_ENTRY = fabrics.FabricEntry(
     link_layer=None, default_gid_index=None)
 
 
-@pytest.fixture
-def fakenet():
-    fabrics.register(FAKE_ENTRY)
-    yield FAKE_ENTRY
-    fabrics.unregister(FAKE)
+fakenet = registered_entry(fabrics, FAKE_ENTRY)
 
 
 @pytest.fixture
 def fabric_table(tmp_path):
     '''config/fabrics.yaml plus the fake fabric's block, for Open MPI.'''
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     table['fabrics'][FAKE] = {'openmpi': {'env': {'OMPI_MCA_btl': 'tcp,self',
                                                   'OMPI_MCA_btl_tcp_if_include': '{iface}'},
                                           'expect': ['tcp']}}
-    path = tmp_path / 'fabrics.yaml'
-    path.write_text(yaml.safe_dump(table))
-    return path
+    return write_fabric_table(tmp_path / 'fabrics.yaml', table)
 
 
 # --------------------------------------------------------------------------
@@ -188,10 +177,10 @@ def test_a_site_fabric_runs_the_p2p_check(tmp_path, one_env_per_stack):
     systems = tmp_path / 'systems'
     systems.mkdir()
     (systems / 'loopsite.py').write_text(LOOPNET_SITE)
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     # Its MPI settings: TCP's, with the TCP stack's only interface, loopback.
     table['fabrics']['loopnet'] = table['fabrics']['tcp']
-    (tmp_path / 'fabrics.yaml').write_text(yaml.safe_dump(table))
+    write_fabric_table(tmp_path / 'fabrics.yaml', table)
     env = next((e for e in one_env_per_stack if 'openmpi' in e), one_env_per_stack[0])
     proc, cases = run_reframe(
         tmp_path, '-c', str(CHECKS_DIR / 'p2p.py'), '-n', '^hpcnet_p2p.*mode=pingpong',
@@ -232,8 +221,7 @@ def test_an_unknown_fabric_in_a_site_file_names_file_key_and_valid(tmp_path):
     site = tmp_path / 'mysite.py'
     site.write_text("system = {'name': 'mysite', 'partitions': [{'name': 'p', "
                     "'extras': {'fabric': 'myrinet', 'iface': 'eth0'}}]}\n")
-    result = subprocess.run([str(HPCNET), 'fabrics', 'validate'], capture_output=True, text=True,
-                            env={**os.environ, SYSTEMS_DIRS_ENV: str(tmp_path)}, timeout=120)
+    result = run_hpcnet('fabrics', 'validate', env={SYSTEMS_DIRS_ENV: str(tmp_path)}, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.strip().splitlines() == [
         f"hpcnet: error: {site}: partition mysite:p: extras.fabric is 'myrinet' (valid: shm, "
@@ -241,10 +229,9 @@ def test_an_unknown_fabric_in_a_site_file_names_file_key_and_valid(tmp_path):
 
 
 def test_an_unknown_fabric_in_the_table_names_file_key_and_valid(tmp_path):
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     table['fabrics']['myrinet'] = table['fabrics']['tcp']
-    path = tmp_path / 'fabrics.yaml'
-    path.write_text(yaml.safe_dump(table))
+    path = write_fabric_table(tmp_path / 'fabrics.yaml', table)
     with pytest.raises(ConfigError, match=rf'^{path}: fabrics.myrinet: not a fabric of '
                                           r'hpcnet.fabrics \(valid: shm, tcp, roce, ib\)$'):
         fabrictable.load_table(path)

@@ -8,16 +8,15 @@ Testbed faults (slurmd killed, a link set down, a link throttled to 85 %)
 are in tests/test_testbed_suite.py, which adds its rows to the same table.
 """
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import conftest
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures
+from helpers import run_hpcnet
 
 from hpcnet.constants import CHECKS_DIR
 
@@ -25,7 +24,6 @@ pytestmark = pytest.mark.integration
 
 FAULTS = Path(__file__).parent / 'checks' / 'faults.py'
 P2P = CHECKS_DIR / 'p2p.py'
-HPCNET = Path(sys.executable).with_name('hpcnet')
 
 #: fault -> (check class, what its failure reason must contain)
 LOCAL_FAULTS = {
@@ -111,9 +109,8 @@ def test_fault_matrix(tmp_path, own_history, one_env_per_stack):
         "latency_8B: reference value 'fast' is not a finite number" in reason, reason
 
     missing = tmp_path / 'no-mpi-here'
-    res = subprocess.run([str(HPCNET), 'run', '-n', 'hpcnet_p2p'], text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         env={**os.environ, 'HPCNET_MPI_PREFIXES': str(missing)}, timeout=300)
+    res = run_hpcnet('run', '-n', 'hpcnet_p2p', env={'HPCNET_MPI_PREFIXES': str(missing)},
+                     stderr=subprocess.STDOUT, timeout=300)
     reason = res.stdout.strip().splitlines()[-1]
     rows.append(('a missing MPI', f'exit {res.returncode}', reason))
     assert res.returncode == 2 and f"'{missing}' has no bin/mpicc" in reason

@@ -7,22 +7,20 @@ import copy
 import functools
 import json
 import math
-import os
 import platform
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import run_hpcnet
+
 from hpcnet.acceptance import (accepted_changes as accepted, baseline, history, history_text, levels,
                                pooled_outliers, spread)
 from hpcnet.acceptance.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
-
-HPCNET = Path(sys.executable).with_name('hpcnet')
 
 
 def _noisy(n: int, level: float = 112.0, spread: float = 0.01, seed: int = 7) -> list:
@@ -271,11 +269,10 @@ def test_two_real_sessions_are_too_short_to_say_and_carry_commit_and_kernel(tmp_
                'HPCNET_REPORTS_DIR': str(tmp_path / 'reports'),
                'RFM_PERFLOG_DIR': str(tmp_path / 'perflogs')}
     for _ in range(2):
-        run = subprocess.run([str(HPCNET), 'run', '--system', 'local:shm', '-n',
-                              'hpcnet_p2p.*scale=1_node.*mode=pingpong', '-p',
-                              f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=5'],
-                             text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             env={**os.environ, **scratch})
+        run = run_hpcnet('run', '--system', 'local:shm', '-n',
+                         'hpcnet_p2p.*scale=1_node.*mode=pingpong', '-p',
+                         f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=5', env=scratch,
+                         stderr=subprocess.STDOUT)
         assert run.returncode == Exit.OK, run.stdout[-3000:]
     res = run_hpcnet('history', '--db', scratch['RFM_SQLITE_DB_FILE'], '--system', 'local')
     assert res.returncode == Exit.UNDECIDED, res.stdout + res.stderr
@@ -427,9 +424,9 @@ def test_busy_host_nights_are_shown_not_decided_and_keep_the_session_numbers():
     assert [s.index for s, _ in series.busy] == [8] and len(found.sessions) == 14
     (change,) = series.finding.changes
     assert series.session_of(change.position).index == 9
-    assert 'BUSY HOST      session 8 (' in history_text.text(found)
+    assert 'WITHHELD       session 8 (' in history_text.text(found)
     assert found.exit_code == Exit.FAILED
-    # The newest nights on a busy host: not decided, never a silent pass.
+    # The newest nights' measurements withheld: not decided, never a silent pass.
     newest = judged(nights(_noisy(20) + [('busy', 80.0)] * 5))
     assert newest.exit_code == Exit.UNDECIDED and len(bandwidth(newest).newest_busy()) == 5
     assert 'values not decided (measurement withheld: the host was busy), the newest' \

@@ -13,12 +13,10 @@ Needs root and namespaces (CI has both); skipped with the reason otherwise.
 """
 import json
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-import pytest
 from conftest import env_regex, run_reframe, running_testbed
+from helpers import needs_testbed, run_hpcnet
 
 from hpcnet import testbed as tbm
 from hpcnet.acceptance import history, history_text, levels
@@ -27,9 +25,7 @@ from hpcnet.metrics import CALIBRATED_SUFFIX
 from hpcnet.paths import WORK_DIR
 from hpcnet.exitcodes import Exit
 
-SKIP = tbm.unavailable_reason()
-pytestmark = [pytest.mark.testbed, pytest.mark.integration,
-              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+pytestmark = needs_testbed()
 
 NAME = 'hpcneth'     # never touches a developer's 'hpcnet' testbed
 SESSIONS = 12
@@ -39,7 +35,6 @@ OUTLIER_AT = 4
 RATES = {'clean': '700mbit', 'cut': '450mbit', 'outlier': '250mbit'}
 #: The smallest p2p selection: one streaming case across two nodes.
 SELECTION = 'hpcnet_p2p.*scale=2_nodes.*mode=bw'
-HPCNET = Path(sys.executable).with_name('hpcnet')
 
 
 def _rate(session: int) -> str:
@@ -72,9 +67,8 @@ def test_history_names_the_session_the_link_was_cut(tmp_path, one_env_per_stack)
         tb.shape(RATES['clean'])
     print(f'\n{SESSIONS} sessions in {sum(took):.0f} s ({", ".join(f"{t:.0f}" for t in took)})')
 
-    res = subprocess.run([str(HPCNET), 'history', '--db', str(db), '--system', 'testbed',
-                          '-n', 'hpcnet_p2p', '--output', str(tmp_path / 'trend.html')],
-                         text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    res = run_hpcnet('history', '--db', str(db), '--system', 'testbed', '-n', 'hpcnet_p2p',
+                     '--output', str(tmp_path / 'trend.html'), stderr=subprocess.STDOUT)
     print(res.stdout)
     assert res.returncode == Exit.FAILED, res.stdout
     assert res.stdout.splitlines()[-1].startswith('hpcnet: FAILED: history: ')

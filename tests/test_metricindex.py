@@ -6,21 +6,18 @@ baseline, the NDJSON export, and paths as users type them."""
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
 
+from helpers import results_db, run_hpcnet
 from test_history import _noisy, nights
-from test_verdict_history import results_db
 
 from hpcnet.acceptance import (compare, history, history_index, history_text, metricindex,
                                report)
 from hpcnet.acceptance.references import PROVENANCE
 from hpcnet.exitcodes import Exit
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 LOCAL_RUN = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 DAY = 86400.0
 
@@ -112,14 +109,9 @@ def test_prune_keeps_the_accepted_baseline_and_leaves_both_stores_in_step(tmp_pa
     assert {u for (u,) in _rows(db, 'SELECT uuid FROM sessions')} == left
 
 
-def _hpcnet(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(HPCNET), *args], text=True, cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=300)
-
-
 def test_export_writes_every_row_with_the_catalogues_unit_and_direction(tmp_path):
     db, _ = _db(tmp_path, _noisy(4))
-    res = _hpcnet('index', 'export', '--format', 'ndjson', '--db', 'results.db', cwd=tmp_path)
+    res = run_hpcnet('index', 'export', '--format', 'ndjson', '--db', 'results.db', cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     bw = [r for r in rows if r['metric'] == 'bandwidth_4MiB']
@@ -131,13 +123,13 @@ def test_export_writes_every_row_with_the_catalogues_unit_and_direction(tmp_path
 
 def test_a_relative_database_path_works_where_reframe_needs_it_absolute(tmp_path):
     db, _ = _db(tmp_path, _noisy(9))
-    res = _hpcnet('history', '--db', 'results.db', '--system', 'testbed', cwd=tmp_path)
+    res = run_hpcnet('history', '--db', 'results.db', '--system', 'testbed', cwd=tmp_path)
     assert res.returncode == Exit.OK, res.stdout + res.stderr
     assert 'indexing 9 of 9 stored sessions' in res.stderr
     assert metricindex.index_path(db).is_file()
     # The period's other syntax: a session filter, answered by ReFrame.
-    res = _hpcnet('history', '--db', 'results.db', '--system', 'testbed', '--period',
-                  'now-30d:now?num_failures==0', cwd=tmp_path)
+    res = run_hpcnet('history', '--db', 'results.db', '--system', 'testbed', '--period',
+                     'now-30d:now?num_failures==0', cwd=tmp_path)
     assert res.returncode == Exit.OK, res.stdout + res.stderr
 
 
@@ -148,13 +140,13 @@ def test_a_missing_or_unreadable_database_is_one_line(tmp_path):
                        (['index', 'export', '--db', 'junk.db'], 'not a readable ReFrame results '
                                                                  'database'),
                        (['history', '--db', 'junk.db'], 'not a readable ReFrame results database')):
-        res = _hpcnet(*args, cwd=tmp_path)
+        res = run_hpcnet(*args, cwd=tmp_path)
         assert res.returncode == Exit.USAGE, res.stderr
         assert says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     if os.geteuid() != 0:
         (tmp_path / 'locked.db').write_text('')
         (tmp_path / 'locked.db').chmod(0)
-        res = _hpcnet('index', 'build', '--db', 'locked.db', cwd=tmp_path)
+        res = run_hpcnet('index', 'build', '--db', 'locked.db', cwd=tmp_path)
         assert res.returncode == Exit.USAGE and 'cannot read' in res.stderr
 
 
@@ -171,8 +163,8 @@ def test_the_trend_page_draws_the_latest_session_beside_the_search(tmp_path):
     assert [heading for heading, _, _ in drawn_here][-1] == 'Provenance'
     for period in ('now-60d:now', 'now-60d:now?num_failures>=0'):
         page = tmp_path / 'trend.html'
-        res = _hpcnet('history', '--db', 'results.db', '--system', 'testbed', '--period', period,
-                      '--output', str(page), cwd=tmp_path)
+        res = run_hpcnet('history', '--db', 'results.db', '--system', 'testbed', '--period', period,
+                         '--output', str(page), cwd=tmp_path)
         assert res.returncode == Exit.FAILED, res.stdout + res.stderr
         text = page.read_text()
         assert 'id="trend"' in text

@@ -12,14 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from reframe.core.exceptions import SanityError
+from helpers import registered_entry, shipped_fabric_table, write_fabric_table
 from test_stacks import CC, FAKE_MPI_API, FAKE_MPI_LIBRARY
 
 from hpcnet import fabrictable, mpi, stacks
 from hpcnet.checklib import sanity
 from hpcnet.stacks import modulenames, sources
-from hpcnet.constants import FABRICS_FILE, Fabric
+from hpcnet.constants import Fabric
 from hpcnet.model import Partition, Stack
 
 FAKE = 'fakempi'
@@ -49,23 +49,17 @@ FAKE_ENTRY = mpi.FamilyEntry(
 )
 
 
-@pytest.fixture
-def fakempi():
-    mpi.register(FAKE_ENTRY)
-    yield FAKE_ENTRY
-    mpi.unregister(FAKE)
+fakempi = registered_entry(mpi, FAKE_ENTRY)
 
 
 @pytest.fixture
 def fabric_table(tmp_path):
     '''config/fabrics.yaml plus the fake family's profile.'''
-    table = yaml.safe_load(FABRICS_FILE.read_text())
+    table = shipped_fabric_table()
     table['profiles'][FAKE] = {'report': {'env': {'FAKEMPI_REPORT': '1'}, 'parser': 'fakempi'}}
     table['fabrics'][Fabric.TCP][FAKE] = {'env': {'FAKEMPI_NET': 'tcp:{iface}'},
                                           'expect': ['tcp']}
-    path = tmp_path / 'fabrics.yaml'
-    path.write_text(yaml.safe_dump(table))
-    return path
+    return write_fabric_table(tmp_path / 'fabrics.yaml', table)
 
 
 def make_fake_prefix(root: Path) -> Path:

@@ -1,19 +1,22 @@
 """hpcnet paper (hpcnet.testbed.paper): the Rocks cluster paper's tables beside a testbed session."""
 import pytest
 
+from helpers import run_report
 from hpcnet.testbed import paper
 
 
-def _report(one_way_us):
+def _curves_report(one_way_us):
+    '''A session whose ping-pong cases measured ``one_way_us`` ({size: us}),
+    beside a socket stream.'''
     curve = [{'size_bytes': s, 'median_us': t, 'bw_MBps': s / t} for s, t in one_way_us.items()]
-    return {'runs': [{'testcases': [
+    return run_report([[
         {'name': 'hpcnet_p2p %scale=2_nodes %mode=pingpong /1', 'scale': '2_nodes',
          'mode': 'pingpong', 'result': 'pass', 'environ': 'gcc12-openmpi4', 'curve': curve},
         {'name': 'hpcnet_p2p %scale=1_node %mode=pingpong /2', 'scale': '1_node',
          'mode': 'pingpong', 'result': 'pass', 'environ': 'gcc12-mpich4', 'curve': curve},
         {'name': 'hpcnet_sockets %scale=2_nodes %test=tcp_stream /3', 'scale': '2_nodes',
          'test': 'tcp_stream', 'result': 'pass', 'curve': [{'size_bytes': 65536, 'recv_MBps': 117.5}]},
-    ]}]}
+    ]])
 
 
 def test_the_paper_is_read_as_recorded():
@@ -23,7 +26,7 @@ def test_the_paper_is_read_as_recorded():
 
 
 def test_tables_set_ours_beside_the_paper():
-    text = paper.tables(_report({512: 10.0, 4 << 20: 36208.0}))
+    text = paper.tables(_curves_report({512: 10.0, 4 << 20: 36208.0}))
     # Only the two-node run is set beside it; the ratio is ours over the paper's mean.
     assert 'gcc12-openmpi4 us' in text and 'gcc12-mpich4' not in text
     row = [l for l in text.splitlines() if l.strip().startswith('4194304')][0]
@@ -37,6 +40,6 @@ def test_a_report_without_two_node_runs_is_refused():
 
 
 def test_the_report_section_is_the_tables_or_nothing():
-    report = _report({512: 10.0, 4 << 20: 36208.0})
+    report = _curves_report({512: 10.0, 4 << 20: 36208.0})
     assert paper.report_section(report) == paper.tables(report)
     assert paper.report_section({'runs': [{'testcases': []}]}) == ''

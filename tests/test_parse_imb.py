@@ -5,12 +5,14 @@ README), IMB 2021.11 from Intel MPI 2021.19 in tests/data/imb (see its README).
 """
 from __future__ import annotations
 
+import functools
 import pickle
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from helpers import parse_error
 from hpcnet.parsers.errors import BenchmarkOutputError
 from hpcnet.parsers.imb import IMB_COLUMNS, ImbOutput, parse_imb
 from hpcnet.parsers.imb_command import IMB_MPI1_BENCHMARKS, IMB_NBC_BENCHMARKS, imb_command
@@ -45,18 +47,8 @@ def parse_recorded(name: str) -> ImbOutput:
     return parse_file(DATA / name)
 
 
-def expect_error(text: str, *fragments: str, line=None, **kw) -> BenchmarkOutputError:
-    with pytest.raises(BenchmarkOutputError) as info:
-        parse_imb(text, source='damaged.txt', **kw)
-    err = info.value
-    message = str(err)
-    assert message.startswith('damaged.txt'), message
-    for fragment in fragments:
-        assert fragment in message, (fragment, message)
-    if line is not None:
-        assert err.line == line, message
-        assert message.startswith(f'damaged.txt:{line}: '), message
-    return err
+#: The error the parser raises on a damaged output (helpers.parse_error).
+expect_error = functools.partial(parse_error, parse_imb)
 
 
 def line_of(text: str, fragment: str) -> int:

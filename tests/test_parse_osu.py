@@ -7,12 +7,14 @@ from the printf formats of the OMB sources cited in hpcnet/parsers/osu.py.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from helpers import parse_error
 from hpcnet.parsers.errors import BenchmarkOutputError
 from hpcnet.parsers.osu import OSU_BENCHMARKS, OSU_COLUMNS, OsuOutput, parse_osu
 
@@ -36,19 +38,8 @@ def parse_sample(name: str, **kw) -> OsuOutput:
     return parse_osu(sample_text(name), source=name, **kw)
 
 
-def expect_error(text: str, *fragments: str, line=None, source='damaged.txt',
-                 **kw) -> BenchmarkOutputError:
-    with pytest.raises(BenchmarkOutputError) as info:
-        parse_osu(text, source=source, **kw)
-    err = info.value
-    message = str(err)
-    assert message.startswith(source), message
-    for fragment in fragments:
-        assert fragment in message, (fragment, message)
-    if line is not None:
-        assert err.line == line, message
-        assert message.startswith(f'{source}:{line}: '), message
-    return err
+#: The error the parser raises on a damaged output (helpers.parse_error).
+expect_error = functools.partial(parse_error, parse_osu)
 
 
 # ------------------------------------------------------------------ real samples (7.4)

@@ -23,14 +23,12 @@ from pathlib import Path
 
 import pytest
 from conftest import env_regex, running_testbed
+from helpers import needs_testbed
 
-from hpcnet import testbed as tbm
 from hpcnet.paths import PROJECT_ROOT, WORK_DIR
 from test_pipelines import BASELINE_JOBS, _tool, job_results, site_repo
 
-SKIP = tbm.unavailable_reason()
-pytestmark = [pytest.mark.testbed, pytest.mark.integration,
-              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+pytestmark = needs_testbed()
 
 NAME = 'hpcnetg'     # never touches a developer's 'hpcnet' testbed
 SELECTION = 'hpcnet_p2p.*scale=2_nodes.*mode=bw'

@@ -3,6 +3,8 @@ culprits the check named and the case's verdict line names them; the first
 exchange's cost is drawn beside them."""
 import matplotlib.pyplot as plt
 
+from helpers import report_case
+
 from hpcnet.acceptance import report, reportplots
 
 HOSTS = [f'cn{i}' for i in range(5)]
@@ -12,15 +14,15 @@ ATTRIBUTION = ('rule mad, 6 pairs measured again; bad twice: bandwidth: node cn4
                'link cn1-cn2; latency: inconclusive cn0-cn3')
 
 
-def _case(hosts=HOSTS, **extra) -> dict:
+def _pairs_case(hosts=HOSTS, **extra) -> dict:
     table = [{'host_a': a, 'host_b': b, 'bw_median_MBps': 117.0, 'lat_mean_us': 30.0,
               'lat_first_us': 900.0} for i, a in enumerate(hosts) for b in hosts[i + 1:]]
-    return {'name': 'hpcnet_pairs %scale=all_nodes', 'system': 'testbed', 'partition': 'eth',
-            'environ': 'gcc-openmpi', 'result': 'pass', 'pair_table': table, **extra}
+    return report_case(name='hpcnet_pairs %scale=all_nodes', environ='gcc-openmpi',
+                       pair_table=table, **extra)
 
 
 def test_the_verdict_line_names_the_culprits_under_three_panels():
-    html = reportplots.pair_heatmaps([_case(culprits=CULPRITS, attribution=ATTRIBUTION)])
+    html = reportplots.pair_heatmaps([_pairs_case(culprits=CULPRITS, attribution=ATTRIBUTION)])
     assert html.count('<figure>') == 1
     assert '<figcaption><b>verdict</b>: rule mad, 6 pairs measured again; bad twice: ' \
            'bandwidth: node cn4; link cn1-cn2; latency: inconclusive cn0-cn3</figcaption>' in html
@@ -28,7 +30,7 @@ def test_the_verdict_line_names_the_culprits_under_three_panels():
 
 def test_two_nodes_say_that_attribution_needs_three():
     said = 'not computed: 2 nodes are one pair, reported as measured; ... needs at least 3 nodes'
-    html = reportplots.pair_heatmaps([_case(hosts=HOSTS[:2], attribution=said)])
+    html = reportplots.pair_heatmaps([_pairs_case(hosts=HOSTS[:2], attribution=said)])
     assert f'<b>verdict</b>: {said}' in html
 
 
@@ -50,7 +52,7 @@ def test_culprits_are_marked_on_the_panel_of_their_quantity():
 
 
 def test_a_failed_pair_case_says_what_it_blames():
-    failed = _case(result='fail', culprits=CULPRITS, attribution=ATTRIBUTION,
-                   fail_reason='failed to meet reference: bandwidth_outlier_nodes=1, expected 0')
+    failed = _pairs_case(result='fail', culprits=CULPRITS, attribution=ATTRIBUTION,
+                         fail_reason='failed to meet reference: bandwidth_outlier_nodes=1, expected 0')
     html = report.findings([failed], set())
     assert 'bandwidth_outlier_nodes=1, expected 0 (rule mad' in html and 'node cn4' in html

@@ -9,10 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import hpcnet_in_process
+from helpers import hpcnet_in_process, results_db
 
 from test_history import nights
-from test_verdict_history import results_db
 
 from hpcnet import cli, runner
 from hpcnet.commands.parser import RESULTS_DB_ENV, RESULTS_DB_HELP

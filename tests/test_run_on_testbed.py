@@ -9,7 +9,7 @@ import argparse
 import json
 
 import pytest
-from conftest import hpcnet_in_process
+from helpers import hpcnet_in_process
 
 from hpcnet import runner
 from hpcnet.commands import run as run_command

@@ -1,11 +1,10 @@
 """`hpcnet config` prints every setting and variable in force with its
 source, and the HPCNET_* variables are named in one table
 (hpcnet/variables.py) that the code, the command and the docs share."""
-import os
+import functools
 import re
-import subprocess
-import sys
-from pathlib import Path
+
+from helpers import run_hpcnet
 
 from hpcnet import model, sites, variables
 from hpcnet.constants import OUTPUT_DIR, REFERENCE_DIR

@@ -19,14 +19,12 @@ import time
 
 import pytest
 from conftest import hpcnet_on_head_node, running_testbed
+from helpers import needs_testbed
 
-from hpcnet import testbed as tbm
 from hpcnet.exitcodes import Exit
 from hpcnet.sites import load_site_files
 
-SKIP = tbm.unavailable_reason()
-pytestmark = [pytest.mark.testbed, pytest.mark.integration,
-              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+pytestmark = needs_testbed()
 
 NAME = 'hpcnetdr'            # never touches a developer's 'hpcnet' testbed
 SITE = 'daybreak'

@@ -18,14 +18,12 @@ from pathlib import Path
 
 import pytest
 from conftest import case_verdicts, hpcnet_on_head_node, running_testbed
+from helpers import needs_testbed
 
-from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, CONFIG_DIR
 from hpcnet.sites import load_site_files
 
-SKIP = tbm.unavailable_reason()
-pytestmark = [pytest.mark.testbed, pytest.mark.integration,
-              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+pytestmark = needs_testbed()
 
 NAME = 'hpcnetsi'            # never touches a developer's 'hpcnet' testbed
 SITE = 'stranger'

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import results_db
 from test_history import nights
-from test_verdict_history import results_db
 
 from hpcnet.acceptance import compare, storedsessions
 from hpcnet.constants import CONFIG_DIR

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import env_regex, run_reframe, unexplained_failures
+from helpers import needs_testbed
 
 from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
@@ -71,9 +72,7 @@ int main(int argc, char **argv) {
 '''
 
 
-SKIP = tbm.unavailable_reason()
-pytestmark = [pytest.mark.testbed,
-              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+pytestmark = needs_testbed(integration=False)
 
 
 @pytest.fixture(scope='module')

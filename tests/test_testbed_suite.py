@@ -16,6 +16,7 @@ from pathlib import Path
 import conftest
 import pytest
 from conftest import env_regex, run_reframe, running_testbed, unexplained_failures, values as recorded
+from helpers import needs_testbed
 
 from hpcnet.testbed import paper
 from hpcnet.checklib.calibration import ABOVE_WIRE, Calibration, tcp_payload_MBps
@@ -27,9 +28,7 @@ from hpcnet.sites import load_site_files
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import TESTBED_RATE_ENV
 
-SKIP = tbm.unavailable_reason()
-pytestmark = [pytest.mark.testbed, pytest.mark.integration,
-              pytest.mark.skipif(SKIP is not None, reason=SKIP or '')]
+pytestmark = needs_testbed()
 
 NAME = 'hpcnets'     # never touches a developer's 'hpcnet' testbed
 CHECKS = CHECKS_DIR

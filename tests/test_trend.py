@@ -82,7 +82,7 @@ def test_the_trend_section_shows_the_newest_nights_busy_nights_and_stops():
                                 + [56.0, 56.2] + ['crash']))
     section = trend.section(found)
     assert section.count('<img') == 1
-    for word in ('worse the newest 2 sessions', 'busy host: not decided', 'stopped'):
+    for word in ('worse the newest 2 sessions', 'measurement withheld: not decided', 'stopped'):
         assert f'>{word}</td>' in section, word
 
 
@@ -93,4 +93,4 @@ def test_a_series_measured_only_on_a_busy_host_is_plotted_as_its_busy_nights():
     found = judge_nights(nights([('busy', 80.0 + i) for i in range(5)]))
     section = trend.section(found)
     assert section.count('<img') == 1
-    assert '>busy host: not decided</td>' in section
+    assert '>measurement withheld: not decided</td>' in section

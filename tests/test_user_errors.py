@@ -4,13 +4,11 @@ never a traceback, and found before anything runs. Run in this process
 (hpcnet.cli.main), as the command line would."""
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 
-from hpcnet import cli
+from helpers import hpcnet_in_process
 from hpcnet.constants import SYSTEMS_DIR
 from hpcnet.exitcodes import Exit
 from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV
@@ -19,17 +17,6 @@ DATA = Path(__file__).resolve().parent / 'data'
 #: A recorded run report (tests/data/reports/README.md says where it came from).
 REPORT = DATA / 'reports' / 'local-run.json'
 EXAMPLE_SITE = (SYSTEMS_DIR / 'example.py').read_text().replace("'example'", "'mysite'")
-
-
-def _hpcnet(*argv) -> tuple:
-    '''(exit code, stderr) of `hpcnet ARGV` in this process.'''
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(list(argv))
-        except SystemExit as stop:
-            code = stop.code
-    return code, err.getvalue()
 
 
 def _one_line_usage_error(code, err: str, *named: str) -> None:
@@ -63,16 +50,16 @@ def test_a_site_file_mistake_names_the_file_and_line_or_key(tmp_path, monkeypatc
     site = tmp_path / 'mysite.py'
     site.write_text(_edited_site(old, new))
     monkeypatch.setenv(SYSTEMS_DIRS_ENV, str(tmp_path))
-    code, err = _hpcnet('fabrics', 'validate')
+    code, _, err = hpcnet_in_process('fabrics', 'validate')
     _one_line_usage_error(code, err, f'{site}', *named)
 
 
 def test_a_systems_directory_that_is_not_there_is_named(tmp_path, monkeypatch):
     missing = tmp_path / 'sytems'
     monkeypatch.setenv(SYSTEMS_DIRS_ENV, str(missing))
-    code, err = _hpcnet('fabrics', 'validate')
+    code, _, err = hpcnet_in_process('fabrics', 'validate')
     _one_line_usage_error(code, err, f"{SYSTEMS_DIRS_ENV} names '{missing}', not a directory")
-    code, err = _hpcnet('site', 'check', '--system', 'mysite')
+    code, _, err = hpcnet_in_process('site', 'check', '--system', 'mysite')
     _one_line_usage_error(code, err, '--system mysite: no site file defines it',
                           f"; {SYSTEMS_DIRS_ENV} names '{missing}', not a directory")
 
@@ -91,7 +78,7 @@ def test_a_systems_directory_that_is_not_there_is_named(tmp_path, monkeypatch):
 def test_a_reference_file_mistake_is_one_line_with_its_place(tmp_path, content, named):
     path = tmp_path / 'testbed.yaml'
     path.write_bytes(content)
-    code, err = _hpcnet('refs', 'validate', str(path))
+    code, _, err = hpcnet_in_process('refs', 'validate', str(path))
     _one_line_usage_error(code, err, str(path), *named)
 
 
@@ -106,19 +93,19 @@ def test_a_reference_file_mistake_is_one_line_with_its_place(tmp_path, content, 
 def test_a_json_file_of_another_program_is_not_a_report(tmp_path, argv, other):
     path = tmp_path / 'other.json'
     path.write_text(other)
-    code, err = _hpcnet(*(a.format(other=path, tmp=tmp_path) for a in argv))
+    code, _, err = hpcnet_in_process(*(a.format(other=path, tmp=tmp_path) for a in argv))
     _one_line_usage_error(code, err, f'{path}: not a ReFrame JSON run report')
 
 
 def test_an_output_in_a_missing_directory_is_refused_before_anything_runs(tmp_path, monkeypatch):
     out = tmp_path / 'missing' / 'testbed.yaml'
-    code, err = _hpcnet('refs', 'generate', str(REPORT), '-o', str(out))
+    code, _, err = hpcnet_in_process('refs', 'generate', str(REPORT), '-o', str(out))
     _one_line_usage_error(code, err, f'-o {out}: no directory {out.parent}')
     # A baseline's sessions take minutes: the path is checked before the first.
     monkeypatch.setenv(REFERENCE_DIR_ENV, str(tmp_path / 'refs'))
-    code, err = _hpcnet('baseline', '-o', str(out), '-n', 'hpcnet_p2p')
+    code, _, err = hpcnet_in_process('baseline', '-o', str(out), '-n', 'hpcnet_p2p')
     _one_line_usage_error(code, err, f'-o {out}: no directory')
-    code, err = _hpcnet('baseline', '--system', 'testbed', '-n', 'hpcnet_p2p')
+    code, _, err = hpcnet_in_process('baseline', '--system', 'testbed', '-n', 'hpcnet_p2p')
     _one_line_usage_error(code, err, f"{REFERENCE_DIR_ENV} {tmp_path / 'refs' / 'testbed.yaml'}")
 
 
@@ -126,7 +113,7 @@ def test_a_state_directory_that_cannot_be_made_is_named(tmp_path, monkeypatch):
     occupied = tmp_path / 'a-file'
     occupied.write_text('')
     monkeypatch.setenv(STATE_DIR_ENV, str(occupied / 'state'))
-    code, err = _hpcnet('stacks')
+    code, _, err = hpcnet_in_process('stacks')
     _one_line_usage_error(code, err, f'state directory {occupied / "state"} ({STATE_DIR_ENV}')
 
 
@@ -135,7 +122,7 @@ def test_a_reports_directory_that_cannot_take_reports_is_named(tmp_path, monkeyp
     (tmp_path / 'a-file').write_text('')
     named = where.format(tmp=tmp_path)
     monkeypatch.setenv(REPORTS_DIR_ENV, named)
-    code, err = _hpcnet('report', str(REPORT))
+    code, _, err = hpcnet_in_process('report', str(REPORT))
     _one_line_usage_error(code, err, f'{REPORTS_DIR_ENV}={named}: ')
 
 
@@ -144,14 +131,14 @@ def test_a_reports_directory_that_cannot_take_reports_is_named(tmp_path, monkeyp
 @pytest.mark.parametrize('period', ['now:now-1d', '20300101:now'])
 def test_a_period_that_ends_before_it_starts_is_refused(tmp_path, monkeypatch, command, period):
     monkeypatch.setenv('RFM_SQLITE_DB_FILE', str(tmp_path / 'results.db'))
-    code, err = _hpcnet(*(a.format(period) for a in command))
+    code, _, err = hpcnet_in_process(*(a.format(period) for a in command))
     _one_line_usage_error(code, err, f'{period}: ends before it starts')
 
 
 @pytest.mark.parametrize('argv', [['testbed', 'foo'], ['testbed', 'up', '--nodes', 'x'],
                                   ['testbed', 'status', '--bogus']])
 def test_a_testbed_command_line_mistake_is_one_line(argv):
-    code, err = _hpcnet(*argv)
+    code, _, err = hpcnet_in_process(*argv)
     assert code == Exit.USAGE and err.count('\n') == 1, err
     assert err.startswith('hpcnet testbed') and 'error: ' in err and '--help' in err, err
 
@@ -159,7 +146,7 @@ def test_a_testbed_command_line_mistake_is_one_line(argv):
 def test_an_unreadable_stack_cache_is_named_not_taken_for_none(tmp_path, monkeypatch):
     (tmp_path / 'stacks.json').write_text('{truncated')
     monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path))
-    code, err = _hpcnet('config')
+    code, _, err = hpcnet_in_process('config')
     _one_line_usage_error(code, err, f"{tmp_path / 'stacks.json'}: unreadable (JSONDecodeError",
                           '`hpcnet stacks --refresh` probes again')
 
@@ -167,7 +154,7 @@ def test_an_unreadable_stack_cache_is_named_not_taken_for_none(tmp_path, monkeyp
 def test_a_reference_file_named_yml_is_not_silently_unread(tmp_path, monkeypatch):
     (tmp_path / 'testbed.yml').write_text('{}\n')
     monkeypatch.setenv(REFERENCE_DIR_ENV, str(tmp_path))
-    code, err = _hpcnet('refs', 'validate')
+    code, _, err = hpcnet_in_process('refs', 'validate')
     _one_line_usage_error(code, err, f"{tmp_path / 'testbed.yml'}: not read",
                           'rename it to testbed.yaml')
 
@@ -180,6 +167,6 @@ def test_an_empty_reference_dir_variable_is_unset_not_the_current_directory(monk
 
 
 def test_an_option_no_command_knows_names_the_command():
-    code, err = _hpcnet('compare', '--alpah', '0.1', 'a.json', 'b.json')
+    code, _, err = hpcnet_in_process('compare', '--alpah', '0.1', 'a.json', 'b.json')
     assert code == Exit.USAGE and err == ('hpcnet compare: error: unrecognized arguments: '
                                           '--alpah b.json (see hpcnet compare --help)\n'), err

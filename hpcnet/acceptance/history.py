@@ -368,13 +368,13 @@ class History:
                   (len(self.stopped()), 'stopped'),
                   (len(self.tails()) - len(self.regressed_tails()),
                    f'worse the newest nights (fewer than {self.min_segment})'),
-                  (len({id(s) for s in self.busy_newest()}), 'measured on a busy host the newest nights'),
+                  (len({id(s) for s in self.busy_newest()}), 'measurement withheld the newest nights'),
                   (len(self.heads()), "cut short by the period's start"),
                   (len(self.too_short()), f'with too short a history (fewer than {self.needed} '
                                           'sessions)'),
                   (len(self.changes(worse=False)), 'changed for the better'),
                   (len(self.changes(accepted=True)) + len(self.tails(accepted=True)), 'accepted'),
-                  (len(self.busy()), 'values of a busy host not decided'),
+                  (len(self.busy()), 'values withheld, not decided'),
                   (len(self.outliers()), 'outlier sessions'),
                   (len(self.unchanged()), 'unchanged')]
         return ', '.join(f'{n} {what}' for i, (n, what) in enumerate(counts) if n or not i)

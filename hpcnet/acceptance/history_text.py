@@ -124,7 +124,7 @@ def stopped_lines(history: History) -> list:
 
 
 def busy_lines(history: History) -> list:
-    """One line per session with values measured on a busy host."""
+    """One line per session with values whose measurement was withheld."""
     by_session: dict = {}
     for series, session, value in history.busy():
         by_session.setdefault(session.index, (session, []))[1].append((series, value))
@@ -133,7 +133,7 @@ def busy_lines(history: History) -> list:
     for session, found in by_session.values():
         decides = any(id(s) in newest and any(x is session for x, _ in s.newest_busy())
                       for s, _ in found)
-        lines.append(f'BUSY HOST      {session.label()}: {len(found)} values not decided '
+        lines.append(f'WITHHELD       {session.label()}: {len(found)} values not decided '
                      f'({MEASUREMENT_WITHHELD}: the host was busy)'
                      + (', the newest of their series' if decides else ', kept in the series')
                      + ': ' + ', '.join(f'{s.key[3]} {level_text(v)}' for s, v in found[:SHOWN])

@@ -35,7 +35,7 @@ def plot(series: hist.Series) -> str:
     fig.subplots_adjust(left=0.16, right=0.98, bottom=0.19, top=0.83)
     ax.plot(x, series.values, marker='.', lw=0.8, color=_SERIES)
     finding = series.finding
-    # A series measured only on a busy host has no fair session: no level to draw.
+    # A series whose every measurement was withheld has no fair session: no level to draw.
     for start, end, level in (lv for lv in finding.levels if lv[1] > lv[0]):
         ax.hlines(level, x[start] - 0.4, x[end - 1] + 0.4, color='grey', lw=1.6, alpha=0.7)
     for change in finding.changes:
@@ -52,7 +52,7 @@ def plot(series: hist.Series) -> str:
                        color=_WORSE if series.worse(end) == (end is finding.tail) else _BETTER)
     if series.busy:
         ax.plot([s.index for s, _ in series.busy], [v for _, v in series.busy], 'x', color=_BUSY,
-                ms=7, label='busy host: not decided')
+                ms=7, label='measurement withheld: not decided')
         ax.legend(fontsize=6, loc='lower left')
     test, partition, environ, metric = series.key
     ax.set_title(f'{metric} · {test}\n@{partition} +{environ}', fontsize=7.5)
@@ -86,7 +86,7 @@ def _rows(found: hist.History) -> list:
                      f'no value in {len(series.stop.sessions)} sessions',
                      '; '.join(sorted({why for _, why in series.stop.sessions}))))
     for series, session, value in found.busy():
-        rows.append(('busy', 'busy host: not decided', series, session,
+        rows.append(('busy', 'measurement withheld: not decided', series, session,
                      htext.level_text(value), ''))
     for series, change in found.changes(accepted=True):
         rows.append(('better', 'accepted', series, series.sessions[change.position],

@@ -8,7 +8,6 @@ link at 1 Gbit/s in sessions 1-3 and 5-7, at 900 Mbit/s from session 8 on,
 stored in a scratch ReFrame results database by ReFrame's own storage."""
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-import conftest
+from helpers import last_line, record_fault, run_hpcnet
 from hpcnet.acceptance import accepted, baseline, compare, references, refmerge
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 RECORDED = json.loads((PROJECT_ROOT / 'tests' / 'data' / 'history' /
                        'testbed-12-sessions.json').read_text())
 #: Stores run reports (arguments 2...) in the results database at argument
@@ -82,15 +80,6 @@ def _write_reference(refdir: Path, reports: list) -> Path:
     return path
 
 
-def _hpcnet(*args, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=600, env={**os.environ, **env})
-
-
-def _last_line(res) -> str:
-    return ((res.stderr.strip() or res.stdout.strip()).splitlines() or [''])[-1]
-
-
 @pytest.mark.integration
 def test_a_later_unwritten_baseline_of_degraded_data_is_not_the_baseline(tmp_path):
     '''Baseline A (1 Gbit/s) written; then baseline B of the degraded link
@@ -108,19 +97,18 @@ def test_a_later_unwritten_baseline_of_degraded_data_is_not_the_baseline(tmp_pat
     night = tmp_path / 'nightly-latest.json'
     night.write_text(json.dumps(_session(99, [8, 9, 10, 11, 12])))
     env = {'RFM_SQLITE_DB_FILE': str(db), 'HPCNET_REFERENCE_DIR': str(refdir)}
-    res = _hpcnet('compare', 'baseline', str(night), '--baseline-system', 'testbed', env=env)
+    res = run_hpcnet('compare', 'baseline', str(night), '--baseline-system', 'testbed', env=env)
     assert f'before: baseline (sessions {_uuid(1)}, {_uuid(2)}, {_uuid(3)})' in res.stdout, \
         res.stdout[-3000:] + res.stderr
     assert res.returncode == Exit.FAILED, res.stdout[-3000:] + res.stderr
     regressed = [line for line in res.stdout.splitlines()
                  if line.startswith('REGRESSED') and 'bandwidth_4MiB [MB/s]' in line]
     assert regressed, res.stdout[-3000:]
-    conftest.FAULT_MATRIX.append(('verdict #2: a later unwritten baseline of a degraded link',
-                                  f'exit {res.returncode}',
-                                  f'{_last_line(res)}; against the written A: {regressed[0]}'))
+    record_fault('verdict #2: a later unwritten baseline of a degraded link', res.returncode,
+                 f'{last_line(res)}; against the written A: {regressed[0]}')
     # The candidate is kept: compared by its tag, it is the degraded link.
-    res = _hpcnet('compare', 'baseline', f'?{baseline.BASELINE_TAG}=="B"', '--include-baselines',
-                  '--system', 'testbed', env=env)
+    res = run_hpcnet('compare', 'baseline', f'?{baseline.BASELINE_TAG}=="B"', '--include-baselines',
+                     '--system', 'testbed', env=env)
     assert f'after:  ?{baseline.BASELINE_TAG}=="B" (sessions {_uuid(18)}' in res.stdout, \
         res.stdout[-3000:] + res.stderr
     assert res.returncode == Exit.FAILED, res.stdout[-3000:]
@@ -133,13 +121,13 @@ def test_sessions_the_database_no_longer_has_are_named(tmp_path):
     night = tmp_path / 'nightly-latest.json'
     night.write_text(json.dumps(_session(99, [8, 9])))
     env = {'RFM_SQLITE_DB_FILE': str(tmp_path / 'empty.db'), 'HPCNET_REFERENCE_DIR': str(refdir)}
-    res = _hpcnet('compare', 'baseline', str(night), '--baseline-system', 'testbed', env=env)
+    res = run_hpcnet('compare', 'baseline', str(night), '--baseline-system', 'testbed', env=env)
     assert res.returncode == Exit.USAGE, res.stdout + res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert f'{refdir / "testbed.yaml"} names session(s) {_uuid(1)}, {_uuid(2)} that the results ' \
            'database no longer holds' in line and 'hpcnet baseline --write' in line, line
-    conftest.FAULT_MATRIX.append(('verdict #2: the baseline\'s sessions gone from the database',
-                                  f'exit {res.returncode}', line))
+    record_fault('verdict #2: the baseline\'s sessions gone from the database', res.returncode,
+                 line)
 
 
 @pytest.mark.parametrize('written, says', [

@@ -5,14 +5,13 @@ the cases of a recorded run (tests/data/reports/local-run.json) arranged as
 `hpcnet run --repeats K` writes them; ReFrame itself is replaced by a fake
 that writes such a report where `--report-file` says (the verdict is hpcnet's,
 after ReFrame has run), so each row runs the command's own entry."""
-import copy
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-import conftest
+from helpers import record_fault, report_case, run_report, write_report
 from hpcnet import cli, runner, verdict
 from hpcnet.acceptance import references
 from hpcnet.acceptance.references import Basis
@@ -37,18 +36,12 @@ def _failed(tc: dict, reason: str) -> dict:
             'perfvalues': {}}
 
 
-def _report(repeats: list, retried: list = ()) -> dict:
+def _repeats_report(repeats: list, retried: list = ()) -> dict:
     '''A run report of ``repeats`` (one list of cases per repeat), with
     the cases run again (hpcnet_retried).'''
-    return {'session_info': {**RECORDED['session_info'], 'num_cases': sum(map(len, repeats))},
-            'runs': [{'run_index': i, 'testcases': [{**copy.deepcopy(tc), 'run_index': i}
-                                                     for tc in cases]}
-                     for i, cases in enumerate(repeats)],
-            'restored_cases': [], 'hpcnet_retried': list(retried)}
-
-
-def _row(item: int, fault: str, code: int, line: str):
-    conftest.FAULT_MATRIX.append((f'verdict #{item}: {fault}', f'exit {int(code)}', line))
+    return run_report(repeats, RECORDED['session_info']['uuid'],
+                      {**RECORDED['session_info'], 'num_cases': sum(map(len, repeats))},
+                      restored_cases=[], hpcnet_retried=list(retried))
 
 
 @pytest.fixture
@@ -80,11 +73,12 @@ def test_a_case_that_failed_in_one_repeat_fails_the_report():
     '''`hpcnet report` of a --repeats 5 report whose case failed its transport
     proof in repeat 2 and passed in repeat 5: FAILED, naming the repeat.'''
     repeats = [[PASSED], [_failed(PASSED, WRONG_TRANSPORT)], [PASSED], [PASSED], [PASSED]]
-    lines, code = verdict.reports_summary([_report(repeats)])
+    lines, code = verdict.reports_summary([_repeats_report(repeats)])
     assert code == Exit.FAILED, lines
     assert f'FAILED in repeat 2 of 5: {P2P} @local:tcp+gcc12-openmpi4: {WRONG_TRANSPORT}' in lines
     assert lines[-1].startswith('FAILED: 1 fail'), lines
-    _row(1, 'a case failed in repeat 2 of 5, passed in 5 (hpcnet report)', code, lines[-1])
+    record_fault('verdict #1: a case failed in repeat 2 of 5, passed in 5 (hpcnet report)',
+                 code, lines[-1])
 
 
 def test_a_failure_in_one_repeat_fails_the_run_beside_a_retried_known_issue(fake_reframe):
@@ -95,7 +89,7 @@ def test_a_failure_in_one_repeat_fails_the_run_beside_a_retried_known_issue(fake
     mpich = {**PASSED, 'environ': 'gcc12-mpich4', 'hashcode': '913790b9'}
     repeats = [[PASSED, mpich], [_failed(PASSED, WRONG_TRANSPORT), _failed(mpich, KNOWN_ISSUE['fail_reason'])],
                [PASSED, mpich]]
-    sessions += [(_report(repeats), 1), (_report([[mpich]]), 0)]
+    sessions += [(_repeats_report(repeats), 1), (_repeats_report([[mpich]]), 0)]
     run = runner.run_suite('run', ['--system', 'local:tcp', '--reruns', '2'])
     assert run.code == Exit.FAILED
     assert '--reruns' not in commands[1] and '/913790b9' in commands[1]
@@ -106,46 +100,43 @@ def test_a_failure_in_one_repeat_fails_the_run_beside_a_retried_known_issue(fake
     assert code == Exit.FAILED
     assert any(l.startswith('PASSED ONLY ON RETRY (attempt 2) in repeat 2 of 3: ') for l in lines)
     assert any(l.startswith(f'FAILED in repeat 2 of 3: {P2P} @local:tcp+gcc12-openmpi4') for l in lines)
-    _row(1, 'repeat 2 of 3 failed beside a retried known issue (hpcnet run)', run.code, lines[-1])
+    record_fault('verdict #1: repeat 2 of 3 failed beside a retried known issue (hpcnet run)',
+                 run.code, lines[-1])
 
 
 def test_a_known_issue_in_one_repeat_passed_on_retry_passes(fake_reframe):
     sessions, _, _ = fake_reframe
     repeats = [[PASSED], [_failed(PASSED, KNOWN_ISSUE['fail_reason'])], [PASSED]]
-    sessions += [(_report(repeats), 1), (_report([[PASSED]]), 0)]
+    sessions += [(_repeats_report(repeats), 1), (_repeats_report([[PASSED]]), 0)]
     run = runner.run_suite('run', ['--system', 'local:tcp', '--reruns', '2'])
     assert run.code == Exit.OK
     lines, code = verdict.reports_summary([json.loads(run.report.read_text())])
     assert code == Exit.OK and lines[0].startswith('PASSED ONLY ON RETRY (attempt 2) in repeat 2 '
                                                    'of 3: '), lines
     # An older report's retried entry names no repeat: it was the last one's.
-    old = _report([[PASSED], [_failed(PASSED, KNOWN_ISSUE['fail_reason'])]],
-                  [{**PASSED, 'first_attempt': KNOWN_ISSUE['fail_reason'], 'retried_for': 'known issue'}])
+    old = _repeats_report([[PASSED], [_failed(PASSED, KNOWN_ISSUE['fail_reason'])]],
+                          [{**PASSED, 'first_attempt': KNOWN_ISSUE['fail_reason'], 'retried_for': 'known issue'}])
     assert verdict.reports_summary([old])[1] == Exit.OK
 
 
 def test_reframe_failing_outside_any_case_fails_also_after_a_retry(fake_reframe):
     '''ReFrame exited 1 with no failed repeat in its report, while a case was
-    measured again (a busy host): never a pass.'''
+    measured again (its measurement withheld): never a pass.'''
     sessions, _, _ = fake_reframe
     busy = {**PASSED, 'judgement_basis': Basis.WITHHELD,
             'judgement': 'not judged: measurement withheld (host busy: iperf3 at 0.81 of the wire)'}
     judged = {**PASSED, 'judgement_basis': Basis.REFERENCES, 'judgement': 'judged against x'}
-    sessions += [(_report([[busy]]), 1), (_report([[judged]]), 0)]
+    sessions += [(_repeats_report([[busy]]), 1), (_repeats_report([[judged]]), 0)]
     run = runner.run_suite('run', ['--system', 'local:tcp'])
     assert run.code == Exit.FAILED
-    _row(1, 'reframe exited 1, no failed case, a case measured again', run.code,
-         'FAILED: reframe exited 1 with no failed case in the report')
+    record_fault('verdict #1: reframe exited 1, no failed case, a case measured again', run.code,
+                 'FAILED: reframe exited 1 with no failed case in the report')
 
 
-def _clean_report(path: Path, uuid: str, values: list) -> Path:
+def _clean_report(path: Path, uuid: str, values: list) -> str:
     '''A report of len(values) repeats of the recorded pingpong case.'''
-    repeats = [[{**PASSED, 'perfvalues': {'local:tcp:bandwidth_4MiB': [v, 0, None, None, 'MB/s', 'pass']},
-                 'not_asserted': {}}] for v in values]
-    data = _report(repeats)
-    data['session_info'] = {**data['session_info'], 'uuid': uuid}
-    path.write_text(json.dumps(data))
-    return path
+    return write_report(path, [report_case({'bandwidth_4MiB': v}, base=PASSED, not_asserted={})
+                               for v in values], uuid)
 
 
 def test_accept_never_reads_last_weeks_report(fake_reframe, tmp_path, capsys):
@@ -156,7 +147,7 @@ def test_accept_never_reads_last_weeks_report(fake_reframe, tmp_path, capsys):
     values = [4881.7 * (1 + 0.001 * (i % 5 - 2)) for i in range(15)]
     base = _clean_report(tmp_path / 'base.json', 'base', values)
     _clean_report(reports / 'accept-latest.json', 'last-week', values)
-    sessions.append((_report([]), 0))
+    sessions.append((_repeats_report([]), 0))
     code = cli.main(['accept', '--baseline', str(base), '--repeats', '3', '--system', 'local:tcp',
                      '-n', 'hpcnet_p2pp'])
     out = capsys.readouterr().out
@@ -165,14 +156,14 @@ def test_accept_never_reads_last_weeks_report(fake_reframe, tmp_path, capsys):
     assert out.strip().splitlines()[-1] == 'hpcnet: NOT DECIDED: exit code 3', out
     (why,) = [l for l in out.splitlines() if 'ran nothing' in l]
     assert why == 'hpcnet: a round of 3 repeats ran nothing (exit code 3): no samples to compare'
-    _row(3, 'accept: a round that selects no case (-n typo)', code, why)
+    record_fault('verdict #3: accept: a round that selects no case (-n typo)', code, why)
 
 
 def test_baseline_never_reads_last_weeks_report(fake_reframe, tmp_path, capsys):
     sessions, _, reports = fake_reframe
     reports.mkdir()
     _clean_report(reports / 'baseline-latest.json', 'last-week', [4881.7] * 5)
-    sessions += [(_report([]), 0)] * 2
+    sessions += [(_repeats_report([]), 0)] * 2
     written = tmp_path / 'local.yaml'
     code = cli.main(['baseline', '--sessions', '2', '-o', str(written), '--system', 'local:tcp',
                      '-n', 'hpcnet_p2pp'])
@@ -181,7 +172,7 @@ def test_baseline_never_reads_last_weeks_report(fake_reframe, tmp_path, capsys):
     assert not written.exists()
     last = out.strip().splitlines()[-1]
     assert 'baseline session 1 ran nothing' in last, out
-    _row(3, 'baseline: a session that selects no case (-n typo)', code, last)
+    record_fault('verdict #3: baseline: a session that selects no case (-n typo)', code, last)
 
 
 def test_a_case_nothing_can_fail_is_not_decided(fake_reframe):
@@ -195,13 +186,14 @@ def test_a_case_nothing_can_fail_is_not_decided(fake_reframe):
                                    for k, v in PASSED['perfvalues'].items()}}
     judged = {**PASSED, 'environ': 'gcc12-mpich5', 'judgement_basis': Basis.REFERENCES,
               'judgement': 'judged against local.yaml'}
-    sessions.append((_report([[unasserted, judged]]), 0))
+    sessions.append((_repeats_report([[unasserted, judged]]), 0))
     run = runner.run_suite('run', ['--system', 'local:tcp'])
     assert run.code == Exit.UNDECIDED
     lines, _ = verdict.reports_summary([json.loads(run.report.read_text())])
     named = [l for l in lines if l.endswith('nothing can fail them')]
     assert named and named[0].startswith(f'NOT DECIDED (1): {P2P} @local:tcp+gcc12-openmpi4: '), lines
-    _row(8, 'every metric of a case unasserted by the baseline spread', run.code, named[0])
+    record_fault('verdict #8: every metric of a case unasserted by the baseline spread',
+                 run.code, named[0])
     # A site's own reason for each metric is a decision, as a missing file is.
     declared = {**unasserted, 'not_asserted': {k: {**v, 'reason': "latency is the host's"}
                                                for k, v in unasserted['not_asserted'].items()}}
@@ -213,7 +205,7 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
     reason = 'gcc12-impi2021 cannot use fabric tcp on this host: libfabric.so.1 not found'
     skipped = {**PASSED, 'environ': 'gcc12-impi2021', 'result': 'skip', 'skip_reason': reason,
                'perfvalues': {}}
-    sessions.append((_report([[skipped, PASSED]]), 0))
+    sessions.append((_repeats_report([[skipped, PASSED]]), 0))
     run = runner.run_suite('run', ['--system', 'local:tcp'])
     assert run.code == Exit.UNDECIDED
     lines, code = verdict.reports_summary([json.loads(run.report.read_text())])
@@ -221,7 +213,8 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
     assert lines[-1].startswith('NOT DECIDED: 1 pass, 1 skip; ') and code == Exit.UNDECIDED and named == [
         f'NOT DECIDED: {P2P} @local:tcp+gcc12-impi2021: skipped, but its partition declares the '
         f'fabric: {reason}'], lines
-    _row(8, 'a stack skipped on its declared fabric beside a pass', run.code, named[0])
+    record_fault('verdict #8: a stack skipped on its declared fabric beside a pass',
+                 run.code, named[0])
     # Any other skip (no second node, no iperf3) beside a pass stays a pass.
     other = {**skipped, 'skip_reason': 'iperf3 is not on PATH (install the iperf3 package)'}
     assert verdict.summary({('a',): [other], ('b',): [PASSED]}, [])[1] == Exit.OK
@@ -238,7 +231,7 @@ def test_samples_come_from_every_repeat_and_from_a_repeat_passed_on_retry():
     retried = {**PASSED, 'perfvalues': {'local:tcp:bandwidth_4MiB': [values[1], 0, None, None, 'MB/s', 'pass']},
                'first_attempt': KNOWN_ISSUE['fail_reason'], 'attempts': 2,
                'retried_for': 'known issue', 'repeat': 2, 'repeats': 3}
-    report = _report(repeats, [retried])
+    report = _repeats_report(repeats, [retried])
     got = sorted(v for tc in baseline.judged_cases([report])
                  for var, v, _ in baseline.perf_samples(tc) if var == 'bandwidth_4MiB')
     assert got == values

@@ -5,106 +5,71 @@ regression naming its mode, and a healthy upgrade is decided: through
 loop, and on the testbed sessions recorded in tests/data/history."""
 import copy
 import json
-import os
-import random
-import subprocess
-import sys
 from pathlib import Path
 
-import conftest
+from helpers import fault_row, report_case, run_hpcnet, wobble, write_report
 from hpcnet.acceptance import compare, statcompare
 from hpcnet.commands import accept
 from hpcnet.exitcodes import Exit
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 RECORDED = Path(__file__).parent / 'data' / 'history' / 'testbed-12-sessions.json'
 #: Sessions of the recording at 1 Gbit/s (1-3, 5-7) and at 900 Mbit/s (8-12).
 GBIT, MBIT_900 = (0, 1, 2, 4, 5, 6), (7, 8, 9, 10, 11)
-#: What a bandwidth case of the testbed records (Open MPI, two nodes).
-_CASE = {'name': 'hpcnet_p2p %scale=2_nodes %mode=bw', 'system': 'testbed', 'partition': 'eth',
-         'environ': 'gcc12-openmpi4', 'fixture': False, 'result': 'pass', 'mpi_family': 'openmpi',
-         'mpi_library': 'Open MPI v4.1.4', 'transport': "openmpi used tcp on fabric 'tcp'",
-         'job_nodelist': ['cn1', 'cn2'], 'link_rate_bps': 1000000000, 'hashcode': '5b414a9c'}
 #: The issue's clean upgrade: four metrics of p2p bw, one environment.
 _HEALTHY = {'bandwidth_4MiB': 117.0, 'bandwidth_1MiB': 115.0, 'latency_8B': 30.0,
             'latency_0B': 29.5}
 
 
-def _wobble(center: float, n: int, seed: int) -> list:
-    rng = random.Random(seed)
-    return [center * (1 + rng.uniform(-0.01, 0.01)) for _ in range(n)]
-
-
-def _report(path: Path, uuid: str, runs: list) -> str:
+def _p2p_report(path: Path, uuid: str, runs: list) -> str:
     '''A run report of one session; ``runs`` is a list of {metric: value}.'''
-    def case(metrics):
-        return {**_CASE, 'perfvalues': {
-            f'testbed:eth:{m}': [v, None, None, None, 'us' if m.startswith('latency') else 'MB/s',
-                                 'pass'] for m, v in metrics.items()}}
-    path.write_text(json.dumps({'session_info': {'uuid': uuid},
-                                'runs': [{'testcases': [case(r)]} for r in runs]}))
-    return str(path)
+    return write_report(path, [report_case(metrics) for metrics in runs], uuid)
 
 
 def _runs(n: int, seed: int, scale: dict | None = None) -> list:
     '''n passes of the four metrics, each wobbling 1 %, ``scale`` moving a metric.'''
-    columns = {m: _wobble(v * (scale or {}).get(m, 1.0), n, seed + i)
+    columns = {m: wobble(v * (scale or {}).get(m, 1.0), n, seed + i)
                for i, (m, v) in enumerate(_HEALTHY.items())}
     return [{m: columns[m][i] for m in columns} for i in range(n)]
 
 
-def _hpcnet(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=120, env=dict(os.environ))
-
-
-def _row(fault: str, res, expected: Exit, shown: str = 'hpcnet: ') -> None:
-    '''The row of a fault; its reason the first output line holding ``shown``
-    (default: the verdict's counts).'''
-    assert res.returncode == expected, f'{fault}: exit {res.returncode}\n{res.stdout[-3000:]}{res.stderr}'
-    assert 'Traceback' not in res.stderr, res.stderr
-    reason = next((line.strip() for line in res.stdout.splitlines() if shown in line), '')
-    assert reason, f'{fault}: no line holds {shown!r}\n{res.stdout[-3000:]}'
-    conftest.FAULT_MATRIX.append((fault, f'exit {res.returncode}', reason))
-
-
 def test_verdict_4_a_minority_slow_mode_is_a_regression_naming_it(tmp_path):
-    before = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    before = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
     after_runs = _runs(15, 20)
     for run in after_runs[4:13:4]:          # 3 of the 15 repeats at half the bandwidth
         run['bandwidth_4MiB'] /= 2
-    res = _hpcnet('compare', before, _report(tmp_path / 'flap.json', 'flap', after_runs))
-    _row('verdict #4: 3 of 15 repeats at 50 % of the bandwidth (an intermittent fault)', res,
-         Exit.FAILED, shown='a slower mode: 3 of 15 samples at 0.50 of before')
+    res = run_hpcnet('compare', before, _p2p_report(tmp_path / 'flap.json', 'flap', after_runs))
+    fault_row('verdict #4: 3 of 15 repeats at 50 % of the bandwidth (an intermittent fault)', res,
+              Exit.FAILED, shown='a slower mode: 3 of 15 samples at 0.50 of before')
     assert res.stdout.count('REGRESSED') == 1
 
 
 def test_verdict_11_a_healthy_upgrade_is_decided(tmp_path):
     '''The issue's numbers: bandwidth_4MiB at 0.990 and latency_8B at 1.003
     of the baseline, every metric wobbling 1 %: 5 + 5 samples decide it.'''
-    before = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
-    after = _report(tmp_path / 'upgrade.json', 'upgrade',
-                    _runs(5, 40, {'bandwidth_4MiB': 0.990, 'latency_8B': 1.003}))
-    res = _hpcnet('compare', before, after)
-    _row('verdict #11: healthy upgrade decided (1 % wobble, 5 + 5 samples)', res, Exit.OK)
+    before = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    after = _p2p_report(tmp_path / 'upgrade.json', 'upgrade',
+                        _runs(5, 40, {'bandwidth_4MiB': 0.990, 'latency_8B': 1.003}))
+    res = run_hpcnet('compare', before, after)
+    fault_row('verdict #11: healthy upgrade decided (1 % wobble, 5 + 5 samples)', res, Exit.OK)
     assert 'hpcnet: 0 regressed, 0 missing after, 0 not decided, 0 only after, 4 unchanged' \
         in res.stdout, res.stdout
 
 
 def test_verdict_4_and_11_minimal_shapes_through_compare(tmp_path):
-    before = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
-    slower = _report(tmp_path / 'slow.json', 'slow', _runs(5, 60, {'bandwidth_4MiB': 0.90}))
-    res = _hpcnet('compare', before, slower)
-    _row('verdict #11: 10 % slower bandwidth, 5 + 5 samples', res, Exit.FAILED,
-         shown='even the best plausible slowdown is beyond')
-    faster = _report(tmp_path / 'fast.json', 'fast', _runs(5, 70, {'bandwidth_4MiB': 1.2,
-                                                                  'latency_8B': 0.8}))
-    res = _hpcnet('compare', before, faster)
-    _row('verdict #11: 20 % faster (improvements never block)', res, Exit.OK)
+    before = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    slower = _p2p_report(tmp_path / 'slow.json', 'slow', _runs(5, 60, {'bandwidth_4MiB': 0.90}))
+    res = run_hpcnet('compare', before, slower)
+    fault_row('verdict #11: 10 % slower bandwidth, 5 + 5 samples', res, Exit.FAILED,
+              shown='even the best plausible slowdown is beyond')
+    faster = _p2p_report(tmp_path / 'fast.json', 'fast',
+                         _runs(5, 70, {'bandwidth_4MiB': 1.2, 'latency_8B': 0.8}))
+    res = run_hpcnet('compare', before, faster)
+    fault_row('verdict #11: 20 % faster (improvements never block)', res, Exit.OK)
     assert res.stdout.count('IMPROVED') == 2
-    two = _report(tmp_path / 'two.json', 'two', _runs(2, 80))
-    res = _hpcnet('compare', _report(tmp_path / 'base2.json', 'base2', _runs(2, 2)), two)
-    _row('verdict #11: 2 + 2 samples', res, Exit.UNDECIDED, shown='fewer than 3 samples before')
+    two = _p2p_report(tmp_path / 'two.json', 'two', _runs(2, 80))
+    res = run_hpcnet('compare', _p2p_report(tmp_path / 'base2.json', 'base2', _runs(2, 2)), two)
+    fault_row('verdict #11: 2 + 2 samples', res, Exit.UNDECIDED,
+              shown='fewer than 3 samples before')
 
 
 def _accept_with(tmp_path, monkeypatch, baseline: str, after_runs) -> tuple:
@@ -114,8 +79,8 @@ def _accept_with(tmp_path, monkeypatch, baseline: str, after_runs) -> tuple:
 
     def one_round(reframe_args, repeats):
         rounds.append(repeats)
-        path = _report(tmp_path / f'round{len(rounds)}.json', f'round{len(rounds)}',
-                       after_runs(len(rounds), repeats))
+        path = _p2p_report(tmp_path / f'round{len(rounds)}.json', f'round{len(rounds)}',
+                           after_runs(len(rounds), repeats))
         return Exit.OK, json.loads(Path(path).read_text())
     monkeypatch.setattr(accept, '_round', one_round)
     monkeypatch.setenv('HPCNET_REPORTS_DIR', str(tmp_path))
@@ -123,7 +88,7 @@ def _accept_with(tmp_path, monkeypatch, baseline: str, after_runs) -> tuple:
 
 
 def test_accept_passes_a_healthy_upgrade_after_its_first_round(tmp_path, monkeypatch):
-    baseline = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    baseline = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
     code, rounds = _accept_with(tmp_path, monkeypatch, baseline,
                                 lambda number, n: _runs(n, 100 * number,
                                                         {'bandwidth_4MiB': 0.990}))
@@ -131,7 +96,7 @@ def test_accept_passes_a_healthy_upgrade_after_its_first_round(tmp_path, monkeyp
 
 
 def test_accept_fails_an_intermittent_fault_and_re_tests_a_lone_slow_sample(tmp_path, monkeypatch):
-    baseline = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    baseline = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
 
     def one_slow_per_round(number, n):
         runs = _runs(n, 100 * number)
@@ -146,15 +111,15 @@ def test_accept_runs_no_further_round_of_a_case_that_failed_a_repeat(tmp_path, m
     '''A repeat that failed (the link found shaped below its declared rate
     while the flapping path was slow) fails the acceptance: the case's
     metrics left undecided are not measured again.'''
-    baseline = _report(tmp_path / 'base.json', 'base', _runs(5, 1))
+    baseline = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
     rounds = []
 
     def flapping_round(reframe_args, repeats):
         rounds.append(repeats)
         runs = _runs(repeats, 100 * len(rounds))
         runs[0]['bandwidth_4MiB'] *= 0.7
-        report = json.loads(Path(_report(tmp_path / f'round{len(rounds)}.json',
-                                         f'round{len(rounds)}', runs)).read_text())
+        report = json.loads(Path(_p2p_report(tmp_path / f'round{len(rounds)}.json',
+                                             f'round{len(rounds)}', runs)).read_text())
         report['runs'][0]['testcases'][0].update(
             result='fail', fail_phase='performance',
             fail_reason='performance error: the link is slower than declared')

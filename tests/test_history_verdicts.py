@@ -3,60 +3,42 @@ results database of crafted nightly sessions (tests/test_history.py makes
 them from a recorded testbed session) gives its named non-zero verdict when
 the newest nights are bad, a case stopped, or the change came a few
 sessions after the period start."""
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import conftest
+from helpers import fault_row, results_db, run_hpcnet
 from test_history import DAY, _noisy, nights
 
-from hpcnet.acceptance import metricindex
 from hpcnet.exitcodes import Exit
-
-HPCNET = Path(sys.executable).with_name('hpcnet')
-
-
-def results_db(path: Path, reports: list) -> Path:
-    """A results database holding ``reports``."""
-    return metricindex.store_reports(path, reports)
 
 
 def _history(tmp_path, values: list, *args) -> subprocess.CompletedProcess:
     """`hpcnet history` over one night per value, the newest last night."""
     start = time.time() - (len(values) + 1) * DAY
     db = results_db(tmp_path / 'results.db', nights(values, start=start))
-    return subprocess.run([str(HPCNET), 'history', '--db', str(db), '--system', 'testbed', *args],
-                          text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300,
-                          env={**os.environ, 'HPCNET_REFERENCE_DIR': str(tmp_path / 'refs')})
-
-
-def _row(fault: str, res, expected: Exit, says: str) -> None:
-    assert res.returncode == expected, f'{fault}: exit {res.returncode}\n{res.stdout}{res.stderr}'
-    assert 'Traceback' not in res.stderr and says in res.stdout, res.stdout + res.stderr
-    conftest.FAULT_MATRIX.append((f'verdict #7: {fault}', f'exit {res.returncode}',
-                                  res.stdout.strip().splitlines()[-1]))
+    return run_hpcnet('history', '--db', str(db), '--system', 'testbed', *args,
+                      env={'HPCNET_REFERENCE_DIR': str(tmp_path / 'refs')}, timeout=300)
 
 
 def test_the_last_three_nights_at_half_are_not_decided(tmp_path):
     res = _history(tmp_path, _noisy(20) + [56.0, 56.3, 55.9])
-    _row('last 3 nights at 50 %', res, Exit.UNDECIDED, 'WORSE LATELY   ')
+    fault_row('verdict #7: last 3 nights at 50 %', res, Exit.UNDECIDED, 'WORSE LATELY   ')
     assert 'OUTLIER' not in res.stdout
 
 
 def test_a_case_that_crashed_the_last_six_nights_fails_naming_it(tmp_path):
     res = _history(tmp_path, _noisy(14) + ['crash'] * 6)
-    _row('a case crashed the last 6 nights', res, Exit.FAILED,
-         'STOPPED        hpcnet_p2p %scale=2_nodes %mode=bw @testbed:eth +gcc12-openmpi4: '
-         'no value since session 15')
+    fault_row('verdict #7: a case crashed the last 6 nights', res, Exit.FAILED,
+              'STOPPED        hpcnet_p2p %scale=2_nodes %mode=bw @testbed:eth +gcc12-openmpi4: '
+              'no value since session 15')
 
 
 def test_a_change_three_sessions_after_the_period_start_fails(tmp_path):
     values = _noisy(11) + [v * 0.5 for v in _noisy(20, seed=5)]
     # The period holds the last 23 nights: 3 before the change, 20 after it.
     res = _history(tmp_path, values, '--period', f'now-{int(23.5 * 24)}h:now')
-    _row('change 3 sessions after period start', res, Exit.FAILED, 'CHANGED WORSE  ')
+    fault_row('verdict #7: change 3 sessions after period start', res, Exit.FAILED, 'CHANGED WORSE  ')
     assert 'from session 4 (' in res.stdout and 'OUTLIER' not in res.stdout
 
 

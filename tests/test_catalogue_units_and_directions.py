@@ -4,36 +4,18 @@ fed to the command a site runs and built from recorded reports
 session's fault matrix (conftest)."""
 import copy
 import json
-import os
-import random
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
-import conftest
+from helpers import fault_row, perfvalues, report_case, run_hpcnet, wobble, write_report
 from hpcnet.acceptance import baseline
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.exitcodes import Exit
 
-HPCNET = Path(sys.executable).with_name('hpcnet')
 DATA = Path(__file__).parent / 'data'
 LOCAL_RUN = DATA / 'reports' / 'local-run.json'
 TESTBED_SESSIONS = DATA / 'history' / 'testbed-12-sessions.json'
-
-
-def _hpcnet(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([str(HPCNET), *args], text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=120, env=dict(os.environ))
-
-
-def _row(item: int, fault: str, res, expected: Exit) -> None:
-    assert res.returncode == expected, \
-        f'{fault}: exit {res.returncode}\n{res.stdout[-2000:]}{res.stderr}'
-    assert 'Traceback' not in res.stderr, res.stderr
-    last = ((res.stderr.strip() or res.stdout.strip()).splitlines() or [''])[-1]
-    conftest.FAULT_MATRIX.append((f'verdict #{item}: {fault}', f'exit {res.returncode}', last))
 
 
 def _recorded_case(name: str, partition: str, environ: str) -> dict:
@@ -44,22 +26,10 @@ def _recorded_case(name: str, partition: str, environ: str) -> dict:
                 and tc['environ'] == environ)
 
 
-def _side(path: Path, uuid: str, case: dict, runs: list) -> str:
-    '''A report of ``case`` repeated once per item of ``runs``, each
-    {variable: (value, unit)} as its perfvalues.'''
-    prefix = f'{case["system"]}:{case["partition"]}'
-    cases = [{**copy.deepcopy(case), 'perfvalues': {
-        f'{prefix}:{var}': [value, 0, None, None, unit, 'pass']
-        for var, (value, unit) in values.items()}} for values in runs]
-    path.write_text(json.dumps({'session_info': {'uuid': uuid},
-                                'runs': [{'run_index': i, 'testcases': [tc]}
-                                         for i, tc in enumerate(cases)]}))
-    return str(path)
-
-
-def _around(value: float, n: int, seed: int) -> list:
-    rng = random.Random(seed)
-    return [value * (1 + rng.uniform(-0.01, 0.01)) for _ in range(n)]
+def _side(path: Path, uuid: str, recorded: dict, runs: list) -> str:
+    '''A report of the ``recorded`` case repeated once per item of ``runs``,
+    each {variable: (value, unit)} as its perfvalues.'''
+    return write_report(path, [report_case(values, base=recorded) for values in runs], uuid)
 
 
 def _pairs_runs(worst_over_median: float, n: int, seed: int) -> list:
@@ -69,7 +39,7 @@ def _pairs_runs(worst_over_median: float, n: int, seed: int) -> list:
     recorded = {k.split(':')[-1]: (v[0], v[4]) for k, v in case['perfvalues'].items()
                 if k.split(':')[-1] != 'outlier_node_count'}    # since split per quantity
     out = []
-    for i, ratio in enumerate(_around(worst_over_median, n, seed)):
+    for i, ratio in enumerate(wobble(worst_over_median, n, seed)):
         values = {var: (value * (1 + 0.002 * i), unit) for var, (value, unit) in recorded.items()}
         median = values['latency_median_pair'][0]
         values['latency_worst_pair'] = (median * ratio, 'us')
@@ -84,9 +54,9 @@ def test_a_ratio_better_lower_is_judged_lower(tmp_path):
     unit's spelling; its baseline bounds the upper side.'''
     case, before = _pairs_runs(1.05, 5, 1)
     _, after = _pairs_runs(3.1, 5, 2)
-    res = _hpcnet('compare', _side(tmp_path / 'b.json', 'before', case, before),
-                  _side(tmp_path / 'a.json', 'after', case, after))
-    _row(6, 'latency_worst_over_median (a ratio) 1.05 -> 3.1', res, Exit.FAILED)
+    res = run_hpcnet('compare', _side(tmp_path / 'b.json', 'before', case, before),
+                     _side(tmp_path / 'a.json', 'after', case, after))
+    fault_row('verdict #6: latency_worst_over_median (a ratio) 1.05 -> 3.1', res, Exit.FAILED)
     regressed = [line for line in res.stdout.splitlines() if line.startswith('REGRESSED')]
     assert len(regressed) == 2 and all('latency_worst' in line for line in regressed), res.stdout
     assert 'IMPROVED' not in res.stdout
@@ -104,10 +74,10 @@ def test_the_count_rule_needs_as_many_samples_as_any_rule(tmp_path):
     case = _recorded_case('hpcnet_preflight', 'tcp', 'builtin')
     recorded = {k.split(':')[-1]: (v[0], v[4]) for k, v in case['perfvalues'].items()}
     before = _side(tmp_path / 'b.json', 'before', case, [recorded] * 5)
-    res = _hpcnet('compare', before, _side(tmp_path / 'a.json', 'after', case, [recorded]))
-    _row(9, 'link counters 0 -> 0 on 5+1 samples (the count rule)', res, Exit.UNDECIDED)
+    res = run_hpcnet('compare', before, _side(tmp_path / 'a.json', 'after', case, [recorded]))
+    fault_row('verdict #9: link counters 0 -> 0 on 5+1 samples (the count rule)', res, Exit.UNDECIDED)
     assert 'not compared: 5+1 samples: fewer than 3 on a side cannot be judged' in res.stdout
-    res = _hpcnet('compare', before, _side(tmp_path / 'a3.json', 'after3', case, [recorded] * 3))
+    res = run_hpcnet('compare', before, _side(tmp_path / 'a3.json', 'after3', case, [recorded] * 3))
     assert res.returncode == Exit.OK, res.stdout
 
 
@@ -118,16 +88,16 @@ def test_units_are_converted_across_sides_or_refused(tmp_path):
     case = _recorded_case('hpcnet_sockets %scale=1_node %test=udp_stream', 'tcp', 'builtin')
     var = 'udp_receiver_capacity_1KiB'
     before = _side(tmp_path / 'b.json', 'before', case,
-                   [{var: (v, 'Gbit/s')} for v in _around(4.7, 5, 1)])
+                   [{var: (v, 'Gbit/s')} for v in wobble(4.7, 5, 1)])
     after = _side(tmp_path / 'a.json', 'after', case,
-                  [{var: (v, 'Mbit/s')} for v in _around(2350.0, 5, 2)])
-    res = _hpcnet('compare', before, after)
-    _row(9, 'Gbit/s before, Mbit/s after at half the speed', res, Exit.FAILED)
+                  [{var: (v, 'Mbit/s')} for v in wobble(2350.0, 5, 2)])
+    res = run_hpcnet('compare', before, after)
+    fault_row('verdict #9: Gbit/s before, Mbit/s after at half the speed', res, Exit.FAILED)
     (line,) = [line for line in res.stdout.splitlines() if line.startswith('REGRESSED')]
     assert 0.48 < float(line.split()[1]) < 0.52, res.stdout
-    odd = _side(tmp_path / 'o.json', 'odd', case, [{var: (v, 'msg/s')} for v in _around(4.7e3, 5, 3)])
-    res = _hpcnet('compare', before, odd)
-    _row(9, 'a unit that does not convert (msg/s after Gbit/s)', res, Exit.UNDECIDED)
+    odd = _side(tmp_path / 'o.json', 'odd', case, [{var: (v, 'msg/s')} for v in wobble(4.7e3, 5, 3)])
+    res = run_hpcnet('compare', before, odd)
+    fault_row('verdict #9: a unit that does not convert (msg/s after Gbit/s)', res, Exit.UNDECIDED)
     assert "not compared: the after side's unit 'msg/s' does not convert to 'Mbit/s'" in res.stdout
 
 
@@ -160,28 +130,27 @@ def test_refs_validate_refuses_absurd_bounds_and_wrong_units(tmp_path):
          "unit 'Gbit/s' is not the unit of throughput (valid: MB/s"),
     ]:
         shipped = _shipped_with(tmp_path, test, path, entry, unbounded)
-        res = _hpcnet('refs', 'validate', str(shipped))
-        _row(9, f'refs validate: {fault}', res, Exit.USAGE)
+        res = run_hpcnet('refs', 'validate', str(shipped))
+        fault_row(f'verdict #9: refs validate: {fault}', res, Exit.USAGE)
         assert message in res.stderr and str(shipped) in res.stderr, res.stderr
-    assert _hpcnet('refs', 'validate', str(REFERENCE_DIR / 'testbed.yaml')).returncode == Exit.OK
+    assert run_hpcnet('refs', 'validate', str(REFERENCE_DIR / 'testbed.yaml')).returncode == Exit.OK
 
 
 def _testbed_side(path: Path, uuid: str, sessions: list, halve: str | None = None) -> str:
     '''The recorded testbed sessions as one report of their runs; with
     ``halve``, that not-asserted variable's value is half the recorded one
     in perfvalues, while the recorded copy stays in not_asserted.'''
-    runs = []
+    cases = []
     for session in sessions:
         for run in session['runs']:
             for tc in run['testcases']:
                 tc = copy.deepcopy(tc)
                 if halve:
                     kept = tc['not_asserted'][halve]
-                    tc['perfvalues'][f'testbed:eth:{halve}'] = [kept['value'] / 2, 0, None, None,
-                                                                 kept['unit'], 'pass']
-                runs.append({'run_index': len(runs), 'testcases': [tc]})
-    path.write_text(json.dumps({'session_info': {'uuid': uuid}, 'runs': runs}))
-    return str(path)
+                    tc['perfvalues'].update(perfvalues(tc, {halve: (kept['value'] / 2,
+                                                                    kept['unit'])}))
+                cases.append(tc)
+    return write_report(path, cases, uuid)
 
 
 def test_a_value_has_one_source_and_old_reports_still_read(tmp_path):
@@ -194,15 +163,15 @@ def test_a_value_has_one_source_and_old_reports_still_read(tmp_path):
     steady = [recorded[i] for i in (0, 1, 2, 4, 5, 6)]
     before = _testbed_side(tmp_path / 'b.json', 'before', steady)
     same = _testbed_side(tmp_path / 's.json', 'same', steady)
-    res = _hpcnet('compare', before, same)
+    res = run_hpcnet('compare', before, same)
     assert res.returncode in (Exit.OK, Exit.UNDECIDED), res.stdout + res.stderr
     assert 'latency_8B [us]' in res.stdout and 'REGRESSED' not in res.stdout, res.stdout
     # bandwidth_64KiB_over_iperf3: not asserted on the testbed and judged by
     # compare (a ratio decides its case).
     disagree = _testbed_side(tmp_path / 'd.json', 'disagree', steady,
                              halve='bandwidth_64KiB_over_iperf3')
-    res = _hpcnet('compare', before, disagree)
-    _row(10, 'a not-asserted value whose second copy disagrees (perfvalues halved)', res,
-         Exit.FAILED)
+    res = run_hpcnet('compare', before, disagree)
+    fault_row('verdict #10: a not-asserted value whose second copy disagrees (perfvalues halved)', res,
+              Exit.FAILED)
     (line,) = [line for line in res.stdout.splitlines() if line.startswith('REGRESSED')]
     assert line.rstrip().endswith('bandwidth_64KiB_over_iperf3 [ratio]'), res.stdout
