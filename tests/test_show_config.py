@@ -29,8 +29,11 @@ def _sources() -> dict:
 
 def test_every_variable_the_code_reads_is_in_the_table():
     named = {v.name for v in variables.VARIABLES}
-    found = {m for text in _sources().values() for m in re.findall(r'HPCNET_[A-Z_0-9]+', text)}
-    assert found - set(variables.INCLUDE_GUARDS) - named == set()
+    texts = _sources().values()
+    found = {m for text in texts for m in re.findall(r'HPCNET_[A-Z_0-9]+', text)}
+    # A header's include guard (#ifndef X / #define X) is a macro, not a variable.
+    guards = {m for text in texts for m in re.findall(r'^#ifndef (HPCNET_\w+_H)\n#define \1$', text, re.M)}
+    assert found - guards - named == set()
     # ... and every entry of the table is read somewhere: used, not only
     # imported.
     read = {name for name in named
