@@ -30,7 +30,7 @@ import sys
 
 from hpcnet import stacks
 from hpcnet.stacks import modules
-from hpcnet.acceptance import references
+from hpcnet.acceptance.references import references
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFRAME_PREFIX
 from hpcnet.model import ConfigError
 from hpcnet.reframeargs import is_option, named_system, option_values, unmatched_prgenv

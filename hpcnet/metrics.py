@@ -4,7 +4,7 @@ One entry per family of names: the test class, the pattern its names
 fullmatch, the unit the check reports, which way is better, and the kinds of
 partition that can judge it.  Everything that reads a metric reads it here:
 the checks take their per-size variable lists from it, reference validation
-(hpcnet.acceptance.references) refuses names, units and bounds it does not
+(hpcnet.acceptance.references.references) refuses names, units and bounds it does not
 allow, the baseline bounds the worse side it names, compare and history take
 the direction from it.  Direction never comes from a unit's spelling: a
 ``ratio`` is better higher for an efficiency and lower for the worst pair's

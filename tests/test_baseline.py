@@ -11,7 +11,7 @@ import pytest
 from scipy import special
 from reframe.utility.sanity import reference_bounds
 
-from hpcnet.acceptance import baseline, references, refmerge, spread
+from hpcnet.acceptance.references import baseline, references, refmerge, spread
 
 REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 INDEX = ['$partition', 'mpi_family', 'mode']

@@ -10,7 +10,7 @@ import conftest
 import pytest
 
 from hpcnet import verdict
-from hpcnet.acceptance.references import Basis
+from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, qdiscs
 from hpcnet.constants import MEASUREMENT_WITHHELD
 from hpcnet.exitcodes import Exit

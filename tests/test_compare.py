@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.comparison import compare, statcompare
 
 
 def _case(run_value, unit='MB/s', metric='bandwidth_4MiB', transport="openmpi used tcp on fabric 'tcp'",

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcnet.acceptance import (accepted_changes as accepted, baseline, history, history_text, levels,
-                               pooled_outliers, spread)
-from hpcnet.acceptance.references import PROVENANCE, Basis
+from hpcnet.acceptance.history import history, history_text, levels, pooled_outliers
+from hpcnet.acceptance.references import accepted_changes as accepted, baseline, spread
+from hpcnet.acceptance.references.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

@@ -21,7 +21,7 @@ import pytest
 from conftest import env_regex, run_reframe, running_testbed
 
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import history, history_text, levels
+from hpcnet.acceptance.history import history, history_text, levels
 from hpcnet.constants import CALIBRATED_SUFFIX, CHECKS_DIR
 from hpcnet.paths import WORK_DIR
 from hpcnet.exitcodes import Exit

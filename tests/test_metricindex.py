@@ -1,4 +1,4 @@
-"""The metrics index (hpcnet.acceptance.metricindex) over a scratch results
+"""The metrics index (hpcnet.acceptance.history.metricindex) over a scratch results
 database of sessions crafted from recorded ones (tests/data): one row per
 value, a resumable build that follows the database, history's series read
 from it as from the sessions' JSON, retention that keeps the accepted
@@ -15,9 +15,10 @@ from pathlib import Path
 from test_history import _noisy, nights
 from test_verdict_history import results_db
 
-from hpcnet.acceptance import (compare, history, history_index, history_text, metricindex,
-                               report)
-from hpcnet.acceptance.references import PROVENANCE
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.history import history, history_index, history_text, metricindex
+from hpcnet.acceptance.references.references import PROVENANCE
+from hpcnet.acceptance.report import report
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hpcnet import verdict
-from hpcnet.acceptance import compare, report, reportparts, reportplots
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.report import report, reportparts, reportplots
 from hpcnet.commands import report as report_command
 
 RECORDED = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'

@@ -3,7 +3,7 @@ culprits the check named and the case's verdict line names them; the first
 exchange's cost is drawn beside them."""
 import matplotlib.pyplot as plt
 
-from hpcnet.acceptance import report, reportplots
+from hpcnet.acceptance.report import report, reportplots
 
 HOSTS = [f'cn{i}' for i in range(5)]
 CULPRITS = {'bandwidth': {'nodes': ['cn4'], 'links': [['cn1', 'cn2']], 'inconclusive': []},

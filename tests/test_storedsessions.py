@@ -1,4 +1,4 @@
-"""Stored sessions read in-process (hpcnet.acceptance.storedsessions): what
+"""Stored sessions read in-process (hpcnet.acceptance.comparison.storedsessions): what
 `reframe --describe-stored-sessions` prints for the same query, from a
 results database of nights made from the recorded testbed sessions
 (test_history.nights)."""
@@ -15,7 +15,7 @@ import pytest
 from test_history import nights
 from test_verdict_history import results_db
 
-from hpcnet.acceptance import compare, storedsessions
+from hpcnet.acceptance.comparison import compare, storedsessions
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import reframe_executable
 

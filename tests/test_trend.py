@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from test_report import VIEWPORT, _chromium
 
-from hpcnet.acceptance import history, report, trend
+from hpcnet.acceptance.history import history, trend
+from hpcnet.acceptance.report import report
 from hpcnet.constants import CALIBRATED_SUFFIX
 from hpcnet.exitcodes import WORDS, Exit
 

@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 import conftest
-from hpcnet.acceptance import accepted, baseline, compare, references, refmerge
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.references import accepted, baseline, references, refmerge
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 import conftest
-from hpcnet.acceptance import baseline
+from hpcnet.acceptance.references import baseline
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.exitcodes import Exit
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import conftest
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.comparison import compare, statcompare
 from hpcnet.commands import accept
 from hpcnet.exitcodes import Exit
 

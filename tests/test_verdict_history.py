@@ -12,7 +12,7 @@ from pathlib import Path
 import conftest
 from test_history import DAY, _noisy, nights
 
-from hpcnet.acceptance import metricindex
+from hpcnet.acceptance.history import metricindex
 from hpcnet.exitcodes import Exit
 
 HPCNET = Path(sys.executable).with_name('hpcnet')

@@ -15,8 +15,8 @@ from reframe.core.exceptions import PerformanceError
 
 import conftest
 from hpcnet import verdict
-from hpcnet.acceptance import compare, statcompare
-from hpcnet.acceptance.references import Basis
+from hpcnet.acceptance.comparison import compare, statcompare
+from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, testlib
 from hpcnet.exitcodes import Exit
 

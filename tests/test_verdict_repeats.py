@@ -14,8 +14,8 @@ import pytest
 
 import conftest
 from hpcnet import cli, runner, verdict
-from hpcnet.acceptance import references
-from hpcnet.acceptance.references import Basis
+from hpcnet.acceptance.references import references
+from hpcnet.acceptance.references.references import Basis
 from hpcnet.variables import REPORTS_DIR_ENV
 from hpcnet.exitcodes import Exit
 
@@ -230,7 +230,8 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
 def test_samples_come_from_every_repeat_and_from_a_repeat_passed_on_retry():
     """Baseline and compare take a sample from each of the 3 repeats: two
     that passed, and the one that passed only on its known issue's retry."""
-    from hpcnet.acceptance import baseline, compare
+    from hpcnet.acceptance.comparison import compare
+    from hpcnet.acceptance.references import baseline
     values = [4800.0, 4900.0, 5000.0]
     repeats = [[{**PASSED, 'perfvalues': {'local:tcp:bandwidth_4MiB': [v, 0, None, None, 'MB/s', 'pass']}}]
                for v in values]

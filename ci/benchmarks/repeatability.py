@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from hpcnet import runner
-from hpcnet.acceptance import compare
+from hpcnet.acceptance.comparison import compare
 from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history
 

@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from hpcnet import runner
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.comparison import compare, statcompare
 from hpcnet import testbed as tbm
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import TESTBED_RATE_ENV

@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import compare, references
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.references import references
 from hpcnet.commands.testbed import parse_on_testbed, run_on
 from hpcnet.paths import isolate_history
 

@@ -5,7 +5,7 @@ metric is still not decided, run only the cases that hold such metrics
 again, as many repeats as the statistics say would decide them (a case that
 failed a repeat has failed the acceptance: it is not run again), until every
 metric is decided (each judged one-sided against its own tolerance:
-hpcnet.acceptance.statcompare), more samples of the after side would decide
+hpcnet.acceptance.comparison.statcompare), more samples of the after side would decide
 none of those left, or a budget (``--max-repeats``, ``--time-budget``) is
 spent (Chromium Pinpoint's "collect more data"). Then the verdict table,
 the HTML report with its before/after section, and the exit code of the
@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass
 
 from hpcnet import argtypes, runner, verdict
-from hpcnet.acceptance import compare, references
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.references import references
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
 from hpcnet.commands.parser import add_option, add_results_db_option, pass_through
 from hpcnet.commands.run import on_the_testbed_named

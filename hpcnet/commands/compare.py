@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpcnet import argtypes, exitcodes, runner
-from hpcnet.acceptance import compare
+from hpcnet.acceptance.comparison import compare
 from hpcnet.commands.parser import add_option, add_results_db_option
 from hpcnet.exitcodes import Exit
 from hpcnet.progress import phase

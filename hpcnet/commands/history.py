@@ -1,5 +1,5 @@
 """`hpcnet history`: every metric's trend over the stored sessions, the
-session each changed, and the verdict (hpcnet.acceptance.history states the
+session each changed, and the verdict (hpcnet.acceptance.history.history states the
 rule); ``--output FILE`` writes the trend page."""
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, forked, runner
-from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
-from hpcnet.acceptance import history_text, levels, metricindex
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.history import history, history_index, history_text, levels, metricindex
+from hpcnet.acceptance.references import accepted_changes as accepted
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.parser import add_option, add_results_db_option, write_output
 from hpcnet.progress import phase
 
@@ -34,7 +35,7 @@ def run(args) -> int:
     if code == exitcodes.Exit.UNDECIDED:
         verdict += f'; {found.needed} sessions of a metric decide it'
     if args.output:
-        from hpcnet.acceptance import trend   # matplotlib: only where a page is drawn
+        from hpcnet.acceptance.history import trend   # matplotlib: only where a page is drawn
         latest = found.sessions[-1]
         report, drawn = drawing.result()
         page = hpcnet_report.render(

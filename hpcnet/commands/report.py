@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from hpcnet import exitcodes, runner, verdict
-from hpcnet.acceptance import compare
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides
 from hpcnet.commands.parser import add_results_db_option, write_output
 

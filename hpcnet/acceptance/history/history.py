@@ -5,8 +5,8 @@ The sessions are ReFrame's (its results database, read through
 `reframe --describe-stored-sessions` as `hpcnet compare` reads a period),
 in the order they started.  Per test x partition x environment x metric the
 series is one value per session: the median of that session's samples
-(every passed repeat, as hpcnet.acceptance.compare.samples collects them).
-hpcnet.acceptance.levels judges each series (changes, outliers, the newest
+(every passed repeat, as hpcnet.acceptance.comparison.compare.samples collects them).
+hpcnet.acceptance.history.levels judges each series (changes, outliers, the newest
 nights that stand apart from the level: its tail).
 
 What a series holds besides its values:
@@ -21,7 +21,7 @@ What a series holds besides its values:
   up to LOOKBACK sessions before START (numbered 0, -1, ...), so a change a
   few sessions after START has its earlier level; changes before START are
   not the period's;
-- what the site accepted (hpcnet.acceptance.accepted_changes): a change, or a tail,
+- what the site accepted (hpcnet.acceptance.references.accepted_changes): a change, or a tail,
   that starts at most one session after a session the site accepted (its
   baseline, or an acknowledgement) is ACCEPTED, not a failure.
 
@@ -47,10 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import metrics
-from hpcnet.acceptance import accepted_changes as accepted_mod, compare, metricindex
-from hpcnet.acceptance.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
-from hpcnet.acceptance.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change, Finding,
-                                      find_all, sessions_needed)
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.history import metricindex
+from hpcnet.acceptance.history.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, Change, Finding,
+                                              find_all, sessions_needed)
+from hpcnet.acceptance.references import accepted_changes as accepted_mod
+from hpcnet.acceptance.references.baseline import OS_KERNEL_TAG, SUITE_COMMIT_TAG
 from hpcnet.exitcodes import Exit
 
 #: Sessions before a ``START:END`` period read to judge the level at START:
@@ -269,7 +271,7 @@ class History:
     min_segment: int = MIN_SEGMENT
     alpha: float = ALPHA
     threshold: float = THRESHOLD
-    #: {session uuid: hpcnet.acceptance.compare.provenance of the session}
+    #: {session uuid: hpcnet.acceptance.comparison.compare.provenance of the session}
     provenance: dict = field(default_factory=dict)
     #: what_changed of a case's two records and their sessions' facts, by
     #: (id of each record, the sessions' facts): the records stay in provenance.

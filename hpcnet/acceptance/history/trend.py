@@ -12,11 +12,11 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from hpcnet import forked  # noqa: E402
-from hpcnet.acceptance import history as hist  # noqa: E402
-from hpcnet.acceptance import history_text as htext  # noqa: E402
-from hpcnet.acceptance.levels import Outlier  # noqa: E402
-from hpcnet.acceptance.figures import img  # noqa: E402
-from hpcnet.acceptance.reportparts import esc  # noqa: E402
+from hpcnet.acceptance.history import history as hist  # noqa: E402
+from hpcnet.acceptance.history import history_text as htext  # noqa: E402
+from hpcnet.acceptance.history.levels import Outlier  # noqa: E402
+from hpcnet.acceptance.report.figures import img  # noqa: E402
+from hpcnet.acceptance.report.reportparts import esc  # noqa: E402
 
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.
@@ -122,7 +122,7 @@ def _sessions_table(found: hist.History) -> str:
 
 
 def section(found: hist.History) -> str:
-    """The trend section's HTML (hpcnet.acceptance.report.render's ``trend``)."""
+    """The trend section's HTML (hpcnet.acceptance.report.report.render's ``trend``)."""
     changed = []
     for series, _ in (found.changes(worse=True) + found.tails() + found.heads()
                       + found.changes(worse=False) + found.tails(worse=False)

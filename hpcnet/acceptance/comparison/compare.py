@@ -5,11 +5,11 @@ Each side is one or more stored sessions, selected as ReFrame selects them
 ``reframe --describe-stored-sessions`` takes), the word ``baseline`` (the
 sessions the reference file of the system the other side ran on names in
 its provenance: the baseline the site accepted by writing it,
-hpcnet.acceptance.accepted), or a JSON run report file. Per test x partition x environment x metric,
-the samples of each side (every passed repeat) are judged by
-hpcnet.acceptance.metricjudge (statcompare's rule); beside every regression
-stands what changed between the sides (MPI library, transport proved, nodes,
-link rate, link errors).
+hpcnet.acceptance.references.accepted), or a JSON run report file. Per test
+x partition x environment x metric, the samples of each side (every passed
+repeat) are judged by hpcnet.acceptance.comparison.metricjudge
+(statcompare's rule); beside every regression stands what changed between
+the sides (MPI library, transport proved, nodes, link rate, link errors).
 
 A comparison cannot be fooled: the sides may not share a session; a time
 period leaves out the sessions of `hpcnet baseline` unless asked; environments renamed by an
@@ -29,14 +29,15 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet.acceptance import accepted, metricjudge, statcompare, storedsessions
-from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
-from hpcnet.acceptance.casevalues import recorded_values
-from hpcnet.acceptance.references import (ReferenceFileError, load_report, withheld,
-                                          withheld_reason)
+from hpcnet.acceptance.comparison import metricjudge, statcompare, storedsessions
+from hpcnet.acceptance.references import accepted
+from hpcnet.acceptance.references.baseline import BASELINE_TAG, measured_cases
+from hpcnet.acceptance.references.casevalues import recorded_values
+from hpcnet.acceptance.references.references import (ReferenceFileError, load_report, withheld,
+                                                     withheld_reason)
 from hpcnet.constants import CONFIG_DIR
-from hpcnet.paths import reframe_executable
 from hpcnet.exitcodes import Exit
+from hpcnet.paths import reframe_executable
 
 #: The floor of every metric's tolerance (statcompare.tolerance_of): a shift
 #: smaller than this is not a change a site acts on, however steady the metric.
@@ -73,7 +74,7 @@ def stored_sessions(query: str, db: Path | None = None) -> list:
     """The stored sessions ``query`` selects, as ReFrame's storage gives them
     (`reframe --describe-stored-sessions`), from its configured results
     database or from ``db`` (ReFrame's RFM_SQLITE_DB_FILE): a UUID or a
-    period read in this process (hpcnet.acceptance.storedsessions), a
+    period read in this process (hpcnet.acceptance.comparison.storedsessions), a
     session filter by ReFrame."""
     try:
         reports = storedsessions.read(query, db)
@@ -97,13 +98,13 @@ def stored_sessions(query: str, db: Path | None = None) -> list:
 def is_baseline_run(report: dict) -> bool:
     """A session `hpcnet baseline` stored (ReFrame keeps --session-extras in
     the session's own information): a candidate, the baseline only while a
-    reference file's provenance names it (hpcnet.acceptance.accepted)."""
+    reference file's provenance names it (hpcnet.acceptance.references.accepted)."""
     return BASELINE_TAG in report.get('session_info', {})
 
 
 def accepted_baseline(system: str | None) -> list:
     """The sessions of the baseline of ``system``: those the provenance of
-    its reference file names (hpcnet.acceptance.accepted), each fetched by
+    its reference file names (hpcnet.acceptance.references.accepted), each fetched by
     its UUID.  A case measured by the sessions of a newer block comes from
     those alone: a merge replaced its references with theirs."""
     try:

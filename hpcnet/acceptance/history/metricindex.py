@@ -9,14 +9,14 @@ holds what the readers need, in rows they select with an index:
 - ``sessions``: uuid, start and end, the session's ``session_info`` (JSON);
 - ``cases``: per session x test x partition x environment, why it has no
   value (``outcome``, NULL when a repeat measured it) and its provenance
-  (MPI library, transport, nodes, link; hpcnet.acceptance.compare.provenance)
+  (MPI library, transport, nodes, link; hpcnet.acceptance.comparison.compare.provenance)
   as JSON; its ``id`` is the provenance key the samples name;
 - ``samples``: per session x case x metric x repeat the value, its unit and
   basis: ``judged``, ``not asserted`` (the reference file asserts no
   bound), or ``withheld`` with the reason (a testbed host too busy to
   emulate the wire: shown, never judged).
 
-Rows are what hpcnet.acceptance.compare.samples reads from a session: every
+Rows are what hpcnet.acceptance.comparison.compare.samples reads from a session: every
 passed repeat (and the known-issue retries that passed).  A session is
 indexed in one transaction, so an interrupted build leaves whole sessions and
 resumes where it stopped.  The index follows the database: a session the
@@ -37,10 +37,11 @@ from pathlib import Path
 from typing import TextIO
 
 from hpcnet import metrics
-from hpcnet.acceptance import accepted, compare
-from hpcnet.acceptance.baseline import measured_cases
-from hpcnet.acceptance.casevalues import recorded_values
-from hpcnet.acceptance.references import reference_dir, withheld, withheld_reason
+from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.references import accepted
+from hpcnet.acceptance.references.baseline import measured_cases
+from hpcnet.acceptance.references.casevalues import recorded_values
+from hpcnet.acceptance.references.references import reference_dir, withheld, withheld_reason
 from hpcnet.constants import CONFIG_DIR, DEFAULT_REPORTS_DIR
 from hpcnet.paths import reframe_executable
 from hpcnet.progress import progress_line

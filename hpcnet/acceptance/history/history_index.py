@@ -1,7 +1,7 @@
-"""`hpcnet history` read from the metrics index (hpcnet.acceptance.metricindex):
+"""`hpcnet history` read from the metrics index (hpcnet.acceptance.history.metricindex):
 the rows of the selected system, tests and period only, never a session's
 whole JSON.  The series, their numbering and their judgement are those of
-hpcnet.acceptance.history, which states the rule.
+hpcnet.acceptance.history.history, which states the rule.
 
 A period ReFrame's way (``START:END``, a session UUID) is read from the
 index; any other query (a session filter, ``?expr``) is ReFrame's to answer,
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcnet.acceptance import accepted, history, levels, metricindex
+from hpcnet.acceptance.history import history, levels, metricindex
+from hpcnet.acceptance.references import accepted
 
 
 def _period(period: str) -> tuple | None:

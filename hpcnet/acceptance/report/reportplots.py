@@ -13,9 +13,9 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
-from hpcnet.acceptance.reportparts import (display_name, esc, final_cases, link_throughputs,  # noqa: E402
-                                           plot_grid)
+from hpcnet.acceptance.report.figures import figure, img, log_axes  # noqa: E402
+from hpcnet.acceptance.report.reportparts import (display_name, esc, final_cases,  # noqa: E402
+                                                  link_throughputs, plot_grid)
 
 BANDS_UP_TO = 6     #: most series a curve plot shades the spread of
 
