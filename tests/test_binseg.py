@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import ruptures
 
-from hpcnet.acceptance.history import binseg, history
+from hpcnet.acceptance.history import binseg, stored_series
 from hpcnet.acceptance.references.spread import median_of
 
 DATA = Path(__file__).resolve().parent / 'data'
@@ -36,7 +36,7 @@ def _columns(path: Path) -> list:
 def _recorded() -> list:
     outputs = [c for path in sorted((DATA / 'samples').glob('*.txt')) for c in _columns(path)]
     reports = json.loads((DATA / 'history' / 'testbed-12-sessions.json').read_text())
-    _, series = history.series_of(reports)
+    _, series = stored_series.series_of(reports)
     found = [s for s in outputs + [s.values for s in series] if len(s) >= 8]
     return [np.log(s) if min(s) > 0 else np.asarray(s, dtype=float) for s in found] \
         + [np.asarray(s, dtype=float) for s in found]

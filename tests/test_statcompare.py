@@ -16,7 +16,7 @@ from hpcnet.acceptance.comparison.statcompare import (LONE_SAMPLE_RUNS, TOLERANC
                                                       Tolerance, Verdict, compare_samples,
                                                       mann_whitney_p, modes, shift_bounds,
                                                       tolerance_of, u_critical)
-from hpcnet.acceptance.history import history
+from hpcnet.acceptance.history import stored_series
 from hpcnet.acceptance.references.spread import robust_sigma
 
 
@@ -318,7 +318,7 @@ def _recorded_series() -> list:
     (tests/data/history), and each rounded to 2 significant digits (ties)."""
     reports = json.loads((Path(__file__).resolve().parent / 'data' / 'history'
                           / 'testbed-12-sessions.json').read_text())
-    _, series = history.series_of(reports)
+    _, series = stored_series.series_of(reports)
     values = [[float(v) for v in s.values] for s in series]
     return values + [[float(f'{v:.2g}') for v in s] for s in values]
 

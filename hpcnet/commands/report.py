@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from hpcnet import exitcodes, runner, verdict
-from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides
 from hpcnet.commands.parser import add_results_db_option, write_output
@@ -30,7 +30,7 @@ def run(args) -> int:
             name = f'compare-{before.sessions[0][:8]}-{after.sessions[0][:8]}.html'
         else:
             specs = args.sessions or [str(latest)]
-            sides = [compare.load_side(x) for x in specs]
+            sides = [sides.load_side(x) for x in specs]
             reports = [r for side in sides for r in side.reports]
             retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
             lines, _ = verdict.reports_summary(reports)
@@ -46,7 +46,7 @@ def run(args) -> int:
                 runner.say(f'run report: {path}')
             for line in lines:
                 runner.say(line)
-    except compare.CompareError as err:
+    except sides.CompareError as err:
         raise runner.SelectionError(str(err)) from None
     output = Path(args.output) if args.output else runner.reports_dir() / name
     write_output(page, output, '-o', 'report')

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 
-from hpcnet.acceptance.history.history import History, Series
+from hpcnet.acceptance.history.history import History
 from hpcnet.acceptance.history.levels import MAX_CANDIDATES, Change, Outlier
+from hpcnet.acceptance.history.stored_series import Series
 from hpcnet.acceptance.references.spread import OUTLIER_Z
 from hpcnet.constants import MEASUREMENT_WITHHELD
 

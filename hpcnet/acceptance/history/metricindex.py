@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TextIO
 
 from hpcnet import metrics
-from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.acceptance.references import accepted
 from hpcnet.acceptance.references.baseline import measured_cases
 from hpcnet.acceptance.references.casevalues import recorded_values
@@ -182,12 +182,12 @@ def case_outcomes(report: dict) -> dict:
         for tc in run.get('testcases', []):
             if not tc.get('fixture'):
                 reason = ' '.join(str(tc.get('fail_reason') or '').split())[:120]
-                out[compare._case_key(tc)] = (
+                out[sides.case_key(tc)] = (
                     f'{tc.get("result") or "?"}'
                     + (f' in {tc["fail_phase"]}' if tc.get('fail_phase') else '')
                     + (f': {reason}' if reason else ''))
     for tc in measured(report):
-        out[compare._case_key(tc)] = None
+        out[sides.case_key(tc)] = None
     return out
 
 
@@ -213,12 +213,12 @@ def session_rows(report: dict) -> SessionRows:
     """The rows of one session's report (module docstring)."""
     info = report.get('session_info', {})
     uuid = info.get('uuid', '?')
-    facts = compare.provenance(compare.Side(uuid, [report]))
+    facts = compare.provenance(sides.Side(uuid, [report]))
     cases = [(*key, why, json.dumps(facts[key]) if key in facts else None)
              for key, why in case_outcomes(report).items()]
     samples, repeats = [], {}
     for tc in measured(report):
-        key = compare._case_key(tc)
+        key = sides.case_key(tc)
         basis, reason = (WITHHELD, withheld_reason(tc)) if withheld(tc) else (None, None)
         for var, value, unit, unasserted in recorded_values(tc):
             repeat = repeats[(*key, var)] = repeats.get((*key, var), 0) + 1

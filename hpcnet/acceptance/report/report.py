@@ -21,7 +21,7 @@ import re
 from collections import defaultdict
 
 from hpcnet import sites
-from hpcnet.acceptance.comparison import compare
+from hpcnet.acceptance.comparison import comparetext
 from hpcnet.acceptance.comparison.statcompare import Verdict
 from hpcnet.acceptance.references import baseline
 from hpcnet.acceptance.references.references import NOT_JUDGED, withheld
@@ -289,7 +289,7 @@ def comparison(rows: list, before_side, after_side) -> str:
     """The verdict table of `hpcnet compare` and before/after curves with a
     ratio panel for every point-to-point case both sides ran."""
     from hpcnet.acceptance.report import reportplots   # matplotlib: only where a page is drawn
-    return (f'<pre>{esc(compare.table(rows))}</pre>'
+    return (f'<pre>{esc(comparetext.table(rows))}</pre>'
             + reportplots.before_after_curves(before_side, after_side))
 
 

@@ -174,7 +174,7 @@ def link_throughput(reports: list) -> str:
 
 def before_after_curves(before_side, after_side) -> str:
     """Before/after curves with a ratio panel for every point-to-point case
-    both sides (compare.Side) ran."""
+    both sides (sides.Side) ran."""
     def curves(side) -> dict:
         return {(display_name(tc), tc['system'], tc['partition'], tc['environ']): tc['curve']
                 for tc in final_cases(side.reports)
