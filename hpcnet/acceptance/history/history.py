@@ -18,11 +18,11 @@ What a series holds besides its values:
   partition but it has none (the case failed, was not run, or ran without
   the metric);
 - the earlier level: a period of ReFrame's ``START:END`` form is judged with
-  up to LOOKBACK sessions before START (numbered 0, -1, ...), so a change a
-  few sessions after START has its earlier level; changes before START are
-  not the period's;
-- what the site accepted (hpcnet.acceptance.references.accepted_changes): a change, or a tail,
-  that starts at most one session after a session the site accepted (its
+  up to stored_series.LOOKBACK sessions before START (numbered 0, -1, ...),
+  so a change a few sessions after START has its earlier level; changes
+  before START are not the period's;
+- what the site accepted (hpcnet.acceptance.references.accepted_changes): a
+  change, or a tail, that starts at most one session after a session the site accepted (its
   baseline, or an acknowledgement) is ACCEPTED, not a failure.
 
 Worse is by the metric catalogue's better side (hpcnet.metrics); a value with
