@@ -22,8 +22,9 @@ What a series holds besides its values:
   so a change a few sessions after START has its earlier level; changes
   before START are not the period's;
 - what the site accepted (hpcnet.acceptance.references.accepted_changes): a
-  change, or a tail, that starts at most one session after a session the site accepted (its
-  baseline, or an acknowledgement) is ACCEPTED, not a failure.
+  change, or a tail, that starts at most one session after a session the
+  site accepted (its baseline, or an acknowledgement) is ACCEPTED, not a
+  failure.
 
 Worse is by the metric catalogue's better side (hpcnet.metrics); a value with
 no better side (an MTU) counts as worse when it changes, as `hpcnet compare`
