@@ -27,7 +27,7 @@ import os
 import sys
 from importlib import metadata
 
-from hpcnet.acceptance.references import ReferenceFileError
+from hpcnet.acceptance.references.references import ReferenceFileError
 from hpcnet.commands.parser import CommandParser, results_db_in_force
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import WORDS, Exit

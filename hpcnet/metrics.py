@@ -6,7 +6,7 @@ proportion; whether it can be zero), the kinds of partition that can judge
 it, and what decides it where its case is judged over iperf3.  Everything
 that reads a metric reads it here: the checks name and unit their
 performance variables by their entries (Metric.name_for, Metric.unit),
-reference validation (hpcnet.acceptance.references) refuses names, units and
+reference validation (hpcnet.acceptance.references.references) refuses names, units and
 bounds it does not allow, the baseline bounds the worse side it names,
 compare and history take the direction from it.  Direction never comes from
 a unit's spelling: a ``ratio`` is better higher for an efficiency and lower

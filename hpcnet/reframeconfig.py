@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 
 from hpcnet import stacks
-from hpcnet.acceptance import references
+from hpcnet.acceptance.references import references
 from hpcnet.constants import DEFAULT_REPORTS_DIR, REFRAME_PREFIX
 from hpcnet.exitcodes import Exit
 from hpcnet.model import ConfigError

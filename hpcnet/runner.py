@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Callable
 
 from hpcnet import sites, stacks
-from hpcnet.acceptance import baseline, metricindex, references
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.history import metricindex
+from hpcnet.acceptance.references import baseline, references
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
                               MEASUREMENT_WITHHELD, PERFLOG_DIR, REFERENCE_DIR, WITHHELD_RETRIES)
 from hpcnet.paths import WORK_DIR

@@ -62,7 +62,8 @@ VARIABLES = (
     Variable(REFERENCE_DIR_ENV, '`reference/` of the suite',
              'reference files are read from, and `hpcnet baseline` writes into, this directory '
              "(a site's own reference repository)",
-             'hpcnet/acceptance/references.py, hpcnet/acceptance/baseline.py, hpcnet/runner.py'),
+             'hpcnet/acceptance/references/references.py, '
+             'hpcnet/acceptance/references/baseline.py, hpcnet/runner.py'),
     Variable(SYSTEMS_DIRS_ENV, 'only `config/systems/`',
              'more directories of site files (colon separated), loaded after `config/systems/`',
              'hpcnet/sites.py'),

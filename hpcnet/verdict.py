@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 
-from hpcnet.acceptance import references
+from hpcnet.acceptance.references import references
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, FABRIC_UNUSABLE, KNOWN_ISSUE_MARKER,
                               MEASUREMENT_WITHHELD)
 from hpcnet.exitcodes import WORDS, Exit, worst

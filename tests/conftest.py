@@ -148,7 +148,7 @@ def perf(case):
 
 def values(case):
     '''Every value a case recorded: asserted and not asserted.'''
-    from hpcnet.acceptance.casevalues import recorded_values
+    from hpcnet.acceptance.references.casevalues import recorded_values
     return {var: value for var, value, _, _ in recorded_values(case)}
 
 

@@ -17,7 +17,7 @@ import yaml
 import conftest
 from hpcnet import metrics
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import metricindex
+from hpcnet.acceptance.history import metricindex
 from hpcnet.constants import FABRICS_FILE
 from hpcnet.parsers.errors import BenchmarkOutputError
 

@@ -148,7 +148,7 @@ def test_a_login_host_that_matches_no_site_is_an_error(tmp_path):
 
 
 def test_baseline_scenarios(tmp_path):
-    from hpcnet.acceptance import baseline, refmerge
+    from hpcnet.acceptance.references import baseline, refmerge
     sessions = ['s1', 's2', 's3', 's4', 's5']
     # A slow repeat is a mode the next run may visit: left out, named, and
     # the metric is recorded, not bounded (never a bound that accepts 20).

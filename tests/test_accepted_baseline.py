@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from helpers import last_line, record_fault, run_hpcnet
-from hpcnet.acceptance import accepted, baseline, compare, references, refmerge
+from hpcnet.acceptance.comparison import sides
+from hpcnet.acceptance.references import accepted, baseline, references, refmerge
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit
@@ -142,9 +143,9 @@ def test_a_reference_file_without_sessions_is_no_baseline(tmp_path, monkeypatch,
     monkeypatch.setenv('HPCNET_REFERENCE_DIR', str(tmp_path))
     if written is not None:
         (tmp_path / 'testbed.yaml').write_text(written)
-    monkeypatch.setattr(compare, 'stored_sessions', lambda query: pytest.fail(query))
-    with pytest.raises(compare.CompareError) as err:
-        compare.load_side(compare.BASELINE, system='testbed')
+    monkeypatch.setattr(sides, 'stored_sessions', lambda query: pytest.fail(query))
+    with pytest.raises(sides.CompareError) as err:
+        sides.load_side(sides.BASELINE, system='testbed')
     assert str(tmp_path / 'testbed.yaml') in str(err.value) and says in str(err.value)
     assert accepted.HOW_TO_MAKE in str(err.value) and '\n' not in str(err.value)
 
@@ -171,9 +172,9 @@ def test_a_merged_file_takes_each_case_from_its_newest_block(tmp_path, monkeypat
         [_uuid(n) for n in (1, 2, 3)]
     stored = {r['session_info']['uuid']: r for r in old + new}
     asked = []
-    monkeypatch.setattr(compare, 'stored_sessions',
+    monkeypatch.setattr(sides, 'stored_sessions',
                         lambda query: asked.append(query) or [stored[query]])
-    side = compare.load_side(compare.BASELINE, system='testbed')
+    side = sides.load_side(sides.BASELINE, system='testbed')
     assert sorted(asked) == sorted(stored)
     by_partition = {}
     for report in side.reports:

@@ -13,7 +13,7 @@ from reframe.utility.sanity import reference_bounds
 
 from helpers import report_case, run_report
 
-from hpcnet.acceptance import baseline, references, refmerge, spread
+from hpcnet.acceptance.references import baseline, references, refmerge, spread
 
 REPORT = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
 INDEX = ['$partition', 'mpi_family', 'mode']

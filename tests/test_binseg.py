@@ -1,4 +1,4 @@
-"""hpcnet.acceptance.binseg finds the breakpoints ruptures' Binseg with the
+"""hpcnet.acceptance.history.binseg finds the breakpoints ruptures' Binseg with the
 L1 cost finds, on recorded series: every numeric column of the recorded OSU
 and IMB outputs (tests/data/samples; their printed figures repeat, so places
 tie), and every series of the recorded twelve-session testbed history
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import ruptures
 
-from hpcnet.acceptance import binseg, history
-from hpcnet.acceptance.spread import median_of
+from hpcnet.acceptance.history import binseg, stored_series
+from hpcnet.acceptance.references.spread import median_of
 
 DATA = Path(__file__).resolve().parent / 'data'
 _ROW = re.compile(r'\s*\d[\d.]*(\s+\d[\d.]*)+\s*')
@@ -36,7 +36,7 @@ def _columns(path: Path) -> list:
 def _recorded() -> list:
     outputs = [c for path in sorted((DATA / 'samples').glob('*.txt')) for c in _columns(path)]
     reports = json.loads((DATA / 'history' / 'testbed-12-sessions.json').read_text())
-    _, series = history.series_of(reports)
+    _, series = stored_series.series_of(reports)
     found = [s for s in outputs + [s.values for s in series] if len(s) >= 8]
     return [np.log(s) if min(s) > 0 else np.asarray(s, dtype=float) for s in found] \
         + [np.asarray(s, dtype=float) for s in found]

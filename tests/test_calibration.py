@@ -11,7 +11,7 @@ import pytest
 from helpers import record_fault, report_case
 
 from hpcnet import verdict
-from hpcnet.acceptance.references import Basis
+from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, qdiscs
 from hpcnet.constants import MEASUREMENT_WITHHELD
 from hpcnet.exitcodes import Exit

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from helpers import fault_row, perfvalues, report_case, run_hpcnet, wobble, write_report
-from hpcnet.acceptance import baseline
+from hpcnet.acceptance.references import baseline
 from hpcnet.constants import REFERENCE_DIR
 from hpcnet.exitcodes import Exit
 

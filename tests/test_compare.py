@@ -4,7 +4,7 @@ import json
 import pytest
 
 from helpers import report_case, wobble, write_report
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.comparison import compare, comparetext, sides, statcompare
 
 
 def _report(path, values, uuid, metric='bandwidth_4MiB', unit=None, errors=0, test='hpcnet_p2p',
@@ -32,7 +32,7 @@ def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
     before = _report(tmp_path / 'b.json', wobble(117.0, 5, 1, 0.01), 'before-uuid')
     after = _report(tmp_path / 'a.json', wobble(105.0, 5, 2, 0.01), 'after-uuid',
                     transport="openmpi used tcp on fabric 'tcp' (fallback)", errors=12)
-    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(after))
     assert not outcome.missing_after and not outcome.only_after
     (row,) = rows = outcome.rows
     assert outcome.exit_code == 1
@@ -41,7 +41,7 @@ def test_a_ten_percent_drop_is_a_regression_and_says_what_changed(tmp_path):
     changed = ' | '.join(row.changed)
     assert 'transport:' in changed and '(fallback)' in changed
     assert 'link errors+drops: 0 -> 12' in changed
-    text = compare.table(rows)
+    text = comparetext.table(rows)
     assert text.splitlines()[1].startswith('REGRESSED') and 'what changed:' in text
 
 
@@ -52,27 +52,27 @@ def test_same_numbers_are_unchanged_and_latency_direction_comes_from_the_catalog
                    unit='us', metric='latency_8B')
     slower = _report(tmp_path / 'w.json', wobble(23.0, 10, 5, 0.005), 'w',
                      unit='us', metric='latency_8B')
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(same)).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(same)).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED, row.result.reason
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(slower)).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(slower)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED, row.result.reason
-    (row,) = compare.compare(compare.load_side(slower), compare.load_side(before)).rows
+    (row,) = compare.compare(sides.load_side(slower), sides.load_side(before)).rows
     assert row.result.verdict == statcompare.Verdict.IMPROVED, row.result.reason
 
 
 def test_too_few_samples_are_inconclusive_and_failed_cases_are_no_samples(tmp_path):
     before = _report(tmp_path / 'b.json', [117.0, 116.0], 'b')
     after = _report(tmp_path / 'a.json', [80.0, 81.0], 'a')
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     # more samples after cannot make up for a before side of two
     assert row.result.more_samples is None and 'fewer than 3 samples before' in row.result.reason
-    (row,) = compare.compare(compare.load_side(_report(tmp_path / 'b5.json', [117.0] * 5, 'b5')),
-                             compare.load_side(after)).rows
+    (row,) = compare.compare(sides.load_side(_report(tmp_path / 'b5.json', [117.0] * 5, 'b5')),
+                             sides.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.more_samples and row.result.more_samples >= 1
     failed = _report(tmp_path / 'f.json', [117.0] * 5, 'f', result='fail')
-    outcome = compare.compare(compare.load_side(before), compare.load_side(failed))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(failed))
     assert outcome.rows == [] and len(outcome.missing_after) == 1
     assert outcome.exit_code == 1
 
@@ -80,8 +80,8 @@ def test_too_few_samples_are_inconclusive_and_failed_cases_are_no_samples(tmp_pa
 def test_a_side_that_cannot_be_read_is_one_clear_error(tmp_path):
     bad = tmp_path / 'bad.json'
     bad.write_text('{not json')
-    with pytest.raises(compare.CompareError, match='bad.json: not a readable ReFrame JSON report'):
-        compare.load_side(str(bad))
+    with pytest.raises(sides.CompareError, match='bad.json: not a readable ReFrame JSON report'):
+        sides.load_side(str(bad))
 
 
 def test_counts_that_are_zero_when_healthy_regress_on_any_rise(tmp_path):
@@ -89,10 +89,10 @@ def test_counts_that_are_zero_when_healthy_regress_on_any_rise(tmp_path):
                      metric='bandwidth_outlier_nodes')
     after = _report(tmp_path / 'a.json', [1, 1, 0], 'a', unit='count', test='hpcnet_pairs',
                     metric='bandwidth_outlier_nodes')
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED
     assert row.result.reason == 'median count 0 -> 1'
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(_copy(before, 'b2'))).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(_copy(before, 'b2'))).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED
 
 
@@ -101,14 +101,14 @@ def test_a_configuration_value_that_changed_is_a_regression(tmp_path):
                      metric='mtu')
     after = _report(tmp_path / 'a.json', [1500, 1500], 'a', unit='bytes', test='hpcnet_preflight',
                     metric='mtu')
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(after)).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(after)).rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED
     assert row.result.reason == 'configured value 9000 -> 1500'
 
 
 def test_a_metric_missing_from_the_catalogue_is_not_compared_not_guessed(tmp_path):
     before = _report(tmp_path / 'b.json', [1.0, 2.0, 1.0], 'b', unit='%', metric='loss_1KiB')
-    (row,) = compare.compare(compare.load_side(before), compare.load_side(_copy(before, 'b2'))).rows
+    (row,) = compare.compare(sides.load_side(before), sides.load_side(_copy(before, 'b2'))).rows
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.reason.startswith('not compared: loss_1KiB of hpcnet_p2p is not in the '
                                         'metric catalogue'), row.result.reason
@@ -141,24 +141,24 @@ def test_samples_of_a_host_too_busy_to_judge_count_nowhere(tmp_path):
     samples decide it.'''
     before = _report(tmp_path / 'b.json', wobble(117.0, 5, 1, 0.01), 'b')
     after = _report(tmp_path / 'a.json', wobble(117.0, 6, 2, 0.01), 'a')
-    one_busy = compare.load_side(_overloaded(after, 'one-busy', [5]))
+    one_busy = sides.load_side(_overloaded(after, 'one-busy', [5]))
     (unit, fair), = compare.samples(one_busy).values.values()
     assert len(fair) == 5
-    (row,) = compare.compare(compare.load_side(before), one_busy).rows
+    (row,) = compare.compare(sides.load_side(before), one_busy).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED and row.result.n_after == 5, \
         row.result.reason
     # Shown, not dropped: a report from before the basis was generic says why as it was.
     assert row.withheld == '1 sample withheld after (host overloaded): shown, not judged'
-    all_busy = compare.load_side(_overloaded(after, 'all-busy', range(6)))
-    outcome = compare.compare(compare.load_side(before), all_busy)
+    all_busy = sides.load_side(_overloaded(after, 'all-busy', range(6)))
+    outcome = compare.compare(sides.load_side(before), all_busy)
     (row,) = outcome.rows
     assert not outcome.missing_after and outcome.exit_code == 3
     assert row.result.verdict == statcompare.Verdict.INCONCLUSIVE
     assert row.result.reason.startswith('not compared: measurement withheld (host overloaded) '
                                         'whenever it was measured after'), row.result.reason
     assert outcome.more_samples() == statcompare.MIN_SAMPLES
-    outcome = compare.compare(compare.load_side(_overloaded(before, 'b-busy', range(5))),
-                              compare.load_side(after))
+    outcome = compare.compare(sides.load_side(_overloaded(before, 'b-busy', range(5))),
+                              sides.load_side(after))
     assert outcome.rows[0].result.reason.startswith(
         'not compared: measurement withheld (host overloaded) whenever it was measured before')
     assert outcome.more_samples() == 0 and outcome.exit_code == 3
@@ -190,15 +190,15 @@ def test_the_tolerance_widens_with_the_between_session_spread_of_the_before_side
     for number, level in enumerate((117.0, 123.0, 111.0, 120.0, 114.0)):
         sessions.append(json.loads(open(_report(tmp_path / f's{number}.json',
                                                 wobble(level, 3, number, 0.005), f's{number}')).read()))
-    before = compare.Side('five sessions', sessions)
-    after = compare.load_side(_report(tmp_path / 'a.json', wobble(117.0 * 0.96, 10, 9, 0.005), 'a'))
+    before = sides.Side('five sessions', sessions)
+    after = sides.load_side(_report(tmp_path / 'a.json', wobble(117.0 * 0.96, 10, 9, 0.005), 'a'))
     assert compare.session_medians(before)[
         ('hpcnet_p2p %scale=2_nodes %mode=bw', 'testbed:eth', 'gcc12-openmpi4', 'bandwidth_4MiB')] \
         == pytest.approx([117, 123, 111, 120, 114], rel=0.01)
     (row,) = compare.compare(before, after).rows
     assert row.result.verdict == statcompare.Verdict.UNCHANGED, row.result.reason
     assert 0.07 < row.result.tolerance < 0.10
-    pooled = compare.Side('one session', [{**sessions[0], 'runs': [
+    pooled = sides.Side('one session', [{**sessions[0], 'runs': [
         run for session in sessions for run in session['runs']]}])
     (row,) = compare.compare(pooled, after).rows
     assert row.result.tolerance == compare.THRESHOLD

@@ -1,5 +1,5 @@
 """Ratios of our point-to-point kernel to IMB and OSU, from report test cases."""
-from hpcnet.acceptance import crosscheck
+from hpcnet.acceptance.comparison import crosscheck
 
 PINGPONG = 'hpcnet_p2p %scale=1_node %mode=pingpong /1a2b3c4d'
 BW = 'hpcnet_p2p %scale=1_node %mode=bw /5e6f7a8b'

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from helpers import fault_row, report_case, run_hpcnet, wobble, write_report
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.comparison import compare, sides, statcompare
 from hpcnet.commands import accept
 from hpcnet.exitcodes import Exit
 
@@ -157,8 +157,8 @@ def _row_of(outcome, metric: str):
 
 
 def test_the_recorded_testbed_decides_a_healthy_link_and_a_slower_one():
-    before = compare.Side('1 Gbit/s sessions', _recorded(GBIT))
-    healthy = compare.Side('900 Mbit/s sessions rescaled', _recorded(MBIT_900, 1000 / 900))
+    before = sides.Side('1 Gbit/s sessions', _recorded(GBIT))
+    healthy = sides.Side('900 Mbit/s sessions rescaled', _recorded(MBIT_900, 1000 / 900))
     outcome = compare.compare(before, healthy)
     for metric in ('bandwidth_4MiB', 'bandwidth_1MiB', 'bandwidth_64KiB', 'latency_8B'):
         assert _row_of(outcome, metric).verdict in (statcompare.Verdict.UNCHANGED,
@@ -169,15 +169,15 @@ def test_the_recorded_testbed_decides_a_healthy_link_and_a_slower_one():
     lone = _row_of(outcome, 'latency_0B')
     assert lone.verdict == statcompare.Verdict.INCONCLUSIVE and 'more runs needed' in lone.reason
     assert outcome.count(statcompare.Verdict.REGRESSED) == 0
-    slower = compare.compare(before, compare.Side('900 Mbit/s', _recorded(MBIT_900)))
+    slower = compare.compare(before, sides.Side('900 Mbit/s', _recorded(MBIT_900)))
     result = _row_of(slower, 'bandwidth_4MiB')
     assert result.verdict == statcompare.Verdict.REGRESSED and 0.88 < result.ratio < 0.93, \
         result.reason
 
 
 def test_the_recorded_testbed_with_two_of_five_sessions_at_half_bandwidth_names_the_mode():
-    before = compare.Side('1 Gbit/s sessions', _recorded(GBIT))
-    flapping = compare.Side('two sessions halved', _recorded(MBIT_900, 1000 / 900, halve=(8, 10)))
+    before = sides.Side('1 Gbit/s sessions', _recorded(GBIT))
+    flapping = sides.Side('two sessions halved', _recorded(MBIT_900, 1000 / 900, halve=(8, 10)))
     result = _row_of(compare.compare(before, flapping), 'bandwidth_4MiB')
     assert result.verdict == statcompare.Verdict.REGRESSED, result.reason
     assert 'a slower mode: 2 of 5 samples at 0.5' in result.reason

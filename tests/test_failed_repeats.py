@@ -13,8 +13,8 @@ import pytest
 
 from helpers import record_fault, report_case, run_report, write_report
 from hpcnet import cli, runner, verdict
-from hpcnet.acceptance import references
-from hpcnet.acceptance.references import Basis
+from hpcnet.acceptance.references import references
+from hpcnet.acceptance.references.references import Basis
 from hpcnet.variables import REPORTS_DIR_ENV
 from hpcnet.exitcodes import Exit
 
@@ -223,7 +223,8 @@ def test_a_declared_fabric_skipped_beside_a_pass_is_not_decided(fake_reframe):
 def test_samples_come_from_every_repeat_and_from_a_repeat_passed_on_retry():
     """Baseline and compare take a sample from each of the 3 repeats: two
     that passed, and the one that passed only on its known issue's retry."""
-    from hpcnet.acceptance import baseline, compare
+    from hpcnet.acceptance.comparison import compare, sides
+    from hpcnet.acceptance.references import baseline
     values = [4800.0, 4900.0, 5000.0]
     repeats = [[{**PASSED, 'perfvalues': {'local:tcp:bandwidth_4MiB': [v, 0, None, None, 'MB/s', 'pass']}}]
                for v in values]
@@ -235,5 +236,5 @@ def test_samples_come_from_every_repeat_and_from_a_repeat_passed_on_retry():
     got = sorted(v for tc in baseline.judged_cases([report])
                  for var, v, _ in baseline.perf_samples(tc) if var == 'bandwidth_4MiB')
     assert got == values
-    sampled = compare.samples(compare.Side('s', [report])).values
+    sampled = compare.samples(sides.Side('s', [report])).values
     assert sorted(sampled[(P2P, 'local:tcp', 'gcc12-openmpi4', 'bandwidth_4MiB')][1]) == values

@@ -17,9 +17,9 @@ import pytest
 
 from helpers import run_hpcnet
 
-from hpcnet.acceptance import (accepted_changes as accepted, baseline, history, history_text, levels,
-                               pooled_outliers, spread)
-from hpcnet.acceptance.references import PROVENANCE, Basis
+from hpcnet.acceptance.history import history, history_text, levels, pooled_outliers, stored_series
+from hpcnet.acceptance.references import accepted_changes as accepted, baseline, spread
+from hpcnet.acceptance.references.references import PROVENANCE, Basis
 from hpcnet.exitcodes import Exit
 
 
@@ -220,23 +220,25 @@ def test_worse_comes_from_the_metric_catalogue():
                             n_after=4)
     rise = levels.Change(position=4, before=1.05, after=3.1, p_value=0.01, n_before=4, n_after=4)
     p2p, pairs = 'hpcnet_p2p %mode=bw', 'hpcnet_pairs %scale=all_nodes'
-    assert history.Series((p2p, 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(change)
-    assert not history.Series((p2p, 's:p', 'e', 'latency_8B'), 'us', [], []).worse(change)
+    assert stored_series.Series((p2p, 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(change)
+    assert not stored_series.Series((p2p, 's:p', 'e', 'latency_8B'), 'us', [], []).worse(change)
     # Two ratios, better on opposite sides: the unit's spelling says nothing.
-    assert history.Series((pairs, 's:p', 'e', 'latency_worst_over_median'), 'ratio', [],
-                          []).worse(rise)
-    assert not history.Series((pairs, 's:p', 'e', 'bandwidth_worst_over_median'), 'ratio', [],
-                              []).worse(rise)
+    assert stored_series.Series((pairs, 's:p', 'e', 'latency_worst_over_median'), 'ratio', [],
+                                []).worse(rise)
+    assert not stored_series.Series((pairs, 's:p', 'e', 'bandwidth_worst_over_median'), 'ratio', [],
+                                    []).worse(rise)
     # No better side (an MTU), or not in the catalogue: any change counts,
     # as `hpcnet compare` judges it.
-    assert history.Series(('hpcnet_preflight', 's:p', 'e', 'mtu'), 'bytes', [], []).worse(change)
-    assert history.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(rise)
+    mtu = stored_series.Series(('hpcnet_preflight', 's:p', 'e', 'mtu'), 'bytes', [], [])
+    assert mtu.worse(change)
+    assert stored_series.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', [], []).worse(rise)
 
 
 def test_a_change_reads_what_the_sessions_beside_its_border_recorded():
-    sessions = [history.Session(i + 1, f'{i:08d}-uuid', 1.8e9 + 86400 * i, {}) for i in range(8)]
-    series = history.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', sessions, [1.0] * 8,
-                            changed={4: [], 5: ['link rate: 1000000000 -> 900000000']})
+    sessions = [stored_series.Session(i + 1, f'{i:08d}-uuid', 1.8e9 + 86400 * i, {})
+                for i in range(8)]
+    series = stored_series.Series(('t', 's:p', 'e', 'bandwidth_4MiB'), 'MB/s', sessions, [1.0] * 8,
+                                  changed={4: [], 5: ['link rate: 1000000000 -> 900000000']})
     change = levels.Change(position=4, before=100.0, after=90.0, p_value=0.01, n_before=4,
                             n_after=4)
     assert history_text.changed_near(series, change) == (
@@ -344,11 +346,11 @@ def nights(values: list, first: int = 1, **kw) -> list:
 
 
 def judged(reports: list, earlier: list = (), acceptances: tuple = ()) -> history.History:
-    sessions, series = history.series_of(reports, system='testbed', earlier=earlier)
+    sessions, series = stored_series.series_of(reports, system='testbed', earlier=earlier)
     return history.judge(sessions, series, acceptances=acceptances)
 
 
-def bandwidth(found: history.History) -> history.Series:
+def bandwidth(found: history.History) -> stored_series.Series:
     (series,) = [s for s in found.series if s.key[3] == 'bandwidth_4MiB']
     return series
 
@@ -371,8 +373,8 @@ def test_as_many_bad_nights_as_a_level_are_a_regression_even_when_the_test_canno
     assert found.exit_code == Exit.FAILED
     # At an alpha no 12 sessions can reach, the series is too short for a
     # change, and its newest 4 nights still decide.
-    sessions, series = history.series_of(nights(_noisy(8) + [56.0, 56.3, 55.9, 56.1]),
-                                         system='testbed')
+    sessions, series = stored_series.series_of(nights(_noisy(8) + [56.0, 56.3, 55.9, 56.1]),
+                                               system='testbed')
     strict = history.judge(sessions, series, alpha=1e-6)
     tail = bandwidth(strict).finding.tail
     assert bandwidth(strict).finding.too_short and tail.nights == levels.MIN_SEGMENT

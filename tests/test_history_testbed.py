@@ -19,7 +19,7 @@ from conftest import env_regex, run_reframe, running_testbed
 from helpers import needs_testbed, run_hpcnet
 
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import history, history_text, levels
+from hpcnet.acceptance.history import history, history_text, levels
 from hpcnet.constants import CHECKS_DIR
 from hpcnet.metrics import CALIBRATED_SUFFIX
 from hpcnet.paths import WORK_DIR

@@ -5,7 +5,6 @@ the newest nights are bad, a case stopped, or the change came a few
 sessions after the period start."""
 import subprocess
 import time
-from pathlib import Path
 
 from helpers import fault_row, results_db, run_hpcnet
 from test_history import DAY, _noisy, nights

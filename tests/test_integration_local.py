@@ -43,7 +43,7 @@ NOT_ASSERTED = ("$not_asserted:\n  hpcnet_p2p:\n"
                 "    'local:shm/.*/(latency_0B|bandwidth_.*)': only latency_8B is under test\n")
 
 
-#: A null bound needs its reason (hpcnet.acceptance.references.UNBOUNDED).
+#: A null bound needs its reason (hpcnet.acceptance.references.references.UNBOUNDED).
 UNBOUNDED = ("$unbounded:\n  hpcnet_p2p:\n"
              "    'local:shm/.*/pingpong/latency_8B': these tests judge the machinery, not the host\n")
 

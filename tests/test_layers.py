@@ -1,16 +1,19 @@
 """The layers of hpcnet/, read from the source: discovery (hpcnet.stacks),
 what runs inside checks (hpcnet.checklib), what judges sessions after the
-run (hpcnet.acceptance), the MPI family registry (hpcnet.mpi, a leaf), the
-commands on top (hpcnet.commands, one module each, assembled by hpcnet.cli)
-and the lab beside them (hpcnet.testbed), which only commands import.
+run (hpcnet.acceptance, in wings: WINGS), the MPI family registry (hpcnet.mpi,
+a leaf), the commands on top (hpcnet.commands, one module each, assembled by
+hpcnet.cli) and the lab beside them (hpcnet.testbed), which only commands
+import.
 
 Every ``import`` counts, also one inside a function: an import moved into a
 function to dodge a circle is still a circle. Circles are looked for
-between modules and between packages (a subpackage of hpcnet with all its
-modules is one node, a module of hpcnet itself another).
+between modules and between packages (a wing of hpcnet.acceptance with all
+its modules is one node, any other subpackage of hpcnet with all its modules
+one, a module of hpcnet itself another).
 
-And the size of the rooms: a module holds one job (MAX_LINES), a function one
-step (MAX_FUNCTION_LINES).
+And the size of the rooms: a package holds at most MAX_PACKAGE_MODULES modules
+and MAX_PACKAGE_LINES lines, a module one job (MAX_LINES), a function one step
+(MAX_FUNCTION_LINES).
 """
 from __future__ import annotations
 
@@ -21,6 +24,17 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / 'hpcnet'
+CHECKS = PACKAGE.parent / 'checks'
+#: The wings of hpcnet.acceptance, each a package with one job, in their
+#: order: a wing imports only the wings before it.
+WINGS = ('hpcnet.acceptance.references', 'hpcnet.acceptance.comparison',
+         'hpcnet.acceptance.report', 'hpcnet.acceptance.history')
+#: A package holds a few jobs: a bigger one is split into packages of one job each.
+MAX_PACKAGE_MODULES = 20
+MAX_PACKAGE_LINES = 3000
+#: The modules of `hpcnet compare` and `hpcnet history` grow with every new
+#: rule: they are held below the general MAX_LINES.
+MAX_COMPARE_HISTORY_LINES = 400
 #: A module holds one job: a longer one is cut by job, not trimmed.
 MAX_LINES = 500
 #: A function does one step: a longer one is cut into named steps.
@@ -67,10 +81,16 @@ def _imports(name: str, path: Path) -> set:
 GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + '.')
+
+
 def _package(module: str) -> str:
-    '''The node of ``module`` in the package graph: the subpackage of hpcnet
-    it is in, or itself for a module of hpcnet itself.'''
-    return '.'.join(module.split('.')[:2])
+    '''The node of ``module`` in the package graph: the wing of
+    hpcnet.acceptance it is in, else the subpackage of hpcnet it is in, or
+    itself for a module of hpcnet itself.'''
+    wing = next((w for w in WINGS if _in(module, w)), None)
+    return wing or '.'.join(module.split('.')[:2])
 
 
 def _package_graph(graph: dict) -> dict:
@@ -81,10 +101,6 @@ def _package_graph(graph: dict) -> dict:
 
 
 PACKAGE_GRAPH = _package_graph(GRAPH)
-
-
-def _in(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + '.')
 
 
 def _cycles(graph: dict) -> list:
@@ -127,7 +143,7 @@ def _cycles(graph: dict) -> list:
 
 
 def test_the_graph_sees_function_level_imports():
-    assert 'hpcnet.acceptance.crosscheck' in GRAPH['hpcnet.commands.crosscheck']
+    assert 'hpcnet.acceptance.comparison.crosscheck' in GRAPH['hpcnet.commands.crosscheck']
 
 
 def test_cycle_detection_finds_a_circle():
@@ -136,16 +152,26 @@ def test_cycle_detection_finds_a_circle():
 
 
 def test_package_graph_finds_a_circle_no_module_makes():
-    # acceptance -> runner -> checklib -> acceptance, through three different
-    # modules of acceptance.
-    modules = {'hpcnet.acceptance.accept': {'hpcnet.runner'},
+    # references -> runner -> checklib -> references, through two different
+    # modules of the references wing.
+    modules = {'hpcnet.acceptance.references.accept': {'hpcnet.runner'},
                'hpcnet.runner': {'hpcnet.checklib.testlib'},
-               'hpcnet.checklib.testlib': {'hpcnet.acceptance.references'},
-               'hpcnet.acceptance.references': {'hpcnet.constants'},
+               'hpcnet.checklib.testlib': {'hpcnet.acceptance.references.references'},
+               'hpcnet.acceptance.references.references': {'hpcnet.constants'},
                'hpcnet.constants': set()}
     assert _cycles(modules) == []
-    assert _cycles(_package_graph(modules)) == [['hpcnet.acceptance', 'hpcnet.checklib',
+    assert _cycles(_package_graph(modules)) == [['hpcnet.acceptance.references', 'hpcnet.checklib',
                                                  'hpcnet.runner']]
+
+
+def test_package_graph_finds_a_circle_between_wings():
+    # comparison -> history -> comparison, through three different modules.
+    modules = {'hpcnet.acceptance.comparison.compare': {'hpcnet.acceptance.history.levels'},
+               'hpcnet.acceptance.history.levels': {'hpcnet.acceptance.comparison.statcompare'},
+               'hpcnet.acceptance.comparison.statcompare': set()}
+    assert _cycles(modules) == []
+    assert _cycles(_package_graph(modules)) == [['hpcnet.acceptance.comparison',
+                                                 'hpcnet.acceptance.history']]
 
 
 def test_no_import_circle():
@@ -168,9 +194,100 @@ def test_the_command_line_assembles_every_command():
 
 
 @pytest.mark.parametrize('package', ['hpcnet.stacks', 'hpcnet.checklib', 'hpcnet.acceptance',
-                                     'hpcnet.commands'])
+                                     'hpcnet.commands', *WINGS])
 def test_layers_are_packages(package):
     assert package in MODULES and MODULES[package].name == '__init__.py'
+
+
+def test_acceptance_is_its_wings():
+    # Every module of hpcnet.acceptance is in a wing; its own __init__ names
+    # the wings and imports none of them.
+    outside = sorted(m for m in MODULES if _in(m, 'hpcnet.acceptance')
+                     and m != 'hpcnet.acceptance' and _package(m) not in WINGS)
+    assert outside == []
+    assert GRAPH['hpcnet.acceptance'] == set()
+
+
+@pytest.mark.parametrize('wing', WINGS)
+def test_a_wing_says_what_it_does(wing):
+    assert ast.get_docstring(ast.parse(MODULES[wing].read_text()))
+
+
+def _against_the_order(graph: dict) -> dict:
+    '''{module of a wing: the modules of the same or a later wing it
+    imports} over ``graph``, leaving out imports within the module's own wing.'''
+    found = {}
+    for module, imported in graph.items():
+        wing = _package(module)
+        if wing not in WINGS:
+            continue
+        later = sorted(i for i in imported if _package(i) in WINGS[WINGS.index(wing) + 1:])
+        if later:
+            found[module] = later
+    return found
+
+
+def test_a_wing_importing_a_later_wing_is_found():
+    assert _against_the_order({'hpcnet.acceptance.comparison.compare':
+                               {'hpcnet.acceptance.references.baseline',
+                                'hpcnet.acceptance.history.levels'}}) == {
+        'hpcnet.acceptance.comparison.compare': ['hpcnet.acceptance.history.levels']}
+
+
+def test_a_wing_imports_only_the_wings_before_it():
+    assert _against_the_order(GRAPH) == {}
+
+
+def _checks_layer() -> dict:
+    '''{module: the hpcnet modules it imports} of the checks (checks/*.py)
+    and of what runs inside them (hpcnet.checklib).'''
+    checks = {f'checks.{p.stem}': _imports(f'checks.{p.stem}', p)
+              for p in sorted(CHECKS.glob('*.py'))}
+    return {**checks, **{m: GRAPH[m] for m in GRAPH if _in(m, 'hpcnet.checklib')}}
+
+
+def test_the_checks_import_only_the_references_wing_of_acceptance():
+    references = WINGS[0]
+    assert MODULES[references].name == '__init__.py'
+    layer = _checks_layer()
+    assert 'hpcnet.acceptance.references.references' in layer['hpcnet.checklib.testlib']
+    wrong = {m: sorted(i for i in imported
+                       if _in(i, 'hpcnet.acceptance') and not _in(i, references))
+             for m, imported in layer.items()}
+    assert {m: i for m, i in wrong.items() if i} == {}
+
+
+def _package_sizes() -> dict:
+    '''{package: (modules, lines)} of every package in hpcnet/ (a directory
+    below it with an __init__.py; hpcnet itself is not one). A package counts
+    the .py files directly in its directory, so each subpackage (a wing of
+    hpcnet.acceptance) is a package of its own, not part of its parent's count.'''
+    sizes = {}
+    for init in sorted(PACKAGE.rglob('*/__init__.py')):
+        modules = sorted(init.parent.glob('*.py'))
+        sizes[_module_name(init)] = (len(modules),
+                                     sum(len(p.read_text().splitlines()) for p in modules))
+    return sizes
+
+
+def test_no_big_package():
+    '''No package in hpcnet/ holds over MAX_PACKAGE_MODULES modules or
+    MAX_PACKAGE_LINES lines, counted as _package_sizes counts them: the .py
+    files directly in the package's directory.'''
+    sizes = _package_sizes()
+    assert 'hpcnet.acceptance.history' in sizes and 'hpcnet' not in sizes
+    big = {p: size for p, size in sizes.items()
+           if size[0] > MAX_PACKAGE_MODULES or size[1] > MAX_PACKAGE_LINES}
+    assert big == {}
+
+
+def test_compare_and_history_modules_are_short():
+    capped = {m: len(MODULES[m].read_text().splitlines()) for m in MODULES
+              if _in(m, 'hpcnet.acceptance')
+              and m.split('.')[-1].startswith(('compare', 'history'))}
+    assert {'hpcnet.acceptance.comparison.compare',
+            'hpcnet.acceptance.history.history'} <= set(capped)
+    assert {m: n for m, n in capped.items() if n >= MAX_COMPARE_HISTORY_LINES} == {}
 
 
 def test_the_product_never_imports_the_lab():
@@ -181,8 +298,7 @@ def test_the_product_never_imports_the_lab():
     assert {m: i for m, i in wrong.items() if i} == {}
 
 
-@pytest.mark.parametrize('module', ['hpcnet.acceptance.report', 'hpcnet.acceptance.reportplots',
-                                    'hpcnet.acceptance.reportparts'])
+@pytest.mark.parametrize('module', sorted(m for m in MODULES if _in(m, 'hpcnet.acceptance.report')))
 def test_the_report_names_no_system(module):
     # A system's own sections come from its site file (hpcnet.sites.REPORT_SECTIONS).
     assert 'testbed' not in MODULES[module].read_text().lower()
@@ -211,7 +327,7 @@ def test_the_metric_catalogue_is_a_floor_below_the_checks():
     # Checks, reference validation and judging all read it.
     assert GRAPH['hpcnet.metrics'] <= {'hpcnet.constants', 'hpcnet.sizes', 'hpcnet.paths',
                                        'hpcnet.variables', 'hpcnet.fabrics'}
-    assert 'hpcnet.metrics' in GRAPH['hpcnet.acceptance.references']
+    assert 'hpcnet.metrics' in GRAPH['hpcnet.acceptance.references.references']
 
 
 def test_fabric_registry_sits_on_the_mpi_registry():

@@ -10,7 +10,10 @@ import types
 import pytest
 
 from hpcnet import metrics
-from hpcnet.acceptance import baseline, compare, metricindex, report, statcompare
+from hpcnet.acceptance.comparison import compare, sides, statcompare
+from hpcnet.acceptance.history import metricindex
+from hpcnet.acceptance.references import baseline
+from hpcnet.acceptance.report import report
 from hpcnet.checklib.testlib import JudgedByReferences
 
 TEST = 'hpcnet_p2p'
@@ -67,7 +70,7 @@ def _runs(jitter_us: float, seed: int, ratio: bool = False) -> list:
 
 
 def _compared(before: dict, after: dict):
-    return compare.compare(compare.Side('before', [before]), compare.Side('after', [after]))
+    return compare.compare(sides.Side('before', [before]), sides.Side('after', [after]))
 
 
 def _verdicts(outcome) -> dict:
@@ -118,8 +121,8 @@ def test_the_page_shows_it_and_the_index_exports_it_in_the_catalogue_unit(catalo
     after = _session('a', 1e9 + 86400, _runs(60.0, 2))
     outcome = _compared(before, after)
     html = report.render([before, after], verdict=f'FAILED: {outcome.summary()}',
-                         comparison_of=(outcome, compare.Side('before', [before]),
-                                        compare.Side('after', [after])))
+                         comparison_of=(outcome, sides.Side('before', [before]),
+                                        sides.Side('after', [after])))
     shown = [line for line in html.splitlines() if 'jitter_4MiB' in line]
     assert shown and any('REGRESSED' in line for line in shown), shown
     db = metricindex.store_reports(tmp_path / 'results.db', [before, after])

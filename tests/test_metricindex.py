@@ -1,4 +1,4 @@
-"""The metrics index (hpcnet.acceptance.metricindex) over a scratch results
+"""The metrics index (hpcnet.acceptance.history.metricindex) over a scratch results
 database of sessions crafted from recorded ones (tests/data): one row per
 value, a resumable build that follows the database, history's series read
 from it as from the sessions' JSON, retention that keeps the accepted
@@ -13,9 +13,11 @@ from pathlib import Path
 from helpers import results_db, run_hpcnet
 from test_history import _noisy, nights
 
-from hpcnet.acceptance import (compare, history, history_index, history_text, metricindex,
-                               report)
-from hpcnet.acceptance.references import PROVENANCE
+from hpcnet.acceptance.comparison import compare, sides
+from hpcnet.acceptance.history import (history, history_index, history_text, metricindex,
+                                       stored_series)
+from hpcnet.acceptance.references.references import PROVENANCE
+from hpcnet.acceptance.report import report
 from hpcnet.exitcodes import Exit
 
 LOCAL_RUN = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
@@ -39,7 +41,7 @@ def test_a_recorded_session_is_one_row_per_value_with_its_basis_and_provenance(t
     db = results_db(tmp_path / 'results.db', [report])
     assert metricindex.sync(db).indexed == 1
     values = [(k, v) for k, (_, vs) in
-              compare.samples(compare.Side('x', [report])).values.items()
+              compare.samples(sides.Side('x', [report])).values.items()
               for v in vs]
     rows = _rows(db, 'SELECT test, partition, environ, metric, value, basis FROM samples')
     assert sorted((r[:4], r[4]) for r in rows) == sorted(values)
@@ -50,7 +52,7 @@ def test_a_recorded_session_is_one_row_per_value_with_its_basis_and_provenance(t
                      'WHERE c.id IS NULL') == [(0,)]
     assert _rows(db, 'SELECT count(DISTINCT case_id) FROM samples s JOIN cases c ON c.id = '
                      's.case_id WHERE c.provenance IS NOT NULL') == [(len(compare.provenance(
-                         compare.Side('x', [report]))),)]
+                         sides.Side('x', [report]))),)]
 
 
 def test_busy_nights_are_withheld_with_their_reason(tmp_path):
@@ -82,7 +84,7 @@ def test_history_from_the_index_is_history_from_the_sessions(tmp_path):
     db, reports = _db(tmp_path, values)
     acknowledged = tmp_path / 'none.yaml'
     indexed = history_index.load('now-60d:now', db=db, system='testbed', acknowledged=acknowledged)
-    sessions, series = history.series_of(reports, system='testbed')
+    sessions, series = stored_series.series_of(reports, system='testbed')
     whole = history.judge(sessions, series, acceptances=history.acceptances_of(series,
                                                                                 acknowledged))
     assert history_text.text(indexed) == history_text.text(whole)

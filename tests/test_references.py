@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet.acceptance import references, refmerge
+from hpcnet.acceptance.references import references, refmerge
 from hpcnet.constants import REFERENCE_DIR
 
 DATA = Path(__file__).parent / 'data' / 'references'

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hpcnet import verdict
-from hpcnet.acceptance import compare, report, reportparts, reportplots
+from hpcnet.acceptance.comparison import compare, sides
+from hpcnet.acceptance.report import report, reportparts, reportplots
 from hpcnet.commands import report as report_command
 
 RECORDED = Path(__file__).parent / 'data' / 'reports' / 'local-run.json'
@@ -134,7 +135,7 @@ def test_chromium_shows_the_verdict_in_the_first_viewport(page):
 
 
 def test_a_comparison_page_says_what_regressed_or_is_undecided_first():
-    side = compare.load_side(str(RECORDED))
+    side = sides.load_side(str(RECORDED))
     outcome = compare.compare(side, side)
     html = report.render(side.reports * 2, verdict=f'NOT DECIDED: {outcome.summary()}',
                          comparison_of=(outcome, side, side))

@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 
 from helpers import report_case
 
-from hpcnet.acceptance import report, reportplots
+from hpcnet.acceptance.report import report, reportplots
 
 HOSTS = [f'cn{i}' for i in range(5)]
 CULPRITS = {'bandwidth': {'nodes': ['cn4'], 'links': [['cn1', 'cn2']], 'inconclusive': []},

@@ -1,4 +1,4 @@
-"""hpcnet.acceptance.statcompare: exact and approximate Mann-Whitney p-values, the
+"""hpcnet.acceptance.comparison.statcompare: exact and approximate Mann-Whitney p-values, the
 before/after verdict and its reasons, and rejection of bad input."""
 import itertools
 import json
@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hpcnet.acceptance import history, statcompare
-from hpcnet.acceptance.spread import robust_sigma
-from hpcnet.acceptance.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison, Tolerance,
-                                           Verdict, compare_samples, mann_whitney_p, modes,
-                                           shift_bounds, tolerance_of, u_critical)
+from hpcnet.acceptance.comparison import statcompare
+from hpcnet.acceptance.comparison.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison,
+                                                      Tolerance, Verdict, compare_samples,
+                                                      mann_whitney_p, modes, shift_bounds,
+                                                      tolerance_of, u_critical)
+from hpcnet.acceptance.history import stored_series
+from hpcnet.acceptance.references.spread import robust_sigma
 
 
 def _noisy(center: float, relative_sd: float, n: int, seed: int) -> list:
@@ -316,7 +318,7 @@ def _recorded_series() -> list:
     (tests/data/history), and each rounded to 2 significant digits (ties)."""
     reports = json.loads((Path(__file__).resolve().parent / 'data' / 'history'
                           / 'testbed-12-sessions.json').read_text())
-    _, series = history.series_of(reports)
+    _, series = stored_series.series_of(reports)
     values = [[float(v) for v in s.values] for s in series]
     return values + [[float(f'{v:.2g}') for v in s] for s in values]
 

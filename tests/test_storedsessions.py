@@ -1,4 +1,4 @@
-"""Stored sessions read in-process (hpcnet.acceptance.storedsessions): what
+"""Stored sessions read in-process (hpcnet.acceptance.comparison.storedsessions): what
 `reframe --describe-stored-sessions` prints for the same query, from a
 results database of nights made from the recorded testbed sessions
 (test_history.nights)."""
@@ -15,7 +15,7 @@ import pytest
 from helpers import results_db
 from test_history import nights
 
-from hpcnet.acceptance import compare, storedsessions
+from hpcnet.acceptance.comparison import sides, storedsessions
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import reframe_executable
 
@@ -49,16 +49,16 @@ def test_a_uuid_and_a_period_read_what_reframe_prints(tmp_path):
 def test_a_session_filter_is_left_to_reframe_and_compare_asks_it(tmp_path):
     db, reports = _db(tmp_path)
     assert storedsessions.read('now-3d:now?True', db) is None
-    assert compare.stored_sessions('now-3d:now?True', db) == _reframe(db, 'now-3d:now')
+    assert sides.stored_sessions('now-3d:now?True', db) == _reframe(db, 'now-3d:now')
 
 
 def test_a_missing_database_holds_nothing_and_a_bad_one_is_one_line(tmp_path):
     assert storedsessions.read('now-1d:now', tmp_path / 'none.db') == []
     bad = tmp_path / 'bad.db'
     bad.write_text('not a database\n' * 100)
-    with pytest.raises(compare.CompareError) as err:
-        compare.stored_sessions('now-1d:now', bad)
+    with pytest.raises(sides.CompareError) as err:
+        sides.stored_sessions('now-1d:now', bad)
     assert str(bad) in str(err.value) and '\n' not in str(err.value)
-    with pytest.raises(compare.CompareError) as err:
-        compare.stored_sessions('yesterday:now', bad)
+    with pytest.raises(sides.CompareError) as err:
+        sides.stored_sessions('yesterday:now', bad)
     assert 'yesterday:now' in str(err.value) and 'START:END' in str(err.value)

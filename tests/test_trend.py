@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from test_report import VIEWPORT, _chromium
 
-from hpcnet.acceptance import history, report, trend
+from hpcnet.acceptance.history import history, stored_series, trend
+from hpcnet.acceptance.report import report
 from hpcnet.metrics import CALIBRATED_SUFFIX
 from hpcnet.exitcodes import WORDS, Exit
 
@@ -20,7 +21,7 @@ SCREENSHOT = Path('/tmp/report-trend.png')
 
 @pytest.fixture(scope='module')
 def judged() -> history.History:
-    sessions, series = history.series_of(json.loads(RECORDED.read_text()), system='testbed')
+    sessions, series = stored_series.series_of(json.loads(RECORDED.read_text()), system='testbed')
     return history.judge(sessions, series)
 
 

@@ -160,7 +160,7 @@ def test_a_reference_file_named_yml_is_not_silently_unread(tmp_path, monkeypatch
 
 
 def test_an_empty_reference_dir_variable_is_unset_not_the_current_directory(monkeypatch):
-    from hpcnet.acceptance.references import reference_dir
+    from hpcnet.acceptance.references.references import reference_dir
     from hpcnet.constants import REFERENCE_DIR
     monkeypatch.setenv(REFERENCE_DIR_ENV, '')
     assert reference_dir() == Path(REFERENCE_DIR)

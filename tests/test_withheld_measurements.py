@@ -16,8 +16,8 @@ from reframe.core.exceptions import PerformanceError
 
 from helpers import record_fault, report_case, write_report
 from hpcnet import verdict
-from hpcnet.acceptance import compare, statcompare
-from hpcnet.acceptance.references import Basis
+from hpcnet.acceptance.comparison import compare, comparetext, sides, statcompare
+from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, testlib
 from hpcnet.exitcodes import Exit
 
@@ -92,7 +92,7 @@ def test_a_quiet_host_below_the_wire_is_judged_over_iperf3(tmp_path):
     assert ratio == pytest.approx(0.70) and ratio < 1.0 - 0.10
     before = _ratio_report(tmp_path / 'b.json', 'b', [(1.0 - i / 1000, None) for i in range(5)])
     after = _ratio_report(tmp_path / 'a.json', 'a', [(ratio + i / 1000, None) for i in range(5)])
-    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(after))
     (row,) = outcome.rows
     assert row.result.verdict == statcompare.Verdict.REGRESSED and outcome.exit_code == Exit.FAILED
 
@@ -109,14 +109,14 @@ def test_samples_of_a_busy_host_are_shown_and_the_others_judged(tmp_path):
     before = _ratio_report(tmp_path / 'b.json', 'b', [(1.0 - i / 1000, None) for i in range(5)])
     after = _ratio_report(tmp_path / 'a.json', 'a', [(0.70, reason), (1.0, None), (0.70, reason),
                                                     (0.999, None), (1.001, None)])
-    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(after))
     (row,) = outcome.rows
     assert row.result.n_after == 3
     assert row.withheld == '2 samples withheld after (host busy): shown, not judged'
-    assert row.withheld in compare.table(outcome.rows)
+    assert row.withheld in comparetext.table(outcome.rows)
     # Every after sample withheld: not decided, never passed or missing.
     all_busy = _ratio_report(tmp_path / 'busy.json', 'busy', [(0.70, reason)] * 5)
-    outcome = compare.compare(compare.load_side(before), compare.load_side(all_busy))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(all_busy))
     assert outcome.exit_code == Exit.UNDECIDED and not outcome.missing_after
     assert outcome.rows[0].result.reason.startswith(
         'not compared: measurement withheld (host busy) whenever it was measured after')
@@ -160,7 +160,7 @@ def test_a_latency_is_judged_by_the_ratios_where_the_nodes_share_a_host(
                              with_ratio)
     after = _latency_report(tmp_path / 'a.json', 'a', list(zip(HOST_LATENCY_BOTH_MODES, ratios)),
                             with_ratio)
-    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(after))
     rows = {row.metric: row.result for row in outcome.rows}
     assert rows['latency_8B'].verdict == latency_verdict, rows['latency_8B'].reason
     assert outcome.exit_code == code
@@ -178,17 +178,17 @@ def test_a_host_slower_than_at_the_baseline_is_judged_over_iperf3(tmp_path):
                                  [(104.0 + i / 10, 1.0 - i / 1000) for i in range(5)])
     after = _two_metrics_report(tmp_path / 'a.json', 'a',
                                 [(98.5 + i / 10, 1.0 + i / 1000) for i in range(15)])
-    outcome = compare.compare(compare.load_side(before), compare.load_side(after))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(after))
     verdicts = {row.metric: row.result.verdict for row in outcome.rows}
     assert verdicts == {'bandwidth_4MiB': statcompare.Verdict.SHOWN,
                         METRIC: statcompare.Verdict.UNCHANGED}
     assert outcome.exit_code == Exit.OK and not outcome.undecided()
-    assert f'shown, not judged: judged by {METRIC}' in compare.table(outcome.rows)
+    assert f'shown, not judged: judged by {METRIC}' in comparetext.table(outcome.rows)
     healthy = outcome.summary()
     # The link itself slower: the ratio regresses, whatever the host did.
     slow = _two_metrics_report(tmp_path / 's.json', 's',
                                [(90.0 + i / 10, 0.86 + i / 1000) for i in range(15)])
-    outcome = compare.compare(compare.load_side(before), compare.load_side(slow))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(slow))
     assert {row.metric: row.result.verdict for row in outcome.rows}[METRIC] == \
         statcompare.Verdict.REGRESSED and outcome.exit_code == Exit.FAILED
     # The wire itself slower (a link negotiated at 900 Mbit/s): iperf3 slows
@@ -196,7 +196,7 @@ def test_a_host_slower_than_at_the_baseline_is_judged_over_iperf3(tmp_path):
     renegotiated = _two_metrics_report(tmp_path / 'r.json', 'r',
                                        [(98.5 + i / 10, 1.0 + i / 1000) for i in range(15)],
                                        link_rate_bps=9 * GBIT // 10)
-    outcome = compare.compare(compare.load_side(before), compare.load_side(renegotiated))
+    outcome = compare.compare(sides.load_side(before), sides.load_side(renegotiated))
     rows = {row.metric: row for row in outcome.rows}
     assert rows['bandwidth_4MiB'].result.verdict == statcompare.Verdict.REGRESSED
     assert 'link rate: 1000000000 -> 900000000' in rows['bandwidth_4MiB'].changed

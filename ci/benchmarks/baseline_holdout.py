@@ -20,7 +20,7 @@ from pathlib import Path
 
 from reframe.utility.sanity import reference_bounds
 
-from hpcnet.acceptance import baseline, references
+from hpcnet.acceptance.references import baseline, references
 
 
 def judge(reports: list, after: dict) -> tuple:

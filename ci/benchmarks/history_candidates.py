@@ -1,4 +1,4 @@
-"""What the search's cap on candidates (hpcnet.acceptance.levels
+"""What the search's cap on candidates (hpcnet.acceptance.history.levels
 MAX_CANDIDATES) changes: simulated years of nights, searched with the cap
 and without it, and for each noise x step size x number of steps how many
 steps each found at their night (within --near nights), how many changes
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from hpcnet.acceptance import levels
+from hpcnet.acceptance.history import levels
 
 NOISES = (0.01, 0.02, 0.04)
 STEP_SIZES = (0.04, 0.08)

@@ -40,7 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcnet.acceptance import metricindex
+from hpcnet.acceptance.history import metricindex
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / 'tests' / 'data' / 'reports' / 'local-run.json'

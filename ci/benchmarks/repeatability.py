@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from hpcnet import runner
-from hpcnet.acceptance import compare
+from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history
 
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     if run.report is None:
         raise SystemExit(f'the session wrote no report (exit {int(run.code)})')
     shutil.copyfile(run.report, kept)
-    values = compare.samples(compare.load_side(str(kept))).values
+    values = compare.samples(sides.load_side(str(kept))).values
 
     print(f'\n{args.where}: {args.repeats} repeats; CV = stdev / mean of the per-repeat figures')
     print(f'{"test":40} {"partition":12} {"environment":16} {"metric":16} {"n":>2} '

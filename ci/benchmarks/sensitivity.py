@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from hpcnet import runner
-from hpcnet.acceptance import compare, statcompare
+from hpcnet.acceptance.comparison import compare, sides, statcompare
 from hpcnet import testbed as tbm
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import TESTBED_RATE_ENV
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     select = ['--system', 'testbed:eth', '-n', f'hpcnet_p2p.*scale=2_nodes.*mode={args.mode}$',
               '-p', args.envs]
 
-    def session(name: str, rate: str, repeats: int) -> compare.Side:
+    def session(name: str, rate: str, repeats: int) -> sides.Side:
         tb.shape(rate, node=args.node)
         env = tb.env(dict(os.environ))
         # The partition declares the cut rate: the sessions then differ in their
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
             raise SystemExit(f'{name}: the session wrote no report (exit {int(run.code)})')
         kept = scratch / f'{name}.json'
         shutil.copyfile(run.report, kept)
-        return compare.load_side(str(kept))
+        return sides.load_side(str(kept))
 
     verdicts = defaultdict(list)     # (condition, environment, metric) -> [verdict, ...]
     start = time.monotonic()

@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 
 from hpcnet import testbed as tbm
-from hpcnet.acceptance import compare, references
+from hpcnet.acceptance.comparison import compare, sides
+from hpcnet.acceptance.references import references
 from hpcnet.commands.testbed import parse_on_testbed, run_on
 from hpcnet.paths import isolate_history
 
@@ -30,7 +31,7 @@ def run_values(report_path: Path) -> dict:
     '''{metric: median of its samples} of one run's report, read as compare
     reads a side (asserted or not; a withheld measurement left out).'''
     report = references.load_report(report_path)
-    got = compare.samples(compare.Side(str(report_path), [report]))
+    got = compare.samples(sides.Side(str(report_path), [report]))
     return {key[-1]: statistics.median(samples) for key, (_, samples) in got.values.items()}
 
 

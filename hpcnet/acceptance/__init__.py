@@ -1,18 +1,11 @@
-"""What judges sessions after the run.  It never imports discovery (hpcnet.stacks).
+"""What judges sessions after the run, in four wings, each a package with one
+job; a wing imports only the wings before it (tests/test_layers.py):
 
-- references and baselines: the reference files and their validation
-  (:mod:`.references`), baselines from repeated runs (:mod:`.baseline`, their
-  tolerances :mod:`.spread`, put into a file :mod:`.refmerge`), which sessions
-  are the accepted baseline (:mod:`.accepted`);
-- comparison: `hpcnet compare` (:mod:`.compare`), one metric judged
-  (:mod:`.metricjudge`) by the statistics of :mod:`.statcompare`, the values a
-  case recorded (:mod:`.casevalues`), stored sessions (:mod:`.storedsessions`);
-- history: `hpcnet history` (:mod:`.history`, :mod:`.history_index`,
-  :mod:`.history_text`), levels and change points (:mod:`.levels`,
-  :mod:`.binseg`, :mod:`.pooled_outliers`), the metrics index
-  (:mod:`.metricindex`), accepted changes (:mod:`.accepted_changes`), the trend
-  page (:mod:`.trend`);
-- the report: the HTML page (:mod:`.report`, :mod:`.reportparts`), its plots
-  and figures (:mod:`.reportplots`, :mod:`.figures`);
-- the kernel-vs-IMB/OSU cross-check (:mod:`.crosscheck`).
+1. references: the reference files, baselines and what the site accepted;
+2. comparison: `hpcnet compare`, its statistics, the kernel cross-check;
+3. report: the HTML page and its plots and figures;
+4. history: `hpcnet history`, change points, the metrics index, the trend
+   page (drawn with the report's pieces).
+
+No wing imports discovery (hpcnet.stacks).
 """

@@ -24,7 +24,7 @@ from reframe.core.exceptions import PerformanceError, SanityError
 from reframe.utility import ScopedDict
 
 from hpcnet import fabrics, fabrictable, metrics
-from hpcnet.acceptance import references
+from hpcnet.acceptance.references import references
 from hpcnet.checklib import calibration, linkbytes, preflight, sanity
 from hpcnet.checklib.builds import build_kernels
 from hpcnet.checklib.calibrated import JudgedOverIperf3

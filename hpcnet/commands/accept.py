@@ -5,7 +5,7 @@ metric is still not decided, run only the cases that hold such metrics
 again, as many repeats as the statistics say would decide them (a case that
 failed a repeat has failed the acceptance: it is not run again), until every
 metric is decided (each judged one-sided against its own tolerance:
-hpcnet.acceptance.statcompare), more samples of the after side would decide
+hpcnet.acceptance.comparison.statcompare), more samples of the after side would decide
 none of those left, or a budget (``--max-repeats``, ``--time-budget``) is
 spent (Chromium Pinpoint's "collect more data"). Then the verdict table,
 the HTML report with its before/after section, and the exit code of the
@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass
 
 from hpcnet import argtypes, runner, verdict
-from hpcnet.acceptance import compare, references
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.comparison import compare, comparetext, sides
+from hpcnet.acceptance.references import references
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.compare import parse_pairs
 from hpcnet.commands.parser import add_option, add_results_db_option, pass_through
 from hpcnet.commands.run import on_the_testbed_named
@@ -56,7 +57,7 @@ def _failed_cases(reports: list) -> set:
                    for tc in results)}
 
 
-def _undecided_selection(outcome: compare.Outcome, after: compare.Side, failed: set) -> list:
+def _undecided_selection(outcome: compare.Outcome, after: sides.Side, failed: set) -> list:
     '''ReFrame options that select exactly the cases with undecided metrics
     that more samples decide, but those that ``failed`` (_failed_cases): one
     -n /<hash> per case (ReFrame ORs repeated -n), their environments.'''
@@ -88,7 +89,7 @@ def _round(reframe_args: list, repeats: int) -> tuple:
     return run.code, references.load_report(run.report)
 
 
-def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.BASELINE,
+def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BASELINE,
            system: str | None = None, pairs: dict | None = None,
            alpha: float = compare.ALPHA, threshold: float = compare.THRESHOLD) -> int:
     '''The whole acceptance (module docstring); returns the exit code.'''
@@ -96,9 +97,9 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     system = system or named_system(reframe_args, os.environ).split(':')[0] or None
     try:
         with phase(f'loading the sessions of {baseline_spec}') as done:
-            before = compare.load_side(baseline_spec, system=system)
+            before = sides.load_side(baseline_spec, system=system)
             done.outcome = f'{len(before.sessions)} session(s)'
-    except compare.CompareError as err:
+    except sides.CompareError as err:
         raise runner.SelectionError(str(err)) from None
     runner.say(f'baseline: {baseline_spec} (sessions {", ".join(before.sessions)})')
     run_codes, reports, taken = [], [], budget.repeats
@@ -110,10 +111,10 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     run_codes.append(code)
     reports.append(report)
     while True:
-        after = compare.Side(NAME, list(reports))
+        after = sides.Side(NAME, list(reports))
         try:
             outcome = compare.compare(before, after, alpha=alpha, threshold=threshold, pairs=pairs)
-        except compare.CompareError as err:
+        except sides.CompareError as err:
             raise runner.SelectionError(str(err)) from None
         undecided = outcome.undecided()
         if not undecided:
@@ -147,7 +148,7 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = compare.B
     print(f'before: {before.spec} (sessions {", ".join(before.sessions)})')
     print(f'after:  {NAME}: {taken} repeats in {len(reports)} sessions '
           f'({", ".join(after.sessions)})')
-    print(compare.text(outcome))
+    print(comparetext.text(outcome))
     # A failed case fails the acceptance; a round that ran nothing, or skipped
     # a case its partition declares, leaves it not decided.
     code = worst(outcome.exit_code, *run_codes)
@@ -181,7 +182,7 @@ def add_options(p) -> None:
                    help='samples of any metric in all rounds together (default 15)')
     p.add_argument('--time-budget', type=float, default=3600, metavar='SECONDS',
                    help='no new round starts after this (default 3600)')
-    p.add_argument('--baseline', default=compare.BASELINE,
+    p.add_argument('--baseline', default=sides.BASELINE,
                    help="the before side, any side `hpcnet compare` takes (default: "
                         "'baseline', the accepted baseline: the sessions the provenance of "
                         "the system's reference file names)")

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
-from hpcnet.acceptance import accepted, baseline, references, refmerge
+from hpcnet.acceptance.references import accepted, baseline, references, refmerge
 from hpcnet.commands.parser import (add_option, add_results_db_option, check_writable,
                                     pass_through, write_output)
 from hpcnet.commands.run import on_the_testbed_named
@@ -22,7 +22,7 @@ def run(args) -> int:
     '''K sessions of the selected checks (not judged meanwhile), each
     stored tagged as one candidate; references with provenance from the
     passed samples, merged into the system's file (entries not measured
-    are kept): written there, the baseline (hpcnet.acceptance.accepted).
+    are kept): written there, the baseline (hpcnet.acceptance.references.accepted).
     Separate sessions, so the tolerance sees the drift between sessions
     that the next clean run will have, not only the spread within one.'''
     if PROJECT_ROOT is None and not args.output and not os.environ.get(REFERENCE_DIR_ENV):

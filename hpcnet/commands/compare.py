@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpcnet import argtypes, exitcodes, runner
-from hpcnet.acceptance import compare
+from hpcnet.acceptance.comparison import compare, comparetext, sides
 from hpcnet.commands.parser import add_option, add_results_db_option
 from hpcnet.exitcodes import Exit
 from hpcnet.progress import phase
@@ -28,12 +28,12 @@ def compare_sides(before_spec: str, after_spec: str, *, alpha: float, threshold:
     try:
         # Each side of stored sessions is a ReFrame session query: said on stderr.
         with phase(f'loading the sessions of {before_spec} and {after_spec}') as done:
-            before, after = compare.load_sides(before_spec, after_spec, system=system,
-                                               include_baselines=include_baselines)
+            before, after = sides.load_sides(before_spec, after_spec, system=system,
+                                             include_baselines=include_baselines)
             done.outcome = f'{len(before.sessions)} and {len(after.sessions)} session(s)'
         outcome = compare.compare(before, after, alpha=alpha, threshold=threshold,
                                   pairs=parse_pairs(pairs))
-    except compare.CompareError as err:
+    except sides.CompareError as err:
         raise runner.SelectionError(str(err)) from None
     return before, after, outcome
 
@@ -43,7 +43,7 @@ def print_comparison(before, after, outcome, alpha: float, threshold: float) -> 
     print(f'after:  {after.spec} (sessions {", ".join(after.sessions)})')
     print(f'one-sided {1 - alpha:.0%} bounds of each shift against its tolerance (at least '
           f'{threshold:.0%}, more where sessions before moved more), {len(outcome.rows)} metrics')
-    print(compare.text(outcome))
+    print(comparetext.text(outcome))
 
 
 def run(args) -> int:

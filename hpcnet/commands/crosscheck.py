@@ -4,14 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpcnet import argtypes, runner, stacks
-from hpcnet.acceptance import references
+from hpcnet.acceptance.references import references
 from hpcnet.commands.parser import pass_through
 from hpcnet.constants import Feature
 from hpcnet.exitcodes import Exit
 
 
 def run(args) -> int:
-    from hpcnet.acceptance import crosscheck
+    from hpcnet.acceptance.comparison import crosscheck
     if args.report:
         report = Path(args.report)
     else:

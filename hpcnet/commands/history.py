@@ -1,5 +1,5 @@
 """`hpcnet history`: every metric's trend over the stored sessions, the
-session each changed, and the verdict (hpcnet.acceptance.history states the
+session each changed, and the verdict (hpcnet.acceptance.history.history states the
 rule); ``--output FILE`` writes the trend page."""
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import re
 from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, forked, runner
-from hpcnet.acceptance import accepted_changes as accepted, compare, history, history_index
-from hpcnet.acceptance import history_text, levels, metricindex
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.comparison import sides
+from hpcnet.acceptance.history import (history, history_index, history_text, levels, metricindex,
+                                       stored_series)
+from hpcnet.acceptance.references import accepted_changes as accepted
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.parser import add_option, add_results_db_option, write_output
 from hpcnet.progress import phase
 
@@ -26,7 +28,7 @@ def run(args) -> int:
         found, drawing = _load(args, draw=bool(args.output) and not args.acknowledge)
         if args.acknowledge:
             found, drawing = _acknowledge(args, found)
-    except (history.HistoryError, accepted.AcceptedError) as err:
+    except (stored_series.HistoryError, accepted.AcceptedError) as err:
         raise runner.SelectionError(str(err)) from None
     print(history_text.text(found))
     code = found.exit_code
@@ -34,7 +36,7 @@ def run(args) -> int:
     if code == exitcodes.Exit.UNDECIDED:
         verdict += f'; {found.needed} sessions of a metric decide it'
     if args.output:
-        from hpcnet.acceptance import trend   # matplotlib: only where a page is drawn
+        from hpcnet.acceptance.history import trend   # matplotlib: only where a page is drawn
         latest = found.sessions[-1]
         report, drawn = drawing.result()
         page = hpcnet_report.render(
@@ -49,7 +51,7 @@ def run(args) -> int:
     return code
 
 
-def _latest_evidence(latest: history.Session, db: Path | None) -> tuple:
+def _latest_evidence(latest: stored_series.Session, db: Path | None) -> tuple:
     """(the latest session's report, its evidence sections): the page's
     figures, drawn while the series are judged."""
     report = latest.report if 'runs' in latest.report else \
@@ -97,7 +99,7 @@ def _acknowledge(args, found: history.History) -> tuple:
 def add_parser(sub) -> None:
     p = sub.add_parser('history', help="every metric's trend over the stored sessions, "
                                        'and the session it changed')
-    p.add_argument('--period', default=compare.ALL_TIME,
+    p.add_argument('--period', default=sides.ALL_TIME,
                    help='the sessions, as ReFrame selects stored sessions (now-30d:now, '
                         'a session UUID; default: every stored session)')
     add_results_db_option(p)

@@ -1,5 +1,5 @@
 """`hpcnet index build|prune|export`: the metrics index beside ReFrame's
-results database (hpcnet.acceptance.metricindex states what it holds).
+results database (hpcnet.acceptance.history.metricindex states what it holds).
 
 - ``build``: index the sessions the index lacks (resumable: an interrupted
   build keeps the sessions it indexed), forget those the database lost;
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from hpcnet import argtypes, runner
-from hpcnet.acceptance import metricindex
+from hpcnet.acceptance.history import metricindex
 from hpcnet.commands.parser import add_results_db_option
 
 

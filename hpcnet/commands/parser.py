@@ -108,7 +108,7 @@ def add_results_db_option(parser: argparse.ArgumentParser) -> None:
 def results_db_in_force(args: argparse.Namespace):
     '''The command of ``args`` with its --db as ReFrame's RFM_SQLITE_DB_FILE
     while it runs: the ReFrame sessions it runs store there, and every reader
-    of stored sessions (hpcnet.acceptance.storedsessions, metricindex, a
+    of stored sessions (hpcnet.acceptance.comparison.storedsessions, metricindex, a
     `reframe --describe-stored-sessions`) reads it, so a command never reads
     one database and stores into another.'''
     db = getattr(args, 'db', None)

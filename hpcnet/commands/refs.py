@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hpcnet import argtypes, runner, sites
-from hpcnet.acceptance import baseline, references
+from hpcnet.acceptance.references import baseline, references
 from hpcnet.commands.parser import check_writable, write_output
 from hpcnet.exitcodes import Exit
 

@@ -5,8 +5,8 @@ import json
 from pathlib import Path
 
 from hpcnet import exitcodes, runner, verdict
-from hpcnet.acceptance import compare
-from hpcnet.acceptance import report as hpcnet_report
+from hpcnet.acceptance.comparison import compare, sides
+from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides
 from hpcnet.commands.parser import add_results_db_option, write_output
 
@@ -30,23 +30,23 @@ def run(args) -> int:
             name = f'compare-{before.sessions[0][:8]}-{after.sessions[0][:8]}.html'
         else:
             specs = args.sessions or [str(latest)]
-            sides = [compare.load_side(x) for x in specs]
-            reports = [r for side in sides for r in side.reports]
+            loaded = [sides.load_side(x) for x in specs]
+            reports = [r for side in loaded for r in side.reports]
             retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
             lines, _ = verdict.reports_summary(reports)
             page = hpcnet_report.render(reports, retried, verdict=lines[-1],
-                                        title='hpcnet ' + ' '.join(s.spec for s in sides))
+                                        title='hpcnet ' + ' '.join(s.spec for s in loaded))
             name = ('latest.html' if [Path(s).resolve() for s in specs] == [latest.resolve()]
-                    else f'report-{sides[0].sessions[0][:8]}.html')
+                    else f'report-{loaded[0].sessions[0][:8]}.html')
             # A stored session (of hpcnet run or plain reframe -r) gets its run report too.
-            stored = [r for side in sides if not Path(side.spec).is_file() for r in side.reports]
+            stored = [r for side in loaded if not Path(side.spec).is_file() for r in side.reports]
             for data in stored:
                 path = runner.reports_dir() / f'report-{data["session_info"]["uuid"][:8]}.json'
                 path.write_text(json.dumps(data, indent=1))
                 runner.say(f'run report: {path}')
             for line in lines:
                 runner.say(line)
-    except compare.CompareError as err:
+    except sides.CompareError as err:
         raise runner.SelectionError(str(err)) from None
     output = Path(args.output) if args.output else runner.reports_dir() / name
     write_output(page, output, '-o', 'report')

@@ -14,7 +14,7 @@ import csv
 import statistics
 from pathlib import Path
 
-from hpcnet.acceptance.reportparts import link_throughputs
+from hpcnet.acceptance.report.reportparts import link_throughputs
 from hpcnet.constants import REFERENCE_DIR
 
 PAPER_CSV = REFERENCE_DIR / 'paper' / 'rocks-cluster-gbe-imb.csv'

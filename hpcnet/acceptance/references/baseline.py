@@ -3,7 +3,7 @@
 A baseline is made of one or more ReFrame run reports (sessions); each
 report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
 
-1-2. Outliers and tolerance: hpcnet.acceptance.spread states the rule and
+1-2. Outliers and tolerance: hpcnet.acceptance.references.spread states the rule and
    its constants.
 
 3. One side.  A reference bounds the worse side only, as the metric
@@ -17,12 +17,12 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
    that would accept nearly anything: it goes to the file's `$not_asserted`
    section with its spread as the reason, so it is recorded and compared
    (hpcnet compare) but never fails a run.  CAP (0.4) stays clear of the
-   validation's lower bound of -0.5 (hpcnet.acceptance.references.MIN_LOWER).
+   validation's lower bound of -0.5 (hpcnet.acceptance.references.references.MIN_LOWER).
 
 5. A case judged over iperf3 on its own link (its ``*_over_iperf3``
    ratios: nodes that share one host's cores) asserts its ratios only; its
    other metrics (absolute MB/s, latencies: the host's) go to `$not_asserted`,
-   as compare shows them (hpcnet.acceptance.metricjudge.calibrated_counterpart).
+   as compare shows them (hpcnet.acceptance.comparison.metricjudge.calibrated_counterpart).
 
 A zero median (counts such as errors) has absolute thresholds in ReFrame:
 max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
@@ -30,7 +30,7 @@ max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
 Only passed cases count, and within them no variable whose result is
 ``xfail``, nor one the existing file's site `$not_asserted` declares: the
 site's reason stands, and that metric's spread decides no group's prior
-or modes (collect()).  hpcnet.acceptance.refmerge puts a baseline of a selection
+or modes (collect()).  hpcnet.acceptance.references.refmerge puts a baseline of a selection
 into an existing file, replacing only what it measured.
 """
 from __future__ import annotations
@@ -46,15 +46,16 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from hpcnet.metrics import CALIBRATED_SUFFIX, higher_is_better, ratios_over_iperf3
-from hpcnet.acceptance.casevalues import perf_samples
+from hpcnet.acceptance.references.casevalues import perf_samples
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
-from hpcnet.acceptance.references import (NOT_ASSERTED, OVER_IPERF3_REASON, PROVENANCE,
-                                          SPREAD_REASON, UNBOUNDED, per_environment,
-                                          reference_dir, reference_file, written_by_baseline)
-from hpcnet.acceptance.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA, TOLERANCE_CAP,
-                                      TOLERANCE_FLOOR, WORST_MARGIN, estimate, fit_prior,
-                                      outliers, own_spread)
+from hpcnet.acceptance.references.references import (NOT_ASSERTED, OVER_IPERF3_REASON, PROVENANCE,
+                                                     SPREAD_REASON, UNBOUNDED, per_environment,
+                                                     reference_dir, reference_file,
+                                                     written_by_baseline)
+from hpcnet.acceptance.references.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA,
+                                                 TOLERANCE_CAP, TOLERANCE_FLOOR, WORST_MARGIN,
+                                                 estimate, fit_prior, outliers, own_spread)
 
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'

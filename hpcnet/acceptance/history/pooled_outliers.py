@@ -1,5 +1,5 @@
 """spread.outliers of a series' residuals (no sessions), kept up to date
-while the change-point search of hpcnet.acceptance.levels merges levels.
+while the change-point search of hpcnet.acceptance.history.levels merges levels.
 
 A merge changes the residuals of one level only.  spread.outliers judges
 each residual by the median of all of them and a limit made of their MAD; a
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcnet.acceptance.spread import _NORMAL_MAD, OUTLIER_Z, outliers
+from hpcnet.acceptance.references.spread import _NORMAL_MAD, OUTLIER_Z, outliers
 
 
 def _middle(x: np.ndarray) -> tuple:

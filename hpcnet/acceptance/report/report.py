@@ -21,11 +21,12 @@ import re
 from collections import defaultdict
 
 from hpcnet import sites
-from hpcnet.acceptance import baseline, compare
-from hpcnet.acceptance.reportparts import display_name, esc, final_cases
+from hpcnet.acceptance.comparison import comparetext
+from hpcnet.acceptance.comparison.statcompare import Verdict
+from hpcnet.acceptance.references import baseline
+from hpcnet.acceptance.references.references import NOT_JUDGED, withheld
+from hpcnet.acceptance.report.reportparts import display_name, esc, final_cases
 from hpcnet.exitcodes import WORDS, Exit
-from hpcnet.acceptance.references import NOT_JUDGED, withheld
-from hpcnet.acceptance.statcompare import Verdict
 
 #: Cell colours of the verdict matrix.
 _COLOURS = {'pass': '#c8e6c9', 'fail': '#ffcdd2', 'skip': '#eeeeee', 'not judged': '#fff9c4',
@@ -287,8 +288,8 @@ def provenance(reports: list, cases: list) -> str:
 def comparison(rows: list, before_side, after_side) -> str:
     """The verdict table of `hpcnet compare` and before/after curves with a
     ratio panel for every point-to-point case both sides ran."""
-    from hpcnet.acceptance import reportplots   # matplotlib: only where a page is drawn
-    return (f'<pre>{esc(compare.table(rows))}</pre>'
+    from hpcnet.acceptance.report import reportplots   # matplotlib: only where a page is drawn
+    return (f'<pre>{esc(comparetext.table(rows))}</pre>'
             + reportplots.before_after_curves(before_side, after_side))
 
 
@@ -331,7 +332,7 @@ def render(reports: list, retried: set | None = None, *, verdict: str,
     (outcome, before side, after side) of a comparison, whose after side's
     cases are the ones judged; ``retried`` (default: read from the judged
     reports) holds the cases that passed only when run again; ``trend``, the
-    trend section of `hpcnet history` (hpcnet.acceptance.trend), comes
+    trend section of `hpcnet history` (hpcnet.acceptance.history.trend), comes
     right after the verdict, which is the history's; ``drawn``: the
     evidence of ``reports`` where it was drawn already (evidence())."""
     outcome, before, after = comparison_of or (None, None, None)
@@ -366,7 +367,7 @@ def evidence(reports: list, comparison_of: tuple | None = None) -> list:
     has something to show: the figures and tables below the verdict.  Most
     of a page's drawing is here, and it needs no judgement, so `hpcnet
     history` draws it while the series are judged."""
-    from hpcnet.acceptance import reportplots   # matplotlib: only where a page is drawn
+    from hpcnet.acceptance.report import reportplots   # matplotlib: only where a page is drawn
     outcome, before, after = comparison_of or (None, None, None)
     cases = final_cases(reports)
     sections = [('Before and after', 'compare',

@@ -12,11 +12,11 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from hpcnet import forked  # noqa: E402
-from hpcnet.acceptance import history as hist  # noqa: E402
-from hpcnet.acceptance import history_text as htext  # noqa: E402
-from hpcnet.acceptance.levels import Outlier  # noqa: E402
-from hpcnet.acceptance.figures import img  # noqa: E402
-from hpcnet.acceptance.reportparts import esc  # noqa: E402
+from hpcnet.acceptance.history import history as hist, stored_series  # noqa: E402
+from hpcnet.acceptance.history import history_text as htext  # noqa: E402
+from hpcnet.acceptance.history.levels import Outlier  # noqa: E402
+from hpcnet.acceptance.report.figures import img  # noqa: E402
+from hpcnet.acceptance.report.reportparts import esc  # noqa: E402
 
 #: Plots drawn at most; the other changed metrics are in the table only,
 #: so a night when everything moved still gives a page of a few hundred KB.
@@ -26,7 +26,7 @@ PLOTS_PER_WORKER = 6
 _WORSE, _BETTER, _OUTLIER, _SERIES, _BUSY = '#c62828', '#2e7d32', '#ef6c00', '#1565c0', '#757575'
 
 
-def plot(series: hist.Series) -> str:
+def plot(series: stored_series.Series) -> str:
     """A series against its session numbers: each level's median as a line
     over its sessions, a dashed line at each change (red when worse, green
     when better), outliers circled."""
@@ -122,7 +122,7 @@ def _sessions_table(found: hist.History) -> str:
 
 
 def section(found: hist.History) -> str:
-    """The trend section's HTML (hpcnet.acceptance.report.render's ``trend``)."""
+    """The trend section's HTML (hpcnet.acceptance.report.report.render's ``trend``)."""
     changed = []
     for series, _ in (found.changes(worse=True) + found.tails() + found.heads()
                       + found.changes(worse=False) + found.tails(worse=False)

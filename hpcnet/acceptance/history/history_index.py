@@ -1,7 +1,7 @@
-"""`hpcnet history` read from the metrics index (hpcnet.acceptance.metricindex):
+"""`hpcnet history` read from the metrics index (hpcnet.acceptance.history.metricindex):
 the rows of the selected system, tests and period only, never a session's
 whole JSON.  The series, their numbering and their judgement are those of
-hpcnet.acceptance.history, which states the rule.
+hpcnet.acceptance.history.history, which states the rule.
 
 A period ReFrame's way (``START:END``, a session UUID) is read from the
 index; any other query (a session filter, ``?expr``) is ReFrame's to answer,
@@ -10,7 +10,6 @@ and history then reads the sessions it selects whole (history.load).
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from collections.abc import Mapping
@@ -19,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcnet.acceptance import accepted, history, levels, metricindex
+from hpcnet.acceptance.history import history, levels, metricindex, stored_series
+from hpcnet.acceptance.references import accepted
 
 
 def _period(period: str) -> tuple | None:
@@ -32,7 +32,7 @@ def _period(period: str) -> tuple | None:
     try:
         return metricindex.period_bounds(period)
     except metricindex.MetricIndexError as err:
-        raise history.HistoryError(f'{err}; or a session UUID') from None
+        raise stored_series.HistoryError(f'{err}; or a session UUID') from None
 
 
 def _selection(conn, system: str | None, name: str | None) -> tuple:
@@ -41,7 +41,7 @@ def _selection(conn, system: str | None, name: str | None) -> tuple:
     try:
         pattern = re.compile(name) if name else None
     except re.error as err:
-        raise history.HistoryError(f'-n/--name {name!r}: not a regular expression ({err})') \
+        raise stored_series.HistoryError(f'-n/--name {name!r}: not a regular expression ({err})') \
             from None
     where, params = ['1'], []
     if system is not None:
@@ -58,7 +58,7 @@ def _selection(conn, system: str | None, name: str | None) -> tuple:
 
 def _sessions(conn, period: str, selector: tuple, condition: str, params: list) -> tuple:
     """(every session of the period, numbered from 1, and the sessions
-    before it that ran a selected case: the last history.LOOKBACK of them,
+    before it that ran a selected case: the last stored_series.LOOKBACK of them,
     numbered up to 0)."""
     if selector[0] == 'uuid':
         rows = conn.execute('SELECT uuid, start_unix, info FROM sessions WHERE uuid = ?',
@@ -74,11 +74,11 @@ def _sessions(conn, period: str, selector: tuple, condition: str, params: list) 
                 'SELECT s.uuid, s.start_unix, s.info FROM sessions s WHERE s.start_unix < ? '
                 f'AND EXISTS (SELECT 1 FROM cases WHERE session_uuid = s.uuid AND {condition}) '
                 'ORDER BY s.start_unix DESC, s.rowid DESC LIMIT ?',
-                (start, *params, history.LOOKBACK)).fetchall()[::-1]
-    selected = [history.Session(i + 1, uuid, start, {'session_info': json.loads(info)})
+                (start, *params, stored_series.LOOKBACK)).fetchall()[::-1]
+    selected = [stored_series.Session(i + 1, uuid, start, {'session_info': json.loads(info)})
                 for i, (uuid, start, info) in enumerate(rows)]
-    before = [history.Session(i + 1 - len(earlier), uuid, start,
-                              {'session_info': json.loads(info)})
+    before = [stored_series.Session(i + 1 - len(earlier), uuid, start,
+                                    {'session_info': json.loads(info)})
               for i, (uuid, start, info) in enumerate(earlier)]
     return selected, before
 
@@ -195,7 +195,7 @@ def _not_finite(sessions, keys, kinds, case_rows, found, kind, values) -> None:
         first = bad[0]
         uuid = sessions[case_rows[1][found[first]]].uuid
         test, partition, environ = keys[case_rows[2][found[first]]]
-        raise history.HistoryError(
+        raise stored_series.HistoryError(
             f'{uuid}: session {uuid}: {test} @{partition} +{environ}: {kinds[kind[first]][0]} '
             f'is {float(values[first])}: not a measurement (a benchmark figure must be a '
             'finite number)')
@@ -205,7 +205,7 @@ def _groups(series_of, withheld, positions, values) -> tuple:
     """The samples grouped by series, basis (judged first) and session, in
     that order: (series, withheld, session position, first sample, median)
     of each group (the first two as arrays).  A session's value is the median of its
-    samples, as history.series_from takes it."""
+    samples, as stored_series.series_from takes it."""
     order = np.lexsort((positions, withheld, series_of))
     series_of, withheld, positions = series_of[order], withheld[order], positions[order]
     starts = np.flatnonzero(np.concatenate((
@@ -222,7 +222,7 @@ def _groups(series_of, withheld, positions, values) -> tuple:
 
 def _series(conn, sessions: list, condition: str, params: list, before_judging=None) -> tuple:
     """(the sessions that ran a selected case, [Series] in key order,
-    {session uuid: provenance of its selected cases}): history.series_from
+    {session uuid: provenance of its selected cases}): stored_series.series_from
     of the selected rows, read as columns.  ``before_judging`` (load's) is
     called as soon as the sessions are known, before the samples are read."""
     where = f'{condition} AND {_OF_SESSIONS}'
@@ -252,14 +252,14 @@ def _series(conn, sessions: list, condition: str, params: list, before_judging=N
         # The unit is that of the first session's samples, judged before busy.
         earliest = start if start < busy and (busy == end or positions[start] <= positions[busy]) \
             else busy
-        series = by_key[key] = history.Series(
+        series = by_key[key] = stored_series.Series(
             key, kinds[kind[first[earliest]]][1], list(map(sessions.__getitem__,
                                                            positions[start:busy])),
             medians[start:busy])
         series.busy = list(zip(map(sessions.__getitem__, positions[busy:end]), medians[busy:end]))
     read = [(session, None, None, ran[i]) for i, session in enumerate(sessions) if ran[i]]
     decoded: dict = {}
-    return (*history.with_stops(read, by_key),
+    return (*stored_series.with_stops(read, by_key),
             {s.uuid: _Provenance(texts[i], decoded) for i, s in enumerate(sessions)})
 
 
@@ -275,7 +275,7 @@ def load(period: str, *, db: Path | None = None, system: str | None = None,
     try:
         path = metricindex.results_db(db)
     except metricindex.MetricIndexError as err:
-        raise history.HistoryError(str(err)) from None
+        raise stored_series.HistoryError(str(err)) from None
     if selector is None:
         return history.load(period, db=path, system=system, name=name, min_segment=min_segment,
                             alpha=alpha, threshold=threshold, acknowledged=acknowledged,
@@ -288,7 +288,7 @@ def load(period: str, *, db: Path | None = None, system: str | None = None,
             sessions, series, provenance = _series(conn, before + in_period, condition, params,
                                                    before_judging)
     except metricindex.MetricIndexError as err:
-        raise history.HistoryError(str(err)) from None
+        raise stored_series.HistoryError(str(err)) from None
     if not series:
         raise history.nothing_measured(period, len(in_period), system, name)
     return history.judge(sessions, series, min_segment=min_segment, alpha=alpha,

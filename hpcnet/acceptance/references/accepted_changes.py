@@ -25,13 +25,14 @@ from pathlib import Path
 
 import yaml
 
+from hpcnet.acceptance.references.references import PROVENANCE, reference_dir, reference_file
 from hpcnet.yamlfile import YamlFileError, load_yaml
-from hpcnet.acceptance.references import PROVENANCE, reference_dir, reference_file
 
 #: The acknowledgements file, under the reference directory.
 ACKNOWLEDGED = Path('acknowledged') / 'history.yaml'
 _UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
-_HEADER = ('# Changes the site accepted, for `hpcnet history` (hpcnet.acceptance.accepted_changes):\n'
+_HEADER = ('# Changes the site accepted, for `hpcnet history` '
+           '(hpcnet.acceptance.references.accepted_changes):\n'
            '# each accepts what the series REGEX finds measured up to SESSION.\n'
            '# Added by `hpcnet history --acknowledge SESSION[:REGEX] --why TEXT`.\n')
 

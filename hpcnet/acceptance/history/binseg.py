@@ -22,7 +22,7 @@ import heapq
 import numpy as np
 from ruptures.costs import CostL1
 
-from hpcnet.acceptance.spread import median_of
+from hpcnet.acceptance.references.spread import median_of
 
 #: Places whose fast gain is within this fraction of the segment's cost of
 #: the best are decided by ruptures' CostL1 figures: far above the rounding

@@ -8,8 +8,9 @@ from __future__ import annotations
 import difflib
 import re
 
-from hpcnet.acceptance.baseline import ONE_SIDED_REASON, site_not_asserted
-from hpcnet.acceptance.references import NOT_ASSERTED, PROVENANCE, UNBOUNDED, written_by_baseline
+from hpcnet.acceptance.references.baseline import ONE_SIDED_REASON, site_not_asserted
+from hpcnet.acceptance.references.references import (NOT_ASSERTED, PROVENANCE, UNBOUNDED,
+                                                     written_by_baseline)
 
 _SPECIAL = (PROVENANCE, NOT_ASSERTED, UNBOUNDED)
 

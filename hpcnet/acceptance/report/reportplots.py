@@ -13,9 +13,9 @@ matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from hpcnet.acceptance.figures import figure, img, log_axes  # noqa: E402
-from hpcnet.acceptance.reportparts import (display_name, esc, final_cases, link_throughputs,  # noqa: E402
-                                           plot_grid)
+from hpcnet.acceptance.report.figures import figure, img, log_axes  # noqa: E402
+from hpcnet.acceptance.report.reportparts import (display_name, esc, final_cases,  # noqa: E402
+                                                  link_throughputs, plot_grid)
 
 BANDS_UP_TO = 6     #: most series a curve plot shades the spread of
 
@@ -174,7 +174,7 @@ def link_throughput(reports: list) -> str:
 
 def before_after_curves(before_side, after_side) -> str:
     """Before/after curves with a ratio panel for every point-to-point case
-    both sides (compare.Side) ran."""
+    both sides (sides.Side) ran."""
     def curves(side) -> dict:
         return {(display_name(tc), tc['system'], tc['partition'], tc['environ']): tc['curve']
                 for tc in final_cases(side.reports)

@@ -21,7 +21,7 @@ Per metric of a case key:
    in accepts it.  Such a metric is recorded and compared, not asserted, and
    the mode is named.  A group (test, partition, unit) whose samples fell to
    a slower mode more often than EXCURSION_LIMIT has modes: none of its
-   metrics is asserted (hpcnet.acceptance.baseline).
+   metrics is asserted (hpcnet.acceptance.references.baseline).
 
 2. Tolerance, of the samples kept: the largest of FLOOR; QUANTA steps of
    the printed figure (IMB prints two decimals); WORST_MARGIN x the largest
@@ -43,11 +43,11 @@ Per metric of a case key:
    variance weighted by its dof against the prior's); dof is the sum.
    alpha = RUN_ALPHA / (values the baseline asserts): every asserted value
    of a run is one more chance to fail by chance, so the chance is shared
-   out over them (Bonferroni; hpcnet.acceptance.baseline.shared_estimates)
+   out over them (Bonferroni; hpcnet.acceptance.references.baseline.shared_estimates)
    and a clean run fails none with probability 1 - RUN_ALPHA.
 
 Above TOLERANCE_CAP a metric gets no reference (Estimate.asserted is False):
-hpcnet.acceptance.baseline records it as not asserted, with the reason.
+hpcnet.acceptance.references.baseline records it as not asserted, with the reason.
 """
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""What `hpcnet history` prints (hpcnet.acceptance.history judges): the
+"""What `hpcnet history` prints (hpcnet.acceptance.history.history judges): the
 sessions and the method, then one line per finding, the ones that decide
 the verdict first."""
 from __future__ import annotations
 
 import math
 
-from hpcnet.acceptance.history import History, Series
-from hpcnet.acceptance.levels import MAX_CANDIDATES, Change, Outlier
-from hpcnet.acceptance.spread import OUTLIER_Z
+from hpcnet.acceptance.history.history import History
+from hpcnet.acceptance.history.levels import MAX_CANDIDATES, Change, Outlier
+from hpcnet.acceptance.history.stored_series import Series
+from hpcnet.acceptance.references.spread import OUTLIER_Z
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
 #: Names listed at most on one line of many metrics.

@@ -1,5 +1,5 @@
 """The levels of one series of session values, and where they change: the
-rule `hpcnet history` judges each metric by (hpcnet.acceptance.history reads
+rule `hpcnet history` judges each metric by (hpcnet.acceptance.history.history reads
 the series; docs/acceptance.md, "Nightly history", states it for users).
 
 1. Too short: fewer than sessions_needed() values cannot show a change at
@@ -25,7 +25,7 @@ the series; docs/acceptance.md, "Nightly history", states it for users).
    are tested again, until every one left passes.
 4. Outliers: a value more than OUTLIER_Z robust standard deviations and more
    than THRESHOLD from its level's median (residuals pooled over the series,
-   hpcnet.acceptance.spread.outliers) is an outlier: never a change, left
+   hpcnet.acceptance.references.spread.outliers) is an outlier: never a change, left
    out of the levels step 3 tests.
 5. The ends are not the middle.  The newest values that stand apart from
    the last level, all on one side (each beyond THRESHOLD and beyond
@@ -46,10 +46,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcnet import forked
-from hpcnet.acceptance import compare, statcompare
-from hpcnet.acceptance.binseg import binseg_l1
-from hpcnet.acceptance.pooled_outliers import PooledOutliers
-from hpcnet.acceptance.spread import OUTLIER_Z, outliers as spread_outliers, robust_sigma
+from hpcnet.acceptance.comparison import compare, statcompare
+from hpcnet.acceptance.history.binseg import binseg_l1
+from hpcnet.acceptance.history.pooled_outliers import PooledOutliers
+from hpcnet.acceptance.references.spread import OUTLIER_Z, outliers as spread_outliers, robust_sigma
 
 #: The fewest sessions of one level: a change needs this many nights on each
 #: side, so up to MIN_SEGMENT - 1 bad nights in a row in the middle of a
@@ -216,7 +216,7 @@ def _candidates(values: list, relative: bool, min_segment: int,
                 max_candidates: int = MAX_CANDIDATES) -> list:
     """Positions where ruptures' Binseg (L1 cost) splits the series into
     levels of at least ``min_segment`` values, as many as fit up to
-    ``max_candidates`` (hpcnet.acceptance.binseg finds the same breakpoints
+    ``max_candidates`` (hpcnet.acceptance.history.binseg finds the same breakpoints
     faster)."""
     signal = np.log(values) if relative else np.asarray(values, dtype=float)
     most = min(max_candidates, len(values) // min_segment - 1)

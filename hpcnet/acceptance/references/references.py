@@ -220,7 +220,7 @@ def reason_kind(reason: str) -> str:
     return reason
 
 
-#: Top-level section with what produced the references (hpcnet.acceptance.baseline).
+#: Top-level section with what produced the references (hpcnet.acceptance.references.baseline).
 PROVENANCE = '$provenance'
 #: The default of load()/validate(): check names, units and bounds against hpcnet.metrics.
 KNOWN = object()

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hpcnet.acceptance.baseline import BASELINE_TAG
-from hpcnet.acceptance.references import (PROVENANCE, ReferenceFileError, load, reference_dir,
-                                          reference_file)
+from hpcnet.acceptance.references.baseline import BASELINE_TAG
+from hpcnet.acceptance.references.references import (PROVENANCE, ReferenceFileError, load,
+                                                     reference_dir, reference_file)
 
 #: A session UUID as ReFrame writes it.
 SESSION_UUID = re.compile(r'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')

@@ -10,7 +10,7 @@ import statistics
 from dataclasses import replace
 
 from hpcnet import metrics
-from hpcnet.acceptance import statcompare
+from hpcnet.acceptance.comparison import statcompare
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
 

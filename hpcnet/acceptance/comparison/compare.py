@@ -1,15 +1,12 @@
 """`hpcnet compare BEFORE AFTER`: did anything get worse, where, and why.
 
-Each side is one or more stored sessions, selected as ReFrame selects them
-(a session UUID, a time period such as ``now-1d:now``, any query
-``reframe --describe-stored-sessions`` takes), the word ``baseline`` (the
-sessions the reference file of the system the other side ran on names in
-its provenance: the baseline the site accepted by writing it,
-hpcnet.acceptance.accepted), or a JSON run report file. Per test x partition x environment x metric,
-the samples of each side (every passed repeat) are judged by
-hpcnet.acceptance.metricjudge (statcompare's rule); beside every regression
-stands what changed between the sides (MPI library, transport proved, nodes,
-link rate, link errors).
+Each side is one or more stored sessions, the word ``baseline`` or a JSON
+run report file (hpcnet.acceptance.comparison.sides reads them). Per test x
+partition x environment x metric, the samples of each side (every passed
+repeat) are judged by hpcnet.acceptance.comparison.metricjudge
+(statcompare's rule); beside every regression stands what changed between
+the sides (MPI library, transport proved, nodes, link rate, link errors);
+hpcnet.acceptance.comparison.comparetext prints the outcome.
 
 A comparison cannot be fooled: the sides may not share a session; a time
 period leaves out the sessions of `hpcnet baseline` unless asked; environments renamed by an
@@ -20,22 +17,16 @@ session and metric. The outcome's exit code follows hpcnet.exitcodes.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
 import statistics
-import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from hpcnet.acceptance import accepted, metricjudge, statcompare, storedsessions
-from hpcnet.acceptance.baseline import BASELINE_TAG, measured_cases
-from hpcnet.acceptance.casevalues import recorded_values
-from hpcnet.acceptance.references import (ReferenceFileError, load_report, withheld,
-                                          withheld_reason)
-from hpcnet.constants import CONFIG_DIR
-from hpcnet.paths import reframe_executable
+from hpcnet.acceptance.comparison import metricjudge, statcompare
+from hpcnet.acceptance.comparison.sides import CompareError, Side, case_key
+from hpcnet.acceptance.references.baseline import measured_cases
+from hpcnet.acceptance.references.casevalues import recorded_values
+from hpcnet.acceptance.references.references import withheld, withheld_reason
 from hpcnet.exitcodes import Exit
 
 #: The floor of every metric's tolerance (statcompare.tolerance_of): a shift
@@ -43,146 +34,6 @@ from hpcnet.exitcodes import Exit
 THRESHOLD = 0.03
 #: One-sided level of the bounds of each metric's shift.
 ALPHA = 0.05
-#: The word that names the system's latest baseline as a side.
-BASELINE = 'baseline'
-#: A period that holds every stored session (ReFrame's period syntax).
-ALL_TIME = 'now-3650d:now'
-
-
-class CompareError(ValueError):
-    """A side that selects nothing, or cannot be read, or sides that cannot
-    be compared: a usage error (exit 2)."""
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of a comparison: the reports it is made of."""
-    spec: str
-    reports: list
-
-    @property
-    def sessions(self) -> list:
-        return [r.get('session_info', {}).get('uuid', '?') for r in self.reports]
-
-    @property
-    def systems(self) -> set:
-        return {tc['system'] for tc in measured_cases(self.reports)}
-
-
-def stored_sessions(query: str, db: Path | None = None) -> list:
-    """The stored sessions ``query`` selects, as ReFrame's storage gives them
-    (`reframe --describe-stored-sessions`), from its configured results
-    database or from ``db`` (ReFrame's RFM_SQLITE_DB_FILE): a UUID or a
-    period read in this process (hpcnet.acceptance.storedsessions), a
-    session filter by ReFrame."""
-    try:
-        reports = storedsessions.read(query, db)
-    except storedsessions.StoredSessionsError as err:
-        raise CompareError(str(err)) from None
-    if reports is not None:
-        return reports
-    env = {**os.environ, 'RFM_SQLITE_DB_FILE': str(db)} if db is not None else None
-    res = subprocess.run([reframe_executable(), '-C', str(CONFIG_DIR / 'settings.py'),
-                          '--describe-stored-sessions', query], text=True, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if res.returncode != 0:
-        raise CompareError(f'{query}: reframe --describe-stored-sessions failed: '
-                           f'{(res.stderr or res.stdout).strip()[-500:]}')
-    try:
-        return json.loads(res.stdout)
-    except ValueError as err:
-        raise CompareError(f'{query}: reframe printed no session JSON ({err})') from None
-
-
-def is_baseline_run(report: dict) -> bool:
-    """A session `hpcnet baseline` stored (ReFrame keeps --session-extras in
-    the session's own information): a candidate, the baseline only while a
-    reference file's provenance names it (hpcnet.acceptance.accepted)."""
-    return BASELINE_TAG in report.get('session_info', {})
-
-
-def accepted_baseline(system: str | None) -> list:
-    """The sessions of the baseline of ``system``: those the provenance of
-    its reference file names (hpcnet.acceptance.accepted), each fetched by
-    its UUID.  A case measured by the sessions of a newer block comes from
-    those alone: a merge replaced its references with theirs."""
-    try:
-        path, blocks = accepted.baseline_sessions(system)
-    except accepted.NoAcceptedBaseline as err:
-        raise CompareError(str(err)) from None
-    found = {uuid: stored_sessions(uuid) for block in blocks for uuid in block}
-    missing = [uuid for uuid, reports in found.items() if not reports]
-    if missing:
-        raise CompareError(f'baseline: {path} names session(s) {", ".join(missing)} that the '
-                           'results database no longer holds (RFM_SQLITE_DB_FILE selects it); '
-                           f'{accepted.HOW_TO_MAKE}')
-    out, newer = [], set()
-    for block in blocks:
-        reports = [_without_cases(r, newer) for uuid in block for r in found[uuid]]
-        newer |= {_case_key(tc) for tc in measured_cases(reports)}
-        out += [r for r in reports if any(run.get('testcases') for run in r.get('runs', []))]
-    return sorted(out, key=lambda r: r['session_info'].get('time_start_unix', 0))
-
-
-def _without_cases(report: dict, keys: set) -> dict:
-    """``report`` without the cases of ``keys``."""
-    if not keys:
-        return report
-    return {**report, 'runs': [{**run, 'testcases': [tc for tc in run.get('testcases', [])
-                                                      if _case_key(tc) not in keys]}
-                               for run in report.get('runs', [])]}
-
-
-def load_side(spec: str, *, system: str | None = None, include_baselines: bool = False) -> Side:
-    """The reports a side spec names (module docstring). A time period or
-    query leaves out the sessions of `hpcnet baseline` (accepted or
-    candidates) unless ``include_baselines``: a baseline compared with a
-    period that holds it compares it with itself."""
-    path = Path(spec)
-    if spec.endswith('.json') or path.is_file():
-        try:
-            return Side(spec, [load_report(path)])
-        except ReferenceFileError as err:
-            raise CompareError(str(err)) from None
-    if spec == BASELINE:
-        return Side(spec, accepted_baseline(system))
-    reports = stored_sessions(spec)
-    if not accepted.SESSION_UUID.fullmatch(spec) and not include_baselines:
-        reports = [r for r in reports if not is_baseline_run(r)]
-    if not reports:
-        raise CompareError(f'{spec}: selects no stored session'
-                           + ('' if include_baselines else ' other than those of '
-                              '`hpcnet baseline` (--include-baselines counts those)')
-                           + ' (see reframe --list-stored-sessions)')
-    return Side(spec, reports)
-
-
-def load_sides(before: str, after: str, *, system: str | None = None,
-               include_baselines: bool = False) -> tuple:
-    """Both sides; ``baseline`` on one side is the baseline of the system
-    the other side ran on. Sides that share a session are refused."""
-    kw = {'include_baselines': include_baselines}
-    if before == BASELINE and after != BASELINE:
-        after_side = load_side(after, **kw)
-        before_side = load_side(before, system=system or _one_system(after_side), **kw)
-    else:
-        before_side = load_side(before, system=system, **kw)
-        after_side = load_side(after, system=system or _one_system(before_side), **kw)
-    shared = sorted(set(before_side.sessions) & set(after_side.sessions))
-    if shared:
-        raise CompareError(f'{before} and {after} share session(s) {", ".join(shared)}: a '
-                           'session compared with itself proves nothing; choose sides that do '
-                           'not overlap')
-    return before_side, after_side
-
-
-def _one_system(side: Side) -> str | None:
-    systems = side.systems
-    return next(iter(systems)) if len(systems) == 1 else None
-
-
-def _case_key(tc: dict) -> tuple:
-    return (tc['name'].split(' /')[0], f'{tc["system"]}:{tc["partition"]}', tc['environ'])
 
 
 @dataclass(frozen=True)
@@ -223,7 +74,7 @@ def samples(side: Side) -> Samples:
         # A case that passed only on a known-issue retry has its figures there.
         retried = [tc for tc in report.get('hpcnet_retried') or [] if tc.get('result') == 'pass']
         for tc in [*measured_cases([report]), *retried]:
-            key = _case_key(tc)
+            key = case_key(tc)
             families[key[1:]] = (tc.get('mpi_family') or '?', compiler_family(tc['environ']))
             for var, value, unit, _ in recorded_values(tc):
                 if not math.isfinite(value):
@@ -288,10 +139,10 @@ def provenance(side: Side) -> dict:
     """{(test, partition, environment): {what: sorted values}} of a side."""
     out: dict = {}
     for tc in measured_cases(side.reports):
-        facts = out.setdefault(_case_key(tc), {'MPI library': set(), 'transport': set(),
-                                                'nodes': set(), 'link rate': set(),
-                                                'link shaped (tc)': set(),
-                                                'link errors+drops': set()})
+        facts = out.setdefault(case_key(tc), {'MPI library': set(), 'transport': set(),
+                                              'nodes': set(), 'link rate': set(),
+                                              'link shaped (tc)': set(),
+                                              'link errors+drops': set()})
         for what, value in (('MPI library', tc.get('mpi_library')),
                             ('transport', tc.get('transport')),
                             ('nodes', ','.join(tc.get('job_nodelist') or []) or None),
@@ -456,44 +307,3 @@ def withheld_note(before: dict, after: dict) -> str:
     parts = [f'{sum(why.values())} sample{"s" if sum(why.values()) != 1 else ""} withheld {side} '
              f'({_reasons(why)})' for side, why in (('before', before), ('after', after)) if why]
     return '; '.join(parts) + (': shown, not judged' if parts else '')
-
-
-def table(rows: list) -> str:
-    """The verdict table, regressions first; what changed under each."""
-    order = {statcompare.Verdict.REGRESSED: 0, statcompare.Verdict.INCONCLUSIVE: 1,
-             statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3,
-             statcompare.Verdict.SHOWN: 4}
-    lines = [f'{"verdict":12} {"ratio":>7} {"n":>5}  {"test @ partition + environment":60} metric']
-    for row in sorted(rows, key=lambda r: (order[r.result.verdict], r.test, r.partition,
-                                           r.environ, r.metric)):
-        c = row.result
-        lines.append(f'{c.verdict.upper():12} {c.ratio:7.3f} {c.n_before:>2}+{c.n_after:<2}  '
-                     f'{row.test + " @" + row.partition + " +" + row.environ:60} '
-                     f'{row.metric} [{row.unit}]')
-        if c.verdict != statcompare.Verdict.UNCHANGED:
-            lines.append(f'{"":28}{c.reason}')
-        if row.withheld:
-            lines.append(f'{"":28}{row.withheld}')
-        if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
-            lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
-    return '\n'.join(lines)
-
-
-def _keys_line(what: str, keys: list) -> str:
-    shown = ', '.join(f'{k[3]} of {k[0]} @{k[1]} +{k[2]}' for k in keys[:10])
-    return f'{what} ({len(keys)}): {shown}' + (' ...' if len(keys) > 10 else '')
-
-
-def text(outcome: Outcome) -> str:
-    """What `hpcnet compare` prints: the pairing, the verdict table, what is
-    missing after (failures) and what only the after side has."""
-    lines = [f'environment renamed by the upgrade, paired: {p} {old} -> {new}'
-             for (p, old), new in sorted(outcome.pairs.items())]
-    lines.append(table(outcome.rows))
-    if outcome.missing_after:
-        lines.append('FAILED: ' + _keys_line('measured before, missing after', outcome.missing_after)
-                     + ' (the case failed or did not run; an environment renamed ambiguously '
-                       'pairs with --pair OLD=NEW)')
-    if outcome.only_after:
-        lines.append('not decided: ' + _keys_line('only after', outcome.only_after))
-    return '\n'.join(lines)

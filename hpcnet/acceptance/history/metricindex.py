@@ -9,14 +9,14 @@ holds what the readers need, in rows they select with an index:
 - ``sessions``: uuid, start and end, the session's ``session_info`` (JSON);
 - ``cases``: per session x test x partition x environment, why it has no
   value (``outcome``, NULL when a repeat measured it) and its provenance
-  (MPI library, transport, nodes, link; hpcnet.acceptance.compare.provenance)
+  (MPI library, transport, nodes, link; hpcnet.acceptance.comparison.compare.provenance)
   as JSON; its ``id`` is the provenance key the samples name;
 - ``samples``: per session x case x metric x repeat the value, its unit and
   basis: ``judged``, ``not asserted`` (the reference file asserts no
   bound), or ``withheld`` with the reason (a testbed host too busy to
   emulate the wire: shown, never judged).
 
-Rows are what hpcnet.acceptance.compare.samples reads from a session: every
+Rows are what hpcnet.acceptance.comparison.compare.samples reads from a session: every
 passed repeat (and the known-issue retries that passed).  A session is
 indexed in one transaction, so an interrupted build leaves whole sessions and
 resumes where it stopped.  The index follows the database: a session the
@@ -37,10 +37,11 @@ from pathlib import Path
 from typing import TextIO
 
 from hpcnet import metrics
-from hpcnet.acceptance import accepted, compare
-from hpcnet.acceptance.baseline import measured_cases
-from hpcnet.acceptance.casevalues import recorded_values
-from hpcnet.acceptance.references import reference_dir, withheld, withheld_reason
+from hpcnet.acceptance.comparison import compare, sides
+from hpcnet.acceptance.references import accepted
+from hpcnet.acceptance.references.baseline import measured_cases
+from hpcnet.acceptance.references.casevalues import recorded_values
+from hpcnet.acceptance.references.references import reference_dir, withheld, withheld_reason
 from hpcnet.constants import CONFIG_DIR, DEFAULT_REPORTS_DIR
 from hpcnet.paths import reframe_executable
 from hpcnet.progress import progress_line
@@ -181,12 +182,12 @@ def case_outcomes(report: dict) -> dict:
         for tc in run.get('testcases', []):
             if not tc.get('fixture'):
                 reason = ' '.join(str(tc.get('fail_reason') or '').split())[:120]
-                out[compare._case_key(tc)] = (
+                out[sides.case_key(tc)] = (
                     f'{tc.get("result") or "?"}'
                     + (f' in {tc["fail_phase"]}' if tc.get('fail_phase') else '')
                     + (f': {reason}' if reason else ''))
     for tc in measured(report):
-        out[compare._case_key(tc)] = None
+        out[sides.case_key(tc)] = None
     return out
 
 
@@ -212,12 +213,12 @@ def session_rows(report: dict) -> SessionRows:
     """The rows of one session's report (module docstring)."""
     info = report.get('session_info', {})
     uuid = info.get('uuid', '?')
-    facts = compare.provenance(compare.Side(uuid, [report]))
+    facts = compare.provenance(sides.Side(uuid, [report]))
     cases = [(*key, why, json.dumps(facts[key]) if key in facts else None)
              for key, why in case_outcomes(report).items()]
     samples, repeats = [], {}
     for tc in measured(report):
-        key = compare._case_key(tc)
+        key = sides.case_key(tc)
         basis, reason = (WITHHELD, withheld_reason(tc)) if withheld(tc) else (None, None)
         for var, value, unit, unasserted in recorded_values(tc):
             repeat = repeats[(*key, var)] = repeats.get((*key, var), 0) + 1

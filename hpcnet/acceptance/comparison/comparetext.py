@@ -1,0 +1,48 @@
+"""What `hpcnet compare` prints: the verdict table of a comparison
+(hpcnet.acceptance.comparison.compare), what changed under each regression,
+and what one side lacks."""
+from __future__ import annotations
+
+from hpcnet.acceptance.comparison import statcompare
+from hpcnet.acceptance.comparison.compare import Outcome
+
+
+def table(rows: list) -> str:
+    """The verdict table, regressions first; what changed under each."""
+    order = {statcompare.Verdict.REGRESSED: 0, statcompare.Verdict.INCONCLUSIVE: 1,
+             statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3,
+             statcompare.Verdict.SHOWN: 4}
+    lines = [f'{"verdict":12} {"ratio":>7} {"n":>5}  {"test @ partition + environment":60} metric']
+    for row in sorted(rows, key=lambda r: (order[r.result.verdict], r.test, r.partition,
+                                           r.environ, r.metric)):
+        c = row.result
+        lines.append(f'{c.verdict.upper():12} {c.ratio:7.3f} {c.n_before:>2}+{c.n_after:<2}  '
+                     f'{row.test + " @" + row.partition + " +" + row.environ:60} '
+                     f'{row.metric} [{row.unit}]')
+        if c.verdict != statcompare.Verdict.UNCHANGED:
+            lines.append(f'{"":28}{c.reason}')
+        if row.withheld:
+            lines.append(f'{"":28}{row.withheld}')
+        if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
+            lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
+    return '\n'.join(lines)
+
+
+def _keys_line(what: str, keys: list) -> str:
+    shown = ', '.join(f'{k[3]} of {k[0]} @{k[1]} +{k[2]}' for k in keys[:10])
+    return f'{what} ({len(keys)}): {shown}' + (' ...' if len(keys) > 10 else '')
+
+
+def text(outcome: Outcome) -> str:
+    """What `hpcnet compare` prints: the pairing, the verdict table, what is
+    missing after (failures) and what only the after side has."""
+    lines = [f'environment renamed by the upgrade, paired: {p} {old} -> {new}'
+             for (p, old), new in sorted(outcome.pairs.items())]
+    lines.append(table(outcome.rows))
+    if outcome.missing_after:
+        lines.append('FAILED: ' + _keys_line('measured before, missing after', outcome.missing_after)
+                     + ' (the case failed or did not run; an environment renamed ambiguously '
+                       'pairs with --pair OLD=NEW)')
+    if outcome.only_after:
+        lines.append('not decided: ' + _keys_line('only after', outcome.only_after))
+    return '\n'.join(lines)
