@@ -46,7 +46,7 @@ def _discovery():
     # Each MPI is probed on every fabric one host can carry, whatever the
     # systems declare: an environment's fabric gaps are its own.
     try:
-        return stacks.discover()
+        return stacks.discover(site=selected_site(_sites, _named, socket.gethostname()))
     except stacks.StackError as err:
         # The configuration must still load so that `reframe --list` etc.
         # show the problem instead of a traceback.
