@@ -1,5 +1,5 @@
 """The exit-code contract of `hpcnet run`, `baseline`, `compare`, `accept`,
-`history` and `site check` (README, "Exit codes"): one meaning per code, as pytest
+`history` and `site check` (docs/developing.md, "Exit codes"): one meaning per code, as pytest
 documents its own.
 
 A command that decides nothing never exits OK: "not decided" is its own

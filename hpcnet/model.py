@@ -318,7 +318,11 @@ class SiteKey:
     ENVIRONMENTS = 'environments'
     #: False: no environment of the PyPI MPIs (`hpcnet install-stacks`)
     PYPI_STACKS = 'pypi_stacks'
-    ALL = (ENVIRONMENTS, PYPI_STACKS)
+    #: the stack variables a site sets once (hpcnet.stackvalues)
+    SPACK_ENV = 'spack_env'
+    MPI_PREFIXES = 'mpi_prefixes'
+    MODULE_PATHS = 'module_paths'
+    ALL = (ENVIRONMENTS, PYPI_STACKS, SPACK_ENV, MPI_PREFIXES, MODULE_PATHS)
     INCLUDE = 'include'
     EXCLUDE = 'exclude'
     FILTERS = (INCLUDE, EXCLUDE)

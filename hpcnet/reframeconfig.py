@@ -83,7 +83,7 @@ def _configuration(argv: list, environ, hostname: str) -> ReFrameSites:
     if unmatched and not named and selecting:
         raise SessionStop(unmatched)
     # What decides verdicts is checked here, so that `reframe -C
-    # config/settings.py -c checks -r` judges as `hpcnet run` does (README,
+    # config/settings.py -c checks -r` judges as `hpcnet run` does (docs/developing.md,
     # "hpcnet run and reframe -r").
     if any(a in RUN_OPTIONS for a in argv):
         _check_run(selected_site(sites, named, hostname), argv)
@@ -95,7 +95,7 @@ def _configuration(argv: list, environ, hostname: str) -> ReFrameSites:
             # Timed jobs of one partition never overlap: its links are under test.
             partition.setdefault('max_jobs', 1)
     # Each system gets the environments its site file's `stacks` admits.
-    environments = stacks.site_environments(_discovery(), sites)
+    environments = stacks.site_environments(_discovery(selected_site(sites, named, hostname)), sites)
     if selecting:
         # A -p that matches no environment would select nothing, and ReFrame pass.
         unmatched_environment = unmatched_prgenv(argv, [e['name'] for e in environments])
@@ -130,11 +130,12 @@ def _check_run(chosen, argv: list) -> None:
             raise SessionStop(str(err)) from None
 
 
-def _discovery() -> stacks.Discovery:
+def _discovery(site) -> stacks.Discovery:
     # Each MPI is probed on every fabric one host can carry, whatever the
-    # systems declare: an environment's fabric gaps are its own.
+    # systems declare: an environment's fabric gaps are its own; the
+    # session's site may name where its stacks are (hpcnet.stackvalues).
     try:
-        return stacks.discover()
+        return stacks.discover(site=site)
     except stacks.StackError as err:
         # The configuration still loads, so that `reframe --list` etc. show
         # the problem instead of a traceback.

@@ -329,7 +329,9 @@ def _check_before_running(reframe_args: list, env: dict | None) -> list:
     directory that loads, before ReFrame starts; returns the environments
     the selected partitions are not offered (stacks.LeftOut).'''
     say('discovering the compiler x MPI environments')
-    found = stacks.discover()
+    named = named_system(reframe_args, os.environ)
+    site = sites.session_site(named)
+    found = stacks.discover(site=site)
     check_selection(reframe_args, [e.name for e in found.environments])
     # A broken reference file stops the session before anything runs (else
     # every case of its system fails on it, one by one).
@@ -343,18 +345,15 @@ def _check_before_running(reframe_args: list, env: dict | None) -> list:
                              'each candidate was left out')
     say(f'{len(found.environments)} environments: '
         f'{", ".join(e.name for e in found.environments)}')
-    gone = _left_out_of_selection(found, reframe_args)
+    gone = _left_out_of_selection(found, site, named)
     for what in gone:
         say(f'left out: {what.environment} on {what.partition}: {what.missing}')
     return gone
 
 
-def _left_out_of_selection(found: stacks.Discovery, reframe_args: list) -> list:
-    '''stacks.left_out() of the system the session runs on, of the
-    partition --system names if it names one.'''
-    named = named_system(reframe_args, os.environ)
-    site = sites.selected_site(sites.load_site_files(*sites.system_directories()), named,
-                               socket.gethostname())
+def _left_out_of_selection(found: stacks.Discovery, site, named: str | None) -> list:
+    '''stacks.left_out() of ``site``, the system the session runs on, of the
+    partition --system (``named``) names if it names one.'''
     if site is None:
         return []
     return [gone for gone in stacks.left_out(found, [site])

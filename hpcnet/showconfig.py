@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet import sites, stacks
+from hpcnet import sites, stacks, stackvalues
 from hpcnet.constants import (DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFERENCE_DIR, REFRAME_PREFIX,
                               SYSTEMS_DIR)
 from hpcnet.paths import DATA_DIR, PROJECT_ROOT, WORK_DIR
@@ -171,9 +171,20 @@ def environment_settings(site) -> list:
     return [Setting('environments', ', '.join(e.name for e in envs) or 'none', source)]
 
 
-def variable_settings(environ) -> list:
-    return [Setting(v.name, environ[v.name], 'environment') if environ.get(v.name)
-            else Setting(v.name, f'unset: {v.unset}', DEFAULT) for v in VARIABLES]
+def variable_settings(site, environ) -> list:
+    '''Each variable's value; a stack variable the site file also sets says
+    which of the two is in force (the environment's wins).'''
+    values = site.stack_values if site else ()
+    out = []
+    for v in VARIABLES:
+        given = stackvalues.in_force(v.name, values, environ)
+        if given:
+            out.append(Setting(v.name, *given))
+        elif environ.get(v.name):
+            out.append(Setting(v.name, environ[v.name], 'environment'))
+        else:
+            out.append(Setting(v.name, f'unset: {v.unset}', DEFAULT))
+    return out
 
 
 def render(groups: list) -> str:
@@ -192,7 +203,7 @@ def setting_groups(system_option: str | None, hostname: str, environ) -> tuple:
     groups = [('system', system), ('directories and files', path_settings(site, environ)),
               ('stage and output', stage_settings(site, environ)),
               ('environments', environment_settings(site)),
-              ('HPCNET_* variables (docs/site-guide.md)', variable_settings(environ))]
+              ('HPCNET_* variables (docs/site-guide.md)', variable_settings(site, environ))]
     if rfm:
         groups.append(("ReFrame's variables", rfm))
     return groups, problem

@@ -12,11 +12,12 @@ import importlib.util
 import json
 import os
 import re
+import socket
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcnet import fabrics
+from hpcnet import fabrics, stackvalues
 from hpcnet.constants import OUTPUT_DIR, SYSTEMS_DIR, TOLERANCE_CAP, TOLERANCE_FLOOR
 from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.model import ConfigError, PartitionKey, StackChoice, check_system
@@ -70,7 +71,8 @@ def _register_fabrics(value, where: str) -> None:
 class SiteFile:
     """A system file: its ReFrame system, the site's choice of environments,
     its baseline's tolerance floor (BASELINE_FLOOR), its report's own
-    sections (REPORT_SECTIONS) and its own ReFrame settings (GENERAL)."""
+    sections (REPORT_SECTIONS), its own ReFrame settings (GENERAL) and the
+    stack variables it sets (hpcnet.stackvalues)."""
     path: str
     system: dict
     stacks: StackChoice
@@ -78,6 +80,7 @@ class SiteFile:
     report_sections: tuple = ()
     #: ReFrame ``general`` settings of this system alone (GENERAL).
     general: dict = field(default_factory=dict)
+    stack_values: tuple = ()
 
 
 def _baseline_floor(value, where: str) -> float:
@@ -206,7 +209,8 @@ def load_site_files(*directories) -> list:
                               StackChoice.from_site(getattr(module, 'stacks', None), str(path)),
                               _baseline_floor(getattr(module, BASELINE_FLOOR, None), str(path)),
                               _report_sections(getattr(module, REPORT_SECTIONS, None), str(path)),
-                              _general(getattr(module, GENERAL, None), str(path))))
+                              _general(getattr(module, GENERAL, None), str(path)),
+                              stackvalues.from_site(getattr(module, 'stacks', None), str(path))))
     names = [s.system['name'] for s in sites]
     for name in set(names):
         if names.count(name) > 1:
@@ -258,6 +262,12 @@ def selected_site(sites: list, named: str, hostname: str):
         return next((s for s in sites if s.system['name'] == named.split(':')[0]), None)
     match = matching_system(sites, hostname)
     return match[0] if match else None
+
+
+def session_site(named: str | None):
+    """The SiteFile a session on this host runs on (selected_site of every
+    site file), None where there is none."""
+    return selected_site(load_site_files(*system_directories()), named, socket.gethostname())
 
 
 def baseline_floor(system_name: str | None, given: float | None = None) -> tuple:

@@ -70,10 +70,10 @@ VARIABLES = (
     Variable(FABRICS_FILE_ENV, '`config/fabrics.yaml` of the suite',
              "the fabric table: a site's own copy, holding the blocks of the fabrics its site "
              'files add (`fabrics`)', 'hpcnet/constants.py'),
-    Variable(MPI_PREFIXES_ENV, 'none',
+    Variable(MPI_PREFIXES_ENV, "the site file's `stacks` `mpi_prefixes`, else none",
              'MPI installation prefixes to probe (colon separated; each must have `bin/mpicc`): '
              'EasyBuild installs, a Spack view', 'hpcnet/stacks/sources.py'),
-    Variable(SPACK_ENV_VAR, 'none',
+    Variable(SPACK_ENV_VAR, "the site file's `stacks` `spack_env`, else none",
              'a Spack environment installed where Spack runs; its MPIs are read with `spack find`',
              'hpcnet/stacks/sources.py'),
     Variable(SPACK_LOCK_ENV_VAR, 'none',
@@ -81,7 +81,7 @@ VARIABLES = (
              'candidate', 'hpcnet/stacks/sources.py'),
     Variable(SPACK_INSTALL_TREE_ENV_VAR, "the lock's externals give the prefixes",
              "the install tree of that lock's builds", 'hpcnet/stacks/sources.py'),
-    Variable(MODULEPATH_ENV, 'only `MODULEPATH`',
+    Variable(MODULEPATH_ENV, "the site file's `stacks` `module_paths`, else only `MODULEPATH`",
              'module directories searched after `MODULEPATH` (colon separated); an entry that '
              'is no directory is an error', 'hpcnet/stacks/lmod.py'),
     Variable(FINALIZE_TIMEOUT_ENV, '20 in the kernels; the checks set 5, and 20 for '

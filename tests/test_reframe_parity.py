@@ -1,7 +1,7 @@
 """Plain `reframe -C config/settings.py -c checks -r` judges as `hpcnet run`:
 what decides a verdict lives in the configuration and the checks, and
 `hpcnet report SESSION` makes the run report, the HTML page and the verdict
-of a session the wrapper did not start (README, "hpcnet run and reframe -r")."""
+of a session the wrapper did not start (docs/developing.md, "hpcnet run and reframe -r")."""
 import json
 import os
 import subprocess

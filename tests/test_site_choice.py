@@ -93,7 +93,8 @@ def test_without_stacks_a_site_gets_every_environment(tmp_path):
      r"mysite.py: stacks.environments.include\[0\] is '\(': missing \), unterminated subpattern "
      r"at position 0 \(valid: a regular expression over environment names, as for ReFrame's -p\)$"),
     ("stacks = {'environment': {}}",
-     r"mysite.py: stacks.environment is not a stacks setting \(valid: environments, pypi_stacks\)$"),
+     r"mysite.py: stacks.environment is not a stacks setting \(valid: environments, pypi_stacks, "
+     r"spack_env, mpi_prefixes, module_paths\)$"),
     ("stacks = {'environments': {'only': ['x']}}",
      r"mysite.py: stacks.environments.only is not a filter \(valid: include, exclude\)$"),
     ("stacks = {'environments': {'exclude': 'impi'}}",
@@ -242,9 +243,14 @@ def test_stacks_of_one_system_say_what_its_site_leaves_out(tmp_path, monkeypatch
     from hpcnet import cli
     _site(tmp_path, "stacks = {'environments': {'exclude': [r'^gompi-']}, 'pypi_stacks': False}")
     monkeypatch.setenv('HPCNET_SYSTEMS_DIRS', str(tmp_path))
-    monkeypatch.setattr(stacks, 'discover', lambda use_cache: stacks.Discovery(
-        list(FOUND.environments)))
+    discovered_for = []
+
+    def discover(use_cache, site):
+        discovered_for.append(site.system['name'])
+        return stacks.Discovery(list(FOUND.environments))
+    monkeypatch.setattr(stacks, 'discover', discover)
     assert cli.main(['stacks', '--system', 'mysite']) == 0
+    assert discovered_for == ['mysite']
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out if not line.startswith('left out')] == [
         'gcc12-openmpi4', 'GCC-13_2_0-OpenMPI-4_1_6']

@@ -456,7 +456,7 @@ def test_rdma_fabrics_are_not_probed_on_the_host(tmp_path, compiler):
 def test_hpcnet_stacks_names_the_launcher_spack_kept(tmp_path, compiler, monkeypatch, capsys):
     prefix = make_spack_open_mpi(tmp_path)
     found = discover(tmp_path, [prefix], [compiler])
-    monkeypatch.setattr(stacks, 'discover', lambda use_cache: found)
+    monkeypatch.setattr(stacks, 'discover', lambda use_cache, site: found)
     args = SimpleNamespace(spack_lock=None, system=None, refresh=False, json=False, modules=False)
     assert stacks_command.run(args) == 0
     assert f'starts ranks with {prefix}/bin/orterun without a scheduler ({prefix}/bin/mpirun is ' \

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import argtypes, runner, stacks
+from hpcnet import argtypes, runner, sites, stacks
 from hpcnet.acceptance.references import references
 from hpcnet.commands.parser import pass_through
 from hpcnet.constants import Feature
@@ -15,7 +15,7 @@ def run(args) -> int:
     if args.report:
         report = Path(args.report)
     else:
-        envs = [e.name for e in stacks.discover().environments
+        envs = [e.name for e in stacks.discover(site=sites.session_site(None)).environments
                 if e.primary and ({Feature.IMB, Feature.OSU} & set(e.features))]
         if not envs:
             runner.say('no environment ships IMB-MPI1 or the OSU benchmarks (feature +imb or '

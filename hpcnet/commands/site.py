@@ -180,7 +180,7 @@ def run_check(args) -> int:
         before_jobs.append(fence)
     # The discovery every run uses (its cache, probed for every host fabric):
     # a narrower one would probe again and replace the runs' cache.
-    found = stacks.discover()
+    found = stacks.discover(site=site)
     # The environments each partition gets, as config/settings.py gives them.
     environs = stacks.site_environments(found, [site])
     modules.configure_reframe([system], environs)

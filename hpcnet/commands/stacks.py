@@ -28,7 +28,8 @@ def run(args) -> int:
             raise runner.SelectionError(str(err)) from None
         return 0
     site = _site(args.system)
-    found = stacks.discover(use_cache=not args.refresh)
+    found = stacks.discover(use_cache=not args.refresh,
+                            site=site or sites.session_site(None))
     refused = []
     if site is not None:
         chosen = stacks.chosen_environments(found, site.stacks)

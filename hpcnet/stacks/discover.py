@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from hpcnet import mpi
+from hpcnet import mpi, stackvalues
 from hpcnet.constants import CompilerFamily, Feature
 from hpcnet.fabrics import host_probed
-from hpcnet.model import Stack
+from hpcnet.model import ConfigError, Stack
 from hpcnet.variables import STATE_DIR_ENV
 from hpcnet.stacks.candidate import MpiCandidate, StackError, find_tools, run_command, state_dir
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE, module_candidates
@@ -369,10 +369,16 @@ def _probe(candidates: list, compilers: list, fabrics: tuple) -> Discovery:
 
 def discover(state: Path | None = None, sources: list | None = None,
              compilers: list | None = None, use_cache: bool = True,
-             fabrics: Iterable[str] | None = None) -> Discovery:
+             fabrics: Iterable[str] | None = None, site=None) -> Discovery:
     '''Find every working compiler x MPI environment, and the fabrics of
     ``fabrics`` (default: every fabric one host can carry, hpcnet.fabrics)
-    each MPI cannot use on this host.'''
+    each MPI cannot use on this host.  The stack variables ``site`` (the
+    session's SiteFile) sets are exported first where the environment
+    leaves them unset (hpcnet.stackvalues).'''
+    try:
+        stackvalues.export(site.stack_values if site else ())
+    except ConfigError as err:
+        raise StackError(str(err)) from None
     state = Path(state) if state else state_dir()
     try:
         state.mkdir(parents=True, exist_ok=True)
