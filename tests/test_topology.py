@@ -2,6 +2,9 @@
 topology`` and ``topology.conf`` read, a site file's own tree, each bad input
 one line naming it; the tree's pair schedule (hpcnet.checklib.treeschedule)
 on trees of several shapes; and culprits put on the links a pair crosses."""
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from hpcnet import topology
 from hpcnet.checklib import treeschedule
 from hpcnet.checklib.analysis import RETEST_OUTLIER, Culprits, culprits
 from hpcnet.fabrics import ConfigError
+from hpcnet.paths import PROJECT_ROOT
 
 DATA = Path(__file__).parent / 'data' / 'topology'
 
@@ -185,3 +189,35 @@ def test_a_clean_tree_names_nothing():
     found = culprits(_rows(tree, lambda a, b: False), 'bandwidth', tree)
     assert found == Culprits(uplinks=()) and found.describe() == 'none'
     assert found.as_dict()['uplinks'] == []
+
+
+SITE = '''\
+from hpcnet.model import partition_extras
+system = {{'name': 'treesite', 'hostnames': ['^login'], 'partitions': [
+  {{'name': 'eth', 'scheduler': 'slurm', 'launcher': 'srun',
+   'extras': partition_extras(fabric='tcp', iface='eno1', num_nodes=8, topology={tree!r})}}]}}
+'''
+
+
+def _validate(tmp_path, tree):
+    (tmp_path / 'treesite.py').write_text(SITE.format(tree=tree))
+    return subprocess.run([sys.executable, '-m', 'hpcnet.cli', 'fabrics', 'validate'],
+                          env={**os.environ, 'HPCNET_SYSTEMS_DIRS': str(tmp_path)},
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_fabrics_validate_reads_a_site_files_tree(tmp_path):
+    res = _validate(tmp_path, {'spines': ['sp'], 'oversubscription': 2, 'leaves': {
+        'l1': {'nodes': 'cn[1-4]', 'spines': ['sp']}, 'l2': {'nodes': 'cn[5-8]', 'spines': ['sp']}}})
+    assert res.returncode == 0, res.stderr
+    assert 'ok: treesite:eth: switch tree of 2 leaves, 8 nodes, uplink capacity 2 concurrent ' \
+           'pairs per leaf' in res.stdout
+
+
+def test_fabrics_validate_names_a_bad_tree_in_one_line(tmp_path):
+    res = _validate(tmp_path, {'spines': ['sp'], 'leaves': {
+        'l1': {'nodes': 'cn[1-4]', 'spines': ['sp']}, 'l2': {'nodes': 'cn[4-8]', 'spines': ['sp']}}})
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == [
+        f"hpcnet: error: {tmp_path / 'treesite.py'}: partition treesite:eth: extras.topology: "
+        'node cn4 is in leaf l1 and in leaf l2 (valid: each node under one leaf switch)']
