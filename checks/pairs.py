@@ -147,6 +147,9 @@ class hpcnet_pairs(KernelRun):
     #: the switch tree (equal where the partition has none).
     rounds = variable(int, value=0, loggable=True)
     rounds_without_tree = variable(int, value=0, loggable=True)
+    #: Each measured host's leaf switch, where the partition has a tree (the
+    #: report orders its heat map by leaf).
+    switch_leaves = variable(typ.Dict[str, str], value={}, loggable=True)
     #: The whole matrix: one dict per pair (JSON report).
     pair_table = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: By quantity, what the bad pairs blame: {'bandwidth': {'nodes': ['cn3'],
@@ -297,6 +300,10 @@ class hpcnet_pairs(KernelRun):
                                         what='pair')
         self.prove(out.mpi_library, out.hosts, sanity.bytes_sent_by_host(out))
         self.pair_table = [dict(r) for r in out.rows]
+        tree = self.partition.topology
+        if tree is not None:
+            self.switch_leaves = {h: tree.leaf_of[h] for r in out.rows
+                                  for h in (r['host_a'], r['host_b']) if h in tree.leaf_of}
         first_pass = out.header_float('first-pass-seconds')
         self.schedule = dict(self.schedule, first_pass_seconds=first_pass,
                              measured_pair_seconds=self.planned().measured_pair_seconds(first_pass),

@@ -221,3 +221,24 @@ def test_fabrics_validate_names_a_bad_tree_in_one_line(tmp_path):
     assert res.stderr.splitlines() == [
         f"hpcnet: error: {tmp_path / 'treesite.py'}: partition treesite:eth: extras.topology: "
         'node cn4 is in leaf l1 and in leaf l2 (valid: each node under one leaf switch)']
+
+
+def test_the_heat_map_draws_the_switch_boundaries_and_a_bad_uplinks_leaf():
+    import matplotlib.pyplot as plt
+    from hpcnet.acceptance import reportplots
+    hosts = ['a1', 'a2', 'b1', 'b2', 'b3', 'c1']
+    leaf_of = {'a1': 'l1', 'a2': 'l1', 'b1': 'l2', 'b2': 'l2', 'b3': 'l2', 'c1': 'l3'}
+    fig, ax = plt.subplots()
+    ax.imshow([[1.0] * 6] * 6)
+    reportplots._mark_leaves(ax, hosts, leaf_of, ['l2'])
+    boundaries = sorted({line.get_xdata()[0] for line in ax.lines if line.get_xdata()[0] ==
+                         line.get_xdata()[-1]})
+    assert boundaries == [1.5, 4.5]
+    bands = sorted((p.get_x(), p.get_y(), p.get_width(), p.get_height()) for p in ax.patches)
+    assert bands == [(-0.5, 1.5, 6, 3), (1.5, -0.5, 3, 6)]
+    plt.close(fig)
+    case = {'name': 'hpcnet_pairs', 'system': 's', 'partition': 'p', 'environ': 'e',
+            'switch_leaves': leaf_of, 'culprits': {'bandwidth': {'uplinks': ['l2']}},
+            'pair_table': [{'host_a': a, 'host_b': b, 'bw_median_MBps': 1.0, 'lat_mean_us': 1.0,
+                            'lat_first_us': 1.0} for i, a in enumerate(hosts) for b in hosts[i + 1:]]}
+    assert reportplots.pair_heatmaps([case]).count('<figure>') == 1
