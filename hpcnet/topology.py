@@ -84,6 +84,19 @@ class Tree:
                 'leaves': {leaf.name: {'nodes': list(leaf.nodes), 'spines': list(leaf.spines),
                                        'capacity': leaf.capacity} for leaf in self.leaves}}
 
+    def site_entry(self, nodes, where: str) -> dict:
+        '''The site file's ``extras.topology`` of the leaves of ``nodes`` (a
+        partition's, every one under a leaf), with their nodes of ``nodes``
+        only; Slurm states no uplink rate: oversubscription 1, for the site
+        to correct.'''
+        self.check_covers(nodes, where)
+        mine = set(nodes)
+        leaves = {leaf.name: {'nodes': [n for n in leaf.nodes if n in mine],
+                              'spines': list(leaf.spines)}
+                  for leaf in self.leaves if mine & set(leaf.nodes)}
+        return {'spines': sorted({s for leaf in leaves.values() for s in leaf['spines']}),
+                'oversubscription': 1, 'leaves': leaves}
+
     def describe(self) -> str:
         caps = sorted({leaf.capacity for leaf in self.leaves})
         return (f'{len(self.leaves)} leaves, {len(self.nodes)} nodes, uplink capacity '
