@@ -57,20 +57,32 @@ report's ``schedule`` with what the run took, and printed by the kernel
 first in the job output, with the time its first round took and the time
 that predicts.
 
+Switch tree (the partition's ``extras.topology``, hpcnet.topology): the
+rounds are the tree's (hpcnet.checklib.treeschedule: leaf-local rounds apart
+from cross-leaf ones, no leaf's uplinks carrying more concurrent pairs than
+their capacity, every pair once), handed to the kernel as host pairs
+(``--pair-rounds``); ``rounds`` and ``rounds_without_tree`` say what that
+cost.  Attribution then names an uplink first: a leaf most of whose
+cross-leaf pairs are bad (hpcnet.checklib.analysis.culprits), counted as
+``<quantity>_outlier_uplinks``.  Without a tree nothing of this changes.
+
 A pair needs two nodes: on one node (scale ``1_node``) the check does not
 run and says why.  Two nodes are one pair: it is reported, but neither the
 rule (one pair is its own median and best) nor attribution can judge it; the
 check says that attribution needs three nodes.
 """
 
+import os
+
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.exceptions import ReframeError, SanityError
 
-from hpcnet.checklib import analysis, pairschedule, sanity
+from hpcnet.checklib import analysis, pairschedule, sanity, treeschedule
 from hpcnet.checklib.analysis import NODES_FOR_ATTRIBUTION, QUANTITY_PREFIX, worst_median
 from hpcnet.constants import Feature, Scale
+from hpcnet.fabrics import ConfigError
 from hpcnet.checklib.testlib import KernelRun
 
 #: Nodes that make a pair.
@@ -94,6 +106,11 @@ ATTRIBUTION_VARIABLES = tuple(f'{quantity}_{what}' for quantity in QUANTITY_PREF
 #: variable suffix -> the Culprits field counted.
 CULPRIT_COUNTS = {'outlier_nodes': 'nodes', 'outlier_links': 'links',
                   'inconclusive_pairs': 'inconclusive'}
+#: Counted where the partition has a switch tree.
+UPLINK_COUNT = {'outlier_uplinks': 'uplinks'}
+#: The tree's rounds as the kernel reads them (--pair-rounds), in the stage
+#: directory.
+PAIR_ROUNDS_FILE = 'pair-rounds.txt'
 
 
 @rfm.simple_test
@@ -126,6 +143,13 @@ class hpcnet_pairs(KernelRun):
     #: What was planned and what the run took (pairschedule.Schedule.as_dict,
     #: first_pass_seconds, retested, retest_rounds).
     schedule = variable(typ.Dict[str, object], value={}, loggable=True)
+    #: Rounds of the first pass, and what the circle method would take without
+    #: the switch tree (equal where the partition has none).
+    rounds = variable(int, value=0, loggable=True)
+    rounds_without_tree = variable(int, value=0, loggable=True)
+    #: Each measured host's leaf switch, where the partition has a tree (the
+    #: report orders its heat map by leaf).
+    switch_leaves = variable(typ.Dict[str, str], value={}, loggable=True)
     #: The whole matrix: one dict per pair (JSON report).
     pair_table = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: By quantity, what the bad pairs blame: {'bandwidth': {'nodes': ['cn3'],
@@ -153,6 +177,8 @@ class hpcnet_pairs(KernelRun):
         turns = ['--one-pair-at-a-time'] if planned.order == pairschedule.TURNS else []
         sample = ['--rounds', ','.join(map(str, planned.rounds))] if planned.seed is not None else []
         stated = ['--pair-seconds', str(self.pair_seconds)] if self.pair_seconds else []
+        if planned.tree_rounds:
+            sample = ['--pair-rounds', PAIR_ROUNDS_FILE]
         rule = self.rule_in_force()
         rule_options = {'mad': ['--mad-k', str(self.mad_k), '--outlier-floor', str(self.outlier_floor)],
                         'clusterkit': ['--bw-of-best', str(self.bandwidth_of_best())]}.get(rule, [])
@@ -173,15 +199,28 @@ class hpcnet_pairs(KernelRun):
             # measure CPU contention: the pairs of a round then take turns.
             order = self.pair_order if self.pair_order != 'auto' else (
                 pairschedule.TURNS if self.partition.nodes_share_cores else pairschedule.CONCURRENT)
+            tree = self.partition.topology
             try:
-                planned = pairschedule.plan(self.num_nodes, order, self.sample_rounds,
-                                            self.sample_seed, self.pair_seconds)
+                planned = pairschedule.plan(
+                    self.num_nodes, order, self.sample_rounds, self.sample_seed,
+                    self.pair_seconds, treeschedule.round_count(tree) if tree else 0,
+                    tree.source if tree else None)
             except pairschedule.ScheduleError as err:
                 raise ReframeError(f'{self.display_name}: {err}') from None
             self.schedule = planned.as_dict()
+            self.rounds = len(planned.rounds)
+            self.rounds_without_tree = pairschedule.round_count(self.num_nodes)
         s = self.schedule
         return pairschedule.Schedule(s['nodes'], s['order'], tuple(s['rounds']), s['seed'],
-                                     s['pair_seconds'])
+                                     s['pair_seconds'], s['tree_rounds'], s['tree'])
+
+    @run_before('run')
+    def write_pair_rounds(self):
+        '''The switch tree's rounds, as host pairs, for the kernel.'''
+        tree = self.partition.topology
+        if tree is not None:
+            treeschedule.write_rounds(treeschedule.tree_rounds(tree),
+                                      os.path.join(self.stagedir, PAIR_ROUNDS_FILE))
 
     @run_before('run')
     def log_schedule(self):
@@ -221,7 +260,11 @@ class hpcnet_pairs(KernelRun):
         return self._summary(column, worst)[position]
 
     def _culprits(self, quantity):
-        return analysis.culprits(self.kernel_output('pairs').rows, quantity)
+        try:
+            return analysis.culprits(self.kernel_output('pairs').rows, quantity,
+                                     self.partition.topology)
+        except ConfigError as err:
+            raise SanityError(str(err)) from None
 
     @run_after('setup')
     def count_culprits(self):
@@ -229,8 +272,9 @@ class hpcnet_pairs(KernelRun):
         # host's, and a site may judge one and not the other.
         if self.num_nodes < NODES_FOR_ATTRIBUTION:
             return
+        counts = dict(CULPRIT_COUNTS, **(UPLINK_COUNT if self.partition.topology else {}))
         for quantity in QUANTITY_PREFIX:
-            for suffix, kind in CULPRIT_COUNTS.items():
+            for suffix, kind in counts.items():
                 self.add_metric(f'{quantity}_{suffix}', self._culprit_count(quantity, kind))
 
     @sn.deferrable
@@ -256,6 +300,10 @@ class hpcnet_pairs(KernelRun):
                                         what='pair')
         self.prove(out.mpi_library, out.hosts, sanity.bytes_sent_by_host(out))
         self.pair_table = [dict(r) for r in out.rows]
+        tree = self.partition.topology
+        if tree is not None:
+            self.switch_leaves = {h: tree.leaf_of[h] for r in out.rows
+                                  for h in (r['host_a'], r['host_b']) if h in tree.leaf_of}
         first_pass = out.header_float('first-pass-seconds')
         self.schedule = dict(self.schedule, first_pass_seconds=first_pass,
                              measured_pair_seconds=self.planned().measured_pair_seconds(first_pass),

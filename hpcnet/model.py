@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from hpcnet import fabrics, mpi
+from hpcnet import fabrics, mpi, topology
 from hpcnet.constants import PartitionFeature
 from hpcnet.fabrics import ConfigError
 
@@ -44,8 +44,11 @@ class PartitionKey:
     #: The PMI ``srun --mpi=`` starts MPI ranks with: one name for every MPI,
     #: or {MPI family: name}; replaces the fabric table's ``launchers.srun``.
     PMI = 'pmi'
+    #: The partition's switch tree (hpcnet.topology.from_site): leaves with
+    #: their nodes, spines and uplink capacity.
+    TOPOLOGY = 'topology'
     ALL = (FABRIC, IFACE, RDMA_DEVICE, RDMA_PORT, GID_INDEX, LINK_RATE_BPS, MTU,
-           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES, PMI)
+           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES, PMI, TOPOLOGY)
 
 
 class StackKey:
@@ -84,7 +87,8 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
                      rdma_port: int | None = None, gid_index: int | None = None,
                      link_rate_bps: int | None = None, mtu: int | None = None,
                      link_speed_mbps: int | None = None, num_nodes: int = 1,
-                     nodes_share_cores: bool | None = None, pmi=None, **unknown) -> dict:
+                     nodes_share_cores: bool | None = None, pmi=None, topology=None,
+                     **unknown) -> dict:
     """A partition's ``extras`` for a system file (keys from PartitionKey;
     values are validated when the configuration loads)."""
     if unknown:
@@ -95,7 +99,7 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
              PartitionKey.GID_INDEX: gid_index, PartitionKey.LINK_RATE_BPS: link_rate_bps,
              PartitionKey.MTU: mtu, PartitionKey.LINK_SPEED_MBPS: link_speed_mbps,
              PartitionKey.NUM_NODES: num_nodes, PartitionKey.NODES_SHARE_CORES: nodes_share_cores,
-             PartitionKey.PMI: pmi}
+             PartitionKey.PMI: pmi, PartitionKey.TOPOLOGY: topology}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -161,6 +165,8 @@ class Partition:
     nodes_share_cores: bool = False    #: an emulated cluster on one host's cores
     #: ((MPI family or '*', PMI), ...): what srun --mpi= uses, over the table's
     pmi: tuple = ()
+    #: The switch tree (hpcnet.topology.Tree), or None where none is known.
+    topology: topology.Tree | None = None
 
     @property
     def multinode(self) -> bool:
@@ -216,7 +222,8 @@ class Partition:
                    link_speed_mbps=_positive_int(extras.get(PartitionKey.LINK_SPEED_MBPS), where,
                                                  PartitionKey.LINK_SPEED_MBPS),
                    num_nodes=num_nodes, nodes_share_cores=shared,
-                   pmi=_pmi_choice(extras.get(PartitionKey.PMI), where))
+                   pmi=_pmi_choice(extras.get(PartitionKey.PMI), where),
+                   topology=topology.from_site(extras.get(PartitionKey.TOPOLOGY), where))
 
     @classmethod
     def of(cls, rfm_partition) -> 'Partition':

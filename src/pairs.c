@@ -37,6 +37,8 @@
  * Scale: --rounds R,R,... measures only those rounds of the first pass (a
  * sample, chosen by the caller; each round of an even count holds every rank,
  * so one round covers every node), and the rule judges the pairs measured.
+ * --pair-rounds FILE measures the rounds the file lists instead (a switch
+ * tree's, which keep each leaf's uplinks within capacity: pairs_tree.h).
  * Rank 0 prints the schedule as "# " lines before the first round (rounds,
  * pairs, order, and with --pair-seconds the expected time), and after the
  * first round what it took and the time it predicts for the whole first pass.
@@ -48,6 +50,7 @@
 #include "hpcnet_kernel_sampling.h"
 #include "pairs_measure.h"
 #include "pairs_outliers.h"
+#include "pairs_tree.h"
 
 static void usage(void)
 {
@@ -60,6 +63,7 @@ static void usage(void)
            "  --bw-samples N    bandwidth samples per pair (default 10)\n"
            "  --one-pair-at-a-time  the pairs of a round take turns (nodes that share cores)\n"
            "  --rounds R,R,...  only these rounds of the first pass (0-based; default all)\n"
+           "  --pair-rounds FILE  the first pass's rounds, one a line of hostA:hostB pairs (a switch tree's)\n"
            "  --pair-seconds S  stated time of one pair, for the expected time printed first\n"
            "  --outlier-rule R  none (default), mad or clusterkit: measure the outlier pairs again\n"
            "  --mad-k K         mad: outlier beyond median + K x scaled MAD (required with mad)\n"
@@ -96,7 +100,7 @@ static void print_matrix(const char *title, const double *res, int col, int deci
 /* The options: the measurement, the schedule (--rounds, kept as given
  * until the rank count is known) and the outlier rule with its own. */
 static void parse_args(int argc, char **argv, pair_options *opt, outlier_options *rule, const char **rounds_wanted,
-                       double *pair_seconds)
+                       double *pair_seconds, const char **pair_rounds)
 {
     int bw_of_best_given = 0;
     for (int i = 1; i < argc; i++) {
@@ -115,6 +119,8 @@ static void parse_args(int argc, char **argv, pair_options *opt, outlier_options
             opt->bw_samples = hc_parse_long("--bw-samples", v, 1, HK_MAX_ITERS);
         } else if (hk_opt(argc, argv, &i, "--rounds", &v)) {
             *rounds_wanted = v;
+        } else if (hk_opt(argc, argv, &i, "--pair-rounds", &v)) {
+            *pair_rounds = v;
         } else if (hk_opt(argc, argv, &i, "--pair-seconds", &v)) {
             *pair_seconds = hk_parse_positive("--pair-seconds", v, 1e6);
         } else if (hk_opt(argc, argv, &i, "--outlier-rule", &v)) {
@@ -139,6 +145,8 @@ static void parse_args(int argc, char **argv, pair_options *opt, outlier_options
         hk_usage_error("--mad-k and --outlier-floor go with --outlier-rule mad only");
     if (rule->rule != RULE_CLUSTERKIT && bw_of_best_given)
         hk_usage_error("--bw-of-best goes with --outlier-rule clusterkit only");
+    if (*rounds_wanted && *pair_rounds)
+        hk_usage_error("--rounds samples the circle method's rounds; --pair-rounds gives rounds of its own");
 }
 
 /* What a run holds: the measurement buffers, the results of each pass
@@ -229,6 +237,7 @@ typedef struct {
     int slots, rounds, rounds_run, per_round;
     long pairs_run;
     unsigned char *in_sample; /* per round */
+    const file_rounds *fr;    /* the rounds of --pair-rounds, or NULL: the circle method's */
 } schedule;
 
 static void print_schedule(const schedule *sc, const pair_options *opt, double pair_seconds)
@@ -265,7 +274,12 @@ static double first_pass(pairs_run *run, const pair_options *opt, const schedule
             fflush(stdout);
         }
         int count = 0; /* this round's pairs, in the order of their lower rank */
-        for (int lo = 0; lo < n; lo++) {
+        for (long p = sc->fr ? sc->fr->start[round] : 0; sc->fr && p < sc->fr->start[round + 1]; p++) {
+            run->measured[pair_index(sc->fr->lo[p], sc->fr->hi[p], n)] = 1;
+            run->round_lo[count] = sc->fr->lo[p];
+            run->round_hi[count++] = sc->fr->hi[p];
+        }
+        for (int lo = 0; !sc->fr && lo < n; lo++) {
             int hi = round_partner(lo, round, sc->slots);
             if (hi > lo && hi < n) { /* else the pair is listed by hi, or lo sits this round out */
                 run->measured[pair_index(lo, hi, n)] = 1;
@@ -377,23 +391,32 @@ int main(int argc, char **argv)
 
     pair_options opt = {8, 1u << 20, 50, 10, 0};
     outlier_options rule = {RULE_NONE, -1.0, -1.0, CLUSTERKIT_BANDWIDTH_OF_MAX};
-    const char *rounds_wanted = NULL;
+    const char *rounds_wanted = NULL, *pair_rounds = NULL;
     double pair_seconds = 0.0;
-    parse_args(argc, argv, &opt, &rule, &rounds_wanted, &pair_seconds);
+    parse_args(argc, argv, &opt, &rule, &rounds_wanted, &pair_seconds, &pair_rounds);
     if (hk_nranks < 2)
         hk_usage_error("pairs needs at least 2 ranks, got %d", hk_nranks);
 
     pairs_run run;
     alloc_run(&run, &opt);
     schedule sc;
+    file_rounds fr;
     sc.slots = run.n + run.n % 2;
     sc.rounds = sc.slots - 1;
+    sc.fr = NULL;
+    if (pair_rounds) {
+        char *every_host = allgather_hosts();
+        read_pair_rounds(pair_rounds, every_host, run.n, &fr);
+        free(every_host);
+        sc.fr = &fr;
+        sc.rounds = fr.rounds;
+    }
     sc.in_sample = (unsigned char *)calloc((size_t)sc.rounds, 1);
     if (!sc.in_sample)
         hk_fatal("out of memory (%d rounds)", sc.rounds);
     sc.rounds_run = choose_rounds(rounds_wanted, sc.rounds, sc.in_sample);
-    sc.per_round = run.n / 2;
-    sc.pairs_run = (long)sc.rounds_run * sc.per_round;
+    sc.per_round = sc.fr ? fr.widest : run.n / 2;
+    sc.pairs_run = sc.fr ? fr.pairs : (long)sc.rounds_run * sc.per_round;
     print_schedule(&sc, &opt, pair_seconds);
 
     const double first_pass_seconds = first_pass(&run, &opt, &sc);
@@ -409,6 +432,8 @@ int main(int argc, char **argv)
     hk_print_done();
 
     free(sc.in_sample);
+    if (sc.fr)
+        free_pair_rounds(&fr);
     free_run(&run);
     free(hosts);
     hk_finalize();

@@ -214,7 +214,12 @@ def _cluster_outputs(hostname='hn0'):
             plan.SHOW_NODES.file: read('scontrol-show-node.testbed-drained.txt'),
             plan.SHOW_PARTITIONS.file: read('scontrol-show-partition.testbed.txt'),
             'probe-eth.txt': read('srun-probe.testbed-cn1-cn2.txt'),
-            plan.MPI_LIST.file: read('srun-mpi-list.testbed.txt')}
+            plan.MPI_LIST.file: read('srun-mpi-list.testbed.txt'),
+            # The testbed's nodes under two leaf switches, in scontrol's format.
+            plan.SHOW_TOPOLOGY.file: 'SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=cn[1-2]\n'
+                                     'SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=cn[3-4]\n'
+                                     'SwitchName=spine Level=1 LinkSpeed=1 Nodes=cn[1-4] '
+                                     'Switches=leaf[1-2]\n'}
 
 
 def test_node_states_a_job_starts_on():
@@ -237,7 +242,8 @@ class FakeSlurm:
         from hpcnet.siteinit import plan
         self.by_argv = {plan.SHOW_NODES.argv: outputs[plan.SHOW_NODES.file],
                         plan.SHOW_PARTITIONS.argv: outputs[plan.SHOW_PARTITIONS.file],
-                        plan.MPI_LIST.argv: outputs[plan.MPI_LIST.file]}
+                        plan.MPI_LIST.argv: outputs[plan.MPI_LIST.file],
+                        plan.SHOW_TOPOLOGY.argv: outputs[plan.SHOW_TOPOLOGY.file]}
         self.probe = outputs['probe-eth.txt']
         self.asked = []
 
@@ -285,6 +291,11 @@ def test_drained_and_allocated_nodes_leave_the_partition_in(monkeypatch, tmp_pat
                               '--qos=high']
     assert part['extras']['num_nodes'] == 4      # the partition's nodes: the checks take the idle ones
     assert '/sys/class/net/eth0/speed on cn1, cn2' in text
+    # The switch tree of the partition's nodes, every one, busy or not.
+    assert part['extras']['topology'] == {
+        'spines': ['spine'], 'oversubscription': 1,
+        'leaves': {'leaf1': {'nodes': ['cn1', 'cn2'], 'spines': ['spine']},
+                   'leaf2': {'nodes': ['cn3', 'cn4'], 'spines': ['spine']}}}
 
 
 def test_a_kept_reservation_is_written_into_the_access(monkeypatch, tmp_path, fake_slurm,
@@ -329,7 +340,8 @@ def test_from_saved_outputs_writes_the_live_file(monkeypatch, tmp_path, fake_slu
     for name, text in _cluster_outputs().items():
         (recorded / name).write_text(text)
     stand_ins = {'hostname': 'cat "$REC/hostname.txt"',
-                 'scontrol': 'case "$3" in node) cat "$REC/scontrol-show-node.txt";; '
+                 'scontrol': 'case "$*" in *node) cat "$REC/scontrol-show-node.txt";; '
+                             '*topology) cat "$REC/scontrol-show-topology.txt";; '
                              '*) cat "$REC/scontrol-show-partition.txt";; esac',
                  'srun': 'case "$1" in --mpi=list) cat "$REC/srun-mpi-list.txt";; '
                          '*) cat "$REC/probe-eth.txt";; esac'}
@@ -340,7 +352,7 @@ def test_from_saved_outputs_writes_the_live_file(monkeypatch, tmp_path, fake_slu
     subprocess.run(['sh', '-c', script, 'dump', str(saved)], check=True, env=env)
     assert _site_init(monkeypatch, tmp_path / 'offline', 'day1', '--from', str(saved)) == 0
     assert (tmp_path / 'offline' / 'systems' / 'day1.py').read_text() == live
-    assert len(fake_slurm.asked) == 4 + 2     # the live run's 4, the dump's 2 scontrol: none offline
+    assert len(fake_slurm.asked) == 5 + 2     # the live run's 5, the dump's 2 scontrol: none offline
 
 
 def test_from_a_directory_without_an_output_is_one_line(monkeypatch, tmp_path, capsys):
@@ -483,3 +495,26 @@ def test_site_check_names_a_pmix_fence_that_does_not_wait(width, fence, env_vars
 def test_the_pmix_fence_is_not_checked_without_srun():
     system = {'name': 'day1', 'partitions': [{'name': 'eth-tcp', 'launcher': 'mpirun'}]}
     assert check.check_pmix_fence(system, {}) is None
+
+
+def test_a_partition_node_in_no_leaf_is_one_line_naming_scontrol(monkeypatch, tmp_path,
+                                                                 fake_slurm, capsys):
+    from hpcnet.siteinit import plan
+    fake_slurm.by_argv[plan.SHOW_TOPOLOGY.argv] = (
+        'SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=cn[1-3]\n'
+        'SwitchName=spine Level=1 LinkSpeed=1 Nodes=cn[1-3] Switches=leaf1\n')
+    assert _site_init(monkeypatch, tmp_path, 'day1') == 2
+    (line,) = [ln for ln in capsys.readouterr().err.splitlines() if 'error' in ln]
+    assert line == ('hpcnet: error: scontrol show topology: node cn4 of Slurm partition eth is in '
+                    'no leaf switch (valid: every node of Slurm partition eth under one leaf; '
+                    'leaves: leaf1)')
+
+
+def test_a_slurm_without_a_tree_writes_none_and_says_so(monkeypatch, tmp_path, fake_slurm, capsys):
+    from hpcnet.siteinit import plan
+    fake_slurm.by_argv[plan.SHOW_TOPOLOGY.argv] = ''
+    assert _site_init(monkeypatch, tmp_path, 'day1') == 0
+    assert 'no switch tree recorded: scontrol show topology lists no switch' in \
+        capsys.readouterr().err
+    (site,) = load_site_files(tmp_path / 'systems')
+    assert 'topology' not in site.system['partitions'][0]['extras']

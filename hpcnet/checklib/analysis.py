@@ -30,20 +30,25 @@ class AttributionError(ValueError):
 @dataclass(frozen=True)
 class Culprits:
     '''What the bad pairs of one quantity blame: ``nodes`` (most of a node's
-    pairs are bad), ``links`` (host pairs, the only bad pair of both its
-    nodes) and ``inconclusive`` bad pairs that neither explains.'''
+    pairs are bad: the node or its cable), ``links`` (host pairs, the only bad
+    pair of both its nodes), ``inconclusive`` bad pairs that neither explains,
+    and with a switch tree ``uplinks`` (leaves most of whose cross-leaf pairs
+    are bad; None: no tree).'''
 
     nodes: tuple = ()
     links: tuple = ()
     inconclusive: tuple = ()
+    uplinks: tuple | None = None
 
     def as_dict(self) -> dict:
-        return {'nodes': list(self.nodes), 'links': [list(p) for p in self.links],
-                'inconclusive': [list(p) for p in self.inconclusive]}
+        found = {'nodes': list(self.nodes), 'links': [list(p) for p in self.links],
+                 'inconclusive': [list(p) for p in self.inconclusive]}
+        return found if self.uplinks is None else dict(found, uplinks=list(self.uplinks))
 
     def describe(self) -> str:
-        '''"node cn3; link cn1-cn2; inconclusive cn4-cn5", or "none".'''
-        parts = ([f'node {", ".join(self.nodes)}'] if self.nodes else []) + [
+        '''"uplink leaf2; node cn3; link cn1-cn2; inconclusive cn4-cn5", or "none".'''
+        parts = ([f'uplink {", ".join(self.uplinks)}'] if self.uplinks else []) + (
+            [f'node {", ".join(self.nodes)}'] if self.nodes else []) + [
             f'{what} {", ".join(f"{a}-{b}" for a, b in pairs)}'
             for what, pairs in (('link', self.links), ('inconclusive', self.inconclusive))
             if pairs]
@@ -59,39 +64,68 @@ def bad_twice(row: dict, quantity: str) -> bool:
                 and row[f'{prefix}_retest_outlier'])
 
 
-def culprits(rows, quantity: str) -> Culprits:
-    '''Attribution of the bad pairs (``bad_twice``) of the kernel's ``rows``:
-    a node when more than half of its pairs are bad; a link when the pair is
-    the only bad pair of both its nodes, besides pairs with a named node, and
-    neither node's control pair was an outlier when measured again (the node
-    was steady then); every other bad pair not on a named node is
-    inconclusive.'''
+def _judged(rows, quantity: str) -> tuple:
+    '''([(host pair, bad)], {hosts whose control pair was an outlier when
+    measured again}) of the kernel's rows.'''
     prefix = QUANTITY_PREFIX[quantity]
-    pairs_of, bad_of = defaultdict(int), defaultdict(int)
-    bad, unsteady = [], set()
+    pairs, unsteady = [], set()
     for row in rows:
         ends = tuple(sorted((row['host_a'], row['host_b'])))
+        bad = bad_twice(row, quantity)
+        pairs.append((ends, bad))
+        if not bad and row['retest'] == RETEST_CONTROL and row[f'{prefix}_retest_outlier']:
+            unsteady.update(ends)
+    return pairs, unsteady
+
+
+def bad_uplinks(pairs: list, tree) -> tuple:
+    '''The leaves of ``tree`` more than half of whose cross-leaf pairs (the
+    pairs crossing their uplinks) are bad.  A bad node's pairs are 1 / m of
+    its leaf's cross-leaf pairs (m nodes), a bad uplink's partners see a
+    share of it by leaf they meet: neither is most.'''
+    crossing, bad_of = defaultdict(int), defaultdict(int)
+    for ends, bad in pairs:
+        for kind, leaf in tree.links(*ends)[2:]:
+            crossing[leaf] += 1
+            bad_of[leaf] += bad
+    return tuple(sorted(leaf for leaf, n in crossing.items() if bad_of[leaf] > n / 2))
+
+
+def culprits(rows, quantity: str, tree=None) -> Culprits:
+    '''Attribution of the bad pairs (``bad_twice``) of the kernel's ``rows``.
+    With a switch tree (hpcnet.topology) first the uplinks (bad_uplinks),
+    whose pairs then say nothing of their nodes.  Then a node when more than
+    half of its pairs left are bad; a link when the pair is the only bad pair
+    of both its nodes, besides pairs with a named node, and neither node's
+    control pair was an outlier when measured again (the node was steady
+    then); every other bad pair not on a named node is inconclusive.'''
+    pairs, unsteady = _judged(rows, quantity)
+    hosts = {host for ends, _ in pairs for host in ends}
+    if len(hosts) < NODES_FOR_ATTRIBUTION:
+        raise AttributionError(f'{len(hosts)} nodes: putting a bad pair on a node or a link '
+                               f'needs at least {NODES_FOR_ATTRIBUTION}')
+    uplinks = None
+    if tree is not None:
+        tree.check_covers(hosts, 'the pair matrix')
+        uplinks = bad_uplinks(pairs, tree)
+        named = set(uplinks)
+        pairs = [(ends, bad) for ends, bad in pairs
+                 if not {leaf for _, leaf in tree.links(*ends)[2:]} & named]
+    pairs_of, bad_of = defaultdict(int), defaultdict(int)
+    for ends, bad in pairs:
         for host in ends:
             pairs_of[host] += 1
-        if bad_twice(row, quantity):
-            bad.append(ends)
-            for host in ends:
-                bad_of[host] += 1
-        elif row['retest'] == RETEST_CONTROL and row[f'{prefix}_retest_outlier']:
-            unsteady.update(ends)
-    if len(pairs_of) < NODES_FOR_ATTRIBUTION:
-        raise AttributionError(f'{len(pairs_of)} nodes: putting a bad pair on a node or a link '
-                               f'needs at least {NODES_FOR_ATTRIBUTION}')
+            bad_of[host] += bad
     nodes = tuple(sorted(h for h, n in pairs_of.items() if bad_of[h] > n / 2))
     # A pair with a bad node is explained by it and says nothing of its
     # other node.
-    unexplained = sorted(p for p in bad if not set(p) & set(nodes))
+    unexplained = sorted(ends for ends, bad in pairs if bad and not set(ends) & set(nodes))
     bad_left = Counter(host for pair in unexplained for host in pair)
     links, inconclusive = [], []
     for a, b in unexplained:
         alone = bad_left[a] == 1 and bad_left[b] == 1 and not {a, b} & unsteady
         (links if alone else inconclusive).append((a, b))
-    return Culprits(nodes, tuple(links), tuple(inconclusive))
+    return Culprits(nodes, tuple(links), tuple(inconclusive), uplinks)
 
 
 def worst_median(values, worst):

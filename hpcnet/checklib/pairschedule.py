@@ -9,6 +9,11 @@ node can be told from a bad partner (hpcnet.checklib.analysis: a node is named
 when more than half its pairs are bad): each round of an even count holds
 every node, and the rounds of an odd count each leave out a different node,
 so two rounds (even) or three (odd) do.
+
+With the partition's switch tree (hpcnet.topology) the rounds are the
+tree's (hpcnet.checklib.treeschedule): leaf-local rounds apart from
+cross-leaf ones, no leaf's uplinks carrying more concurrent pairs than they
+can, every pair once.
 """
 from __future__ import annotations
 
@@ -57,9 +62,15 @@ class Schedule:
     #: Seconds one pair takes (stated), for the expected time; None: unknown
     #: before the run (the kernel prints it after its first round).
     pair_seconds: float | None = None
+    #: The rounds of the switch tree's schedule (0: no tree, the circle
+    #: method's rounds), and the tree it came from.
+    tree_rounds: int = 0
+    tree: str | None = None
 
     @property
     def pairs(self) -> int:
+        if self.tree_rounds:
+            return self.nodes * (self.nodes - 1) // 2
         return len(self.rounds) * pairs_per_round(self.nodes)
 
     def measured_pair_seconds(self, first_pass_seconds: float) -> float:
@@ -83,22 +94,34 @@ class Schedule:
         expected = (f'; expected first pass {self.expected_seconds:.0f} s at '
                     f'{self.pair_seconds:g} s per pair' if self.pair_seconds is not None else
                     '; expected time: after the first round (job output)')
-        return (f'{self.nodes} nodes: {len(self.rounds)} rounds of {pairs_per_round(self.nodes)} '
-                f'disjoint pairs, {self.pairs} pairs, '
+        rounds = (f'the switch tree\'s {self.tree_rounds} rounds of disjoint pairs, leaf-local '
+                  f'apart from cross-leaf ({self.tree}; the circle method takes {total})'
+                  if self.tree_rounds else
+                  f'{len(self.rounds)} rounds of {pairs_per_round(self.nodes)} disjoint pairs')
+        return (f'{self.nodes} nodes: {rounds}, {self.pairs} pairs, '
                 f'{"one pair at a time" if self.order == TURNS else "the pairs of a round at once"}'
                 f'{sample}{expected}')
 
     def as_dict(self) -> dict:
         return dict(asdict(self), rounds=list(self.rounds), pairs=self.pairs,
-                    rounds_of_all_pairs=round_count(self.nodes),
-                    expected_seconds=self.expected_seconds)
+                    rounds_of_all_pairs=self.tree_rounds or round_count(self.nodes),
+                    expected_seconds=self.expected_seconds,
+                    **({'rounds_without_tree': round_count(self.nodes)} if self.tree_rounds else {}))
 
 
 def plan(nodes: int, order: str, sample_rounds: int = 0, seed: int | None = None,
-         pair_seconds: float | None = None) -> Schedule:
+         pair_seconds: float | None = None, tree_rounds: int = 0,
+         tree: str | None = None) -> Schedule:
     '''Every round (``sample_rounds`` 0), or ``sample_rounds`` of them drawn
-    with ``seed`` (None: a seed is drawn, and recorded in the schedule).'''
+    with ``seed`` (None: a seed is drawn, and recorded in the schedule);
+    with a switch tree, its ``tree_rounds`` rounds, all of them.'''
     total = round_count(nodes)
+    if tree_rounds:
+        if sample_rounds:
+            raise ScheduleError(f'sample_rounds={sample_rounds}: the partition has a switch tree '
+                                f'({tree}), whose schedule is measured whole (valid: 0)')
+        return Schedule(nodes, order, tuple(range(tree_rounds)), None, pair_seconds,
+                        tree_rounds, tree)
     if not sample_rounds:
         return Schedule(nodes, order, tuple(range(total)), None, pair_seconds)
     least = min_sample_rounds(nodes)

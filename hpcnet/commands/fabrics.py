@@ -1,5 +1,5 @@
 """`hpcnet fabrics validate`: the fabric registry, the fabric table, and every
-system file against them."""
+system file against them (a partition's switch tree too, hpcnet.topology)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +27,11 @@ def run(args) -> int:
             parts = ', '.join(f'{p["name"]} ({p["extras"][model.PartitionKey.FABRIC]})'
                               for p in system['partitions'])
             print(f'ok: system {system["name"]}: {parts}')
+            for part in system['partitions']:
+                fullname = f'{system["name"]}:{part["name"]}'
+                tree = model.Partition.from_extras(fullname, part['extras']).topology
+                if tree is not None:
+                    print(f'ok: {fullname}: switch tree of {tree.describe()}')
     return 0
 
 

@@ -12,13 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hpcnet import stacks
+from hpcnet import stacks, topology
 from hpcnet.argtypes import positive_int
 from hpcnet.commands.parser import renamed
 from hpcnet.constants import SYSTEMS_DIR
 from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
-from hpcnet.model import ConfigError
+from hpcnet.model import ConfigError, PartitionKey
 from hpcnet.siteinit import check, nodes, plan, proposal, slurm
 from hpcnet.sites import (SHIPPED_SYSTEMS, load_site_files, missing_system_directories,
                           sessions_dir, system_directories)
@@ -75,7 +75,7 @@ def run_init(args) -> int:
     for line in left_out:
         _say(line)
     commands = [plan.HOSTNAME, plan.SHOW_NODES, plan.SHOW_PARTITIONS,
-                *(c for _, c in probes), plan.MPI_LIST]
+                *(c for _, c in probes), plan.MPI_LIST, plan.SHOW_TOPOLOGY]
     if args.dump_commands:
         print(plan.dump_script(commands), end='')
         return Exit.OK
@@ -129,6 +129,7 @@ def _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out, a
         pmis = slurm.parse_mpi_list(source.output(plan.MPI_LIST))
     except slurm.SlurmError as err:
         raise ConfigError(f'site init reads Slurm: {err}') from None
+    _record_trees(source, proposals, partitions)
     text = proposal.render(args.name, source.hostname(), proposals, skipped, partitions,
                            slurm_nodes, pmis, left_out=left_out, access=access,
                            login_hosts=login_hosts)
@@ -136,6 +137,28 @@ def _propose(args, source, partitions, slurm_nodes, probes, skipped, left_out, a
         (Path(scratch) / f'{args.name}.py').write_text(text)
         load_site_files(scratch)          # the written file validates, or this is a bug
     return text, proposals
+
+
+def _record_trees(source, proposals: list, partitions: list) -> None:
+    '''Each proposal's switch tree, where Slurm has one (``scontrol show
+    topology``, the topology/tree plugin's); a Slurm without one leaves the
+    partitions without, and says so.'''
+    shown = plan.SHOW_TOPOLOGY.shown()
+    try:
+        text = source.output(plan.SHOW_TOPOLOGY)
+    except slurm.SlurmError as err:
+        _say(f'no switch tree recorded: {err}')
+        return
+    if not any(line.strip().lower().startswith('switchname=') for line in text.splitlines()):
+        _say(f'no switch tree recorded: {shown} lists no switch (no topology/tree plugin)')
+        return
+    tree = topology.parse_topology(text, shown)
+    by_name = {p.name: p for p in partitions}
+    for prop in proposals:
+        entry = tree.site_entry(by_name[prop.slurm].nodes, f'Slurm partition {prop.slurm}')
+        prop.extras[PartitionKey.TOPOLOGY] = (
+            entry, f'{shown}: {len(entry["leaves"])} leaves; the uplinks\' oversubscription is '
+                   "not Slurm's to say: set it (or a leaf's capacity) where it is not 1")
 
 
 def _site(args):

@@ -11,6 +11,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpcnet import topology
 from hpcnet.model import ConfigError
 from hpcnet.siteinit import nodes, slurm
 
@@ -42,6 +43,7 @@ HOSTNAME = Command('hostname.txt', ('hostname',))
 SHOW_NODES = Command('scontrol-show-node.txt', slurm.SHOW_NODES)
 SHOW_PARTITIONS = Command('scontrol-show-partition.txt', slurm.SHOW_PARTITIONS)
 MPI_LIST = Command('srun-mpi-list.txt', ('srun', '--mpi=list'))
+SHOW_TOPOLOGY = Command('scontrol-show-topology.txt', topology.SHOW_TOPOLOGY)
 
 
 def access_options(reservation: str | None, account: str | None, qos: str | None) -> list:

@@ -115,18 +115,38 @@ def _mark_culprits(ax, pos: dict, found: dict) -> None:
                 ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, **_CULPRIT_STYLE[kind]))
 
 
+def _mark_leaves(ax, hosts: list, leaf_of: dict, uplinks) -> None:
+    '''The switch boundaries (a line between leaves) and each bad uplink's
+    leaf as a dashed red band of rows and columns.'''
+    n = len(hosts)
+    for i in range(1, n):
+        if leaf_of.get(hosts[i]) != leaf_of.get(hosts[i - 1]):
+            ax.axhline(i - 0.5, color='white', lw=1.2)
+            ax.axvline(i - 0.5, color='white', lw=1.2)
+    for leaf in uplinks or []:
+        mine = [i for i, h in enumerate(hosts) if leaf_of.get(h) == leaf]
+        if mine:
+            lo, size = mine[0] - 0.5, len(mine)
+            ax.add_patch(Rectangle((lo, -0.5), size, n, fill=False, ec='red', lw=1.5, ls='--'))
+            ax.add_patch(Rectangle((-0.5, lo), n, size, fill=False, ec='red', lw=1.5, ls='--'))
+
+
 def pair_heatmaps(cases: list) -> str:
     """Per pair case across two or more nodes (one node has no pairs to set
     beside each other): bandwidth, latency and the first exchange's cost of
     every pair, the culprits the check named marked on the quantity they
     are bad in (nodes: row, column and label in red; links: red cells;
     inconclusive pairs: dashed orange cells), and the case's verdict line
-    naming them."""
+    naming them.  Where the partition's switch tree is known (the case's
+    ``switch_leaves``, host -> leaf) the nodes are ordered by leaf, with a
+    line between leaves and a bad uplink's leaf in dashed red."""
     out = []
     for tc in cases:
         if not (tc['name'].startswith('hpcnet_pairs') and tc.get('pair_table')):
             continue
-        hosts = sorted({r[end] for r in tc['pair_table'] for end in ('host_a', 'host_b')})
+        leaf_of = tc.get('switch_leaves') or {}
+        hosts = sorted({r[end] for r in tc['pair_table'] for end in ('host_a', 'host_b')},
+                       key=lambda h: (leaf_of.get(h, ''), h))
         if len(hosts) < 2:
             continue
         pos = {h: i for i, h in enumerate(hosts)}
@@ -141,8 +161,11 @@ def pair_heatmaps(cases: list) -> str:
             ax.set_yticks(range(len(hosts)), hosts, fontsize=7)
             fig.colorbar(im, ax=ax, label=unit, shrink=0.8)
             ax.set_title(title, fontsize=8)
+            found = (tc.get('culprits') or {}).get(quantity, {}) if quantity else {}
             if quantity:
-                _mark_culprits(ax, pos, (tc.get('culprits') or {}).get(quantity, {}))
+                _mark_culprits(ax, pos, found)
+            if leaf_of:
+                _mark_leaves(ax, hosts, leaf_of, found.get('uplinks'))
         fig.suptitle(f'node pairs {tc["system"]}:{tc["partition"]} {tc["environ"]}', fontsize=9)
         verdict = tc.get('attribution') or 'not attributed'
         out.append(f'<figure>{img(fig, tight=True)}<figcaption><b>verdict</b>: {esc(verdict)}'
