@@ -252,6 +252,17 @@ static inline void hk_library_version(char *out, size_t outlen)
         snprintf(out, outlen, "unknown");
 }
 
+/* This rank's MPI_Get_processor_name, terminated and made one token, into
+ * ``mine`` (MPI_MAX_PROCESSOR_NAME+1 chars). */
+static inline void hk_own_host(char *mine)
+{
+    int len = 0;
+    memset(mine, 0, MPI_MAX_PROCESSOR_NAME + 1);
+    MPI_Get_processor_name(mine, &len);
+    mine[len < 0 ? 0 : (len > MPI_MAX_PROCESSOR_NAME ? MPI_MAX_PROCESSOR_NAME : len)] = '\0';
+    hk_sanitize_token(mine);
+}
+
 /* Gathers MPI_Get_processor_name of every rank to rank 0.  Collective.
  * Returns (on rank 0) an array of hk_nranks strings of
  * MPI_MAX_PROCESSOR_NAME+1 chars each; NULL on other ranks. */
@@ -259,11 +270,7 @@ static inline char *hk_gather_hosts(void)
 {
     const int w = MPI_MAX_PROCESSOR_NAME + 1;
     char mine[MPI_MAX_PROCESSOR_NAME + 1];
-    int len = 0;
-    memset(mine, 0, sizeof mine);
-    MPI_Get_processor_name(mine, &len);
-    mine[len < 0 ? 0 : (len > MPI_MAX_PROCESSOR_NAME ? MPI_MAX_PROCESSOR_NAME : len)] = '\0';
-    hk_sanitize_token(mine);
+    hk_own_host(mine);
     char *all = NULL;
     if (hk_rank == 0) {
         all = (char *)calloc((size_t)hk_nranks, (size_t)w);

@@ -33,11 +33,7 @@ static char *allgather_hosts(void)
 {
     const int w = MPI_MAX_PROCESSOR_NAME + 1;
     char mine[MPI_MAX_PROCESSOR_NAME + 1];
-    int len = 0;
-    memset(mine, 0, sizeof mine);
-    MPI_Get_processor_name(mine, &len);
-    mine[len < 0 ? 0 : (len > MPI_MAX_PROCESSOR_NAME ? MPI_MAX_PROCESSOR_NAME : len)] = '\0';
-    hk_sanitize_token(mine);
+    hk_own_host(mine);
     char *all = (char *)calloc((size_t)hk_nranks, (size_t)w);
     if (!all)
         hk_fatal("out of memory (%d host names)", hk_nranks);

@@ -43,16 +43,26 @@ def _selection(query: str) -> tuple | None:
         return 'uuid == ?', (query,)
     if '?' in query:
         return None
-    from reframe.frontend.reporting.utility import parse_time_period
     try:
-        start, end = parse_time_period(query)
+        start, end = period_bounds(query)
     except ValueError as err:
-        raise StoredSessionsError(f'{query}: {err} (valid: a session UUID, or START:END as '
-                                  'ReFrame takes it, e.g. now-1d:now or 20260101:now)') from None
-    if start >= end:
-        raise StoredSessionsError(f'{query}: ends before it starts (valid: START:END, START the '
-                                  'earlier, e.g. now-1d:now or 20260101:now)')
+        raise StoredSessionsError(f'{query}: {err}; or a session UUID') from None
     return '(session_start_unix >= ? AND session_start_unix < ?)', (start, end)
+
+
+def period_bounds(period: str) -> tuple:
+    """(start, end) in seconds of a ``START:END`` period as ReFrame reads it
+    (now-30d:now, 20260101:now); ValueError saying what is valid."""
+    from reframe.frontend.reporting.utility import parse_time_period   # ReFrame's reading, when asked
+    try:
+        start, end = parse_time_period(period)
+    except ValueError as err:
+        raise ValueError(f'{err} (valid: START:END as ReFrame takes it, e.g. now-30d:now or '
+                         '20260101:now)') from None
+    if start >= end:
+        raise ValueError('ends before it starts (valid: START:END, START the earlier, e.g. '
+                         'now-30d:now or 20260101:now)')
+    return (float(start), float(end))
 
 
 def read(query: str, db: Path | None = None) -> list | None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TextIO
 
 from hpcnet import metrics
-from hpcnet.acceptance.comparison import compare, sides
+from hpcnet.acceptance.comparison import compare, sides, storedsessions
 from hpcnet.acceptance.references import accepted
 from hpcnet.acceptance.references.baseline import measured_cases
 from hpcnet.acceptance.references.casevalues import recorded_values
@@ -300,16 +300,10 @@ def period_bounds(period: str | None) -> tuple:
     (now-30d:now, 20260101:now); every time for None."""
     if period is None:
         return (float('-inf'), float('inf'))
-    from reframe.frontend.reporting.utility import parse_time_period   # ReFrame's reading, when asked
     try:
-        start, end = parse_time_period(period)
+        return storedsessions.period_bounds(period)
     except ValueError as err:
-        raise MetricIndexError(f'--period {period}: {err} (valid: START:END as ReFrame takes '
-                               'it, e.g. now-30d:now or 20260101:now)') from None
-    if start >= end:
-        raise MetricIndexError(f'--period {period}: ends before it starts (valid: START:END, '
-                               'START the earlier, e.g. now-30d:now or 20260101:now)')
-    return (float(start), float(end))
+        raise MetricIndexError(f'--period {period}: {err}') from None
 
 
 # -- Retention: old sessions leave ReFrame's database and the index together.
