@@ -24,7 +24,16 @@ What a series holds besides its values:
 - what the site accepted (hpcnet.acceptance.references.accepted_changes): a
   change, or a tail, that starts at most one session after a session the
   site accepted (its baseline, or an acknowledgement) is ACCEPTED, not a
-  failure.
+  failure; a baseline accepts only the series it measured (a value in one
+  of its sessions; where none of them is read, a series of a check its
+  provenance lists); a stop is accepted by an acknowledgement alone (a
+  baseline measured no stopped series), and is then shown acknowledged, not
+  failed, for as long as the series has no value;
+- its recovered bad periods (hpcnet.acceptance.history.recovery): a change
+  for the worse and a later change back to the level before it are
+  RECOVERED, not a failure;
+- its changes placed where the data allow at the session whose provenance
+  changed (hpcnet.acceptance.history.placement).
 
 Worse is by the metric catalogue's better side (hpcnet.metrics); a value with
 no better side (an MTU) counts as worse when it changes, as `hpcnet compare`
@@ -48,8 +57,10 @@ from pathlib import Path
 from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.acceptance.history.levels import (ALPHA, MIN_SEGMENT, THRESHOLD, Apart, find_all,
                                               sessions_needed)
-from hpcnet.acceptance.history.stored_series import (HistoryError, Series, Session, facts,
-                                                     series_of, session_facts)
+from hpcnet.acceptance.history.placement import changed_at, placed
+from hpcnet.acceptance.history.recovery import recoveries
+from hpcnet.acceptance.history.stored_series import (HistoryError, Series, Session, check_of,
+                                                     facts, series_of, session_facts)
 from hpcnet.acceptance.references import accepted_changes as accepted_mod
 from hpcnet.exitcodes import Exit
 
@@ -114,6 +125,7 @@ class History:
         return [(s, c) for s in self.series for c in s.finding.changes
                 if s.session_of(c.position).index >= 1
                 and (c.position in s.accepted) == accepted
+                and (accepted or c.position not in s.recovered_at())
                 and (worse is None or s.worse(c) == worse)]
 
     def tails(self, worse: bool = True, accepted: bool = False) -> list:
@@ -135,7 +147,16 @@ class History:
                 and s.worse(Apart(0, 0, s.finding.head.level, s.finding.head.median))]
 
     def stopped(self) -> list:
-        return [s for s in self.series if s.stop]
+        """The series with no value the newest nights, the site not told."""
+        return [s for s in self.series if s.stop and 'stop' not in s.accepted]
+
+    def stopped_acknowledged(self) -> list:
+        """The stopped series an acknowledgement covers (a stack removed on purpose)."""
+        return [s for s in self.series if s.stop and 'stop' in s.accepted]
+
+    def recovered(self) -> list:
+        """(series, Recovery) of every bad period a series came back from."""
+        return [(s, r) for s in self.series for r in s.recovered]
 
     def busy_newest(self) -> list:
         return [s for s in self.series if s.newest_busy()]
@@ -179,6 +200,8 @@ class History:
                   (len(self.heads()), "cut short by the period's start"),
                   (len(self.too_short()), f'with too short a history (fewer than {self.needed} '
                                           'sessions)'),
+                  (len(self.recovered()), 'recovered from a bad period'),
+                  (len(self.stopped_acknowledged()), 'stopped, acknowledged'),
                   (len(self.changes(worse=False)), 'changed for the better'),
                   (len(self.changes(accepted=True)) + len(self.tails(accepted=True)), 'accepted'),
                   (len(self.busy()), 'values withheld, not decided'),
@@ -187,17 +210,36 @@ class History:
         return ', '.join(f'{n} {what}' for i, (n, what) in enumerate(counts) if n or not i)
 
 
-def _accept(series: Series, acceptances: list) -> None:
-    """Mark the changes and the tail of ``series`` that start at most one
-    session after a session the site accepted (a border is uncertain by one)."""
-    starts = {c.position: c.position for c in series.finding.changes}
+def _measured(acceptance: accepted_mod.Acceptance, series: Series, read: set) -> bool:
+    """Whether a baseline measured ``series``: a value (or a busy night) of
+    it in one of the baseline's sessions; where none of them is among the
+    sessions ``read``, a check the baseline's provenance lists (every check
+    of its system for a block that lists none).  An acknowledgement names
+    its series by its regex: True."""
+    if acceptance.system is None:
+        return True
+    if read & set(acceptance.sessions):
+        return any(s.uuid in acceptance.sessions
+                   for s in [*series.sessions, *(b for b, _ in series.busy)])
+    return acceptance.checks is None or check_of(series.key[0]) in acceptance.checks
+
+
+def _accept(series: Series, acceptances: list, read: set) -> None:
+    """Mark the changes, the tail and the stop of ``series`` that start at
+    most one session after a session the site accepted (a border is
+    uncertain by one), by an acceptance that covers the series; a stop by
+    an acknowledgement only."""
+    starts = {c.position: series.session_of(c.position).index for c in series.finding.changes}
     if series.finding.tail:
-        starts['tail'] = series.finding.tail.start
-    for what, position in starts.items():
-        first = series.session_of(position).index
+        starts['tail'] = series.session_of(series.finding.tail.start).index
+    if series.stop:
+        starts['stop'] = series.stop.since.index
+    for what, first in starts.items():
         for acceptance, point in acceptances:
             if (point is not None and point >= first - 1
-                    and acceptance.covers(series.name(), series.key[1])):
+                    and not (what == 'stop' and acceptance.system is not None)
+                    and acceptance.covers(series.name(), series.key[1])
+                    and _measured(acceptance, series, read)):
                 series.accepted[what] = acceptance
                 break
 
@@ -213,22 +255,21 @@ def judge(sessions: list, series: list, *, min_segment: int = MIN_SEGMENT, alpha
         provenance = {s.uuid: compare.provenance(sides.Side(s.uuid, [s.report]))
                       for s in sessions}
     points = [(a, _point(a, sessions)) for a in acceptances]
+    read = {s.uuid for s in sessions}
     findings = find_all([s.values for s in series], min_segment=min_segment, alpha=alpha,
                         threshold=threshold)
     for s, finding in zip(series, findings):
-        s.finding = finding
-        _accept(s, points)
+        s.finding = placed(s, finding, provenance, min_segment=min_segment, alpha=alpha,
+                           threshold=threshold) if finding.changes else finding
+        _accept(s, points, read)
+        s.recovered = recoveries(s, threshold)
         # A level's border is uncertain by a session: a change also reads
         # what the sessions either side of it recorded differently.
         borders = {q for c in s.finding.changes for q in (c.position - 1, c.position, c.position + 1)}
         ends = {e.start for e in (s.finding.tail, s.finding.head) if e}
         for position in sorted(borders | ends | {o.position for o in s.finding.outliers}):
-            if not 0 < position < len(s.sessions):
-                continue
-            now, before = s.sessions[position], s.sessions[position - 1]
-            s.changed[position] = compare.what_changed(
-                facts(before, provenance[before.uuid], s.case),
-                facts(now, provenance[now.uuid], s.case))
+            if 0 < position < len(s.sessions):
+                s.changed[position] = changed_at(s, position, provenance)
     return History(sessions, series, min_segment, alpha, threshold, provenance)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 
 from hpcnet.acceptance.history.history import History
-from hpcnet.acceptance.history.levels import MAX_CANDIDATES, Change, Outlier
+from hpcnet.acceptance.history.levels import MAX_CANDIDATES, Change, Outlier, relative_change
+from hpcnet.acceptance.history.recovery import Recovery
 from hpcnet.acceptance.history.stored_series import Series
 from hpcnet.acceptance.references.spread import OUTLIER_Z
 from hpcnet.constants import MEASUREMENT_WITHHELD
@@ -104,10 +105,27 @@ def head_line(series: Series, head) -> str:
             'period\'s start cut short; not decided (a period that starts earlier judges it)')
 
 
-def stopped_lines(history: History) -> list:
-    """One line per case (and first session without a value) whose series stopped."""
+def recovered_line(series: Series, recovery: Recovery) -> str:
+    """A bad period the series came back from: the period, its level, and
+    the level it came back to."""
+    start, end = recovery.start, recovery.end
+    first, last = series.sessions[start.position], series.sessions[end.position - 1]
+    low = min((c.after for c in recovery.changes[:-1]),
+              key=lambda v: abs(relative_change(v, recovery.level)))
+    off = relative_change(low, recovery.level)
+    return (f'RECOVERED      {series.name()}: back at {level_text(end.after)} from '
+            f'{series.sessions[end.position].label()}, the level before the bad period '
+            f'{level_text(recovery.level)}; the bad period: {first.label()} to {last.label()}, at '
+            f'{level_text(low)} ({f"{off:+.1%}" if abs(off) != float("inf") else "from 0"}), '
+            f'p={start.p_value:.2g}; what changed when it began: {changed_near(series, start)}; '
+            f'when it ended: {changed_near(series, end)}')
+
+
+def stopped_lines(history: History, acknowledged: bool = False) -> list:
+    """One line per case (and first session without a value) whose series
+    stopped; of those an acknowledgement covers, with ``acknowledged``."""
     by_case: dict = {}
-    for s in history.stopped():
+    for s in history.stopped_acknowledged() if acknowledged else history.stopped():
         by_case.setdefault((s.case, s.stop.since.index), []).append(s)
     lines = []
     for (case, _), series in by_case.items():
@@ -116,11 +134,13 @@ def stopped_lines(history: History) -> list:
         for _, why in stop.sessions:
             whys[why] = whys.get(why, 0) + 1
         test, partition, environ = case
-        lines.append(f'STOPPED        {test} @{partition} +{environ}: no value since '
+        word = 'ACKNOWLEDGED STOPPED' if acknowledged else 'STOPPED       '
+        told = f'; acknowledged: {series[0].accepted["stop"].why}' if acknowledged else ''
+        lines.append(f'{word} {test} @{partition} +{environ}: no value since '
                      f'{stop.since.label()}, {len(stop.sessions)} sessions: '
                      + '; '.join(f'{why} (x{n})' for why, n in whys.items())
                      + f'; {len(series)} metrics: ' + ', '.join(s.key[3] for s in series[:SHOWN])
-                     + (' ...' if len(series) > SHOWN else ''))
+                     + (' ...' if len(series) > SHOWN else '') + told)
     return lines
 
 
@@ -153,6 +173,8 @@ def text(history: History) -> str:
     lines += stopped_lines(history)
     lines += busy_lines(history)
     lines += [head_line(s, h) for s, h in history.heads()]
+    lines += [recovered_line(s, r) for s, r in history.recovered()]
+    lines += stopped_lines(history, acknowledged=True)
     lines += [change_line(s, c) for s, c in history.changes(worse=False)]
     lines += [tail_line(s, t, history.min_segment) for s, t in history.tails(worse=False)]
     lines += [accepted_line(s, x, history.min_segment)

@@ -383,8 +383,11 @@ def _eliminate(values: list, kept: list, *, relative: bool, min_segment: int, al
 
 
 def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float = ALPHA,
-                 threshold: float = THRESHOLD, max_candidates: int = MAX_CANDIDATES) -> Finding:
-    """The change points, outliers and ends of one series by the module's rule."""
+                 threshold: float = THRESHOLD, max_candidates: int = MAX_CANDIDATES,
+                 candidates: list | None = None) -> Finding:
+    """The change points, outliers and ends of one series by the module's
+    rule; ``candidates``, where given, in place of Binseg's (2.), each
+    tested as Binseg's are (3.)."""
     values = [float(v) for v in values]
     n = len(values)
     if n < sessions_needed(min_segment, alpha):
@@ -395,7 +398,8 @@ def find_changes(values: list, *, min_segment: int = MIN_SEGMENT, alpha: float =
                        True, tail, head)
     relative = _relative(values)
     kept, out, tests, residuals = _eliminate(
-        values, _candidates(values, relative, min_segment, max_candidates), relative=relative,
+        values, sorted(candidates) if candidates is not None
+        else _candidates(values, relative, min_segment, max_candidates), relative=relative,
         min_segment=min_segment, alpha=alpha, threshold=threshold)
     bounds = [0, *kept, n]
     segments = [values[start:end] for start, end in zip(bounds, bounds[1:])]

@@ -70,8 +70,11 @@ class Series:
     #: (Session, median) of the sessions whose case the host was too busy to judge.
     busy: list = field(default_factory=list)
     stop: Stop | None = None
-    #: Acceptance of each change / of the tail, where the site accepted it.
+    #: Acceptance of each change / of the tail / of the stop ('stop'), where
+    #: the site accepted it.
     accepted: dict = field(default_factory=dict)
+    #: hpcnet.acceptance.history.recovery.Recovery of each bad period it came back from.
+    recovered: list = field(default_factory=list)
 
     @property
     def case(self) -> tuple:
@@ -88,6 +91,10 @@ class Series:
         after, before = (change.after, change.before) if isinstance(change, Change) \
             else (change.median, change.level)
         return True if higher is None else (after < before) == higher
+
+    def recovered_at(self) -> set:
+        """The positions of the changes of its recovered bad periods."""
+        return {c.position for r in self.recovered for c in r.changes}
 
     def session_of(self, position: int) -> Session:
         return self.sessions[position]
@@ -130,7 +137,7 @@ def _sessions(reports: list, before: int) -> list:
             for i, r in enumerate(ordered)]
 
 
-def _check_of(test: str) -> str:
+def check_of(test: str) -> str:
     '''The check (test class) of a case's name: 'hpcnet_p2p %mode=bw' -> 'hpcnet_p2p'.'''
     return test.split()[0]
 
@@ -145,7 +152,7 @@ def _stop(series: Series, read: list, checks_ran: list, indices: list) -> Stop |
     nights = []
     for at in range(bisect.bisect_right(indices, last), len(read)):
         session, ran, ran_checks = read[at][0], read[at][3], checks_ran[at]
-        if (_check_of(series.key[0]), series.key[1]) not in ran_checks:
+        if (check_of(series.key[0]), series.key[1]) not in ran_checks:
             continue
         why = ran.get(series.case, 'not run')
         nights.append((session, why or 'ran without this metric'))
@@ -206,7 +213,7 @@ def series_from(read: list) -> tuple:
 def with_stops(read: list, by_key: dict) -> tuple:
     """(sessions, [Series] in key order) of ``read`` (series_from) and the
     series of each key, each given its stop."""
-    checks_ran = [{(_check_of(k[0]), k[1]) for k in ran} for *_, ran in read]
+    checks_ran = [{(check_of(k[0]), k[1]) for k in ran} for *_, ran in read]
     indices = [s.index for s, *_ in read]
     for series in by_key.values():
         series.stop = _stop(series, read, checks_ran, indices)

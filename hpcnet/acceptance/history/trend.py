@@ -85,6 +85,16 @@ def _rows(found: hist.History) -> list:
         rows.append(('worse', 'stopped', series, series.stop.since,
                      f'no value in {len(series.stop.sessions)} sessions',
                      '; '.join(sorted({why for _, why in series.stop.sessions}))))
+    for series in found.stopped_acknowledged():
+        rows.append(('better', 'stopped, acknowledged', series, series.stop.since,
+                     f'no value in {len(series.stop.sessions)} sessions',
+                     series.accepted['stop'].why))
+    for series, recovery in found.recovered():
+        rows.append(('better', 'recovered', series, series.sessions[recovery.end.position],
+                     f'back at {htext.level_text(recovery.end.after)} (before the bad period '
+                     f'{htext.level_text(recovery.level)}) from '
+                     f'{series.sessions[recovery.start.position].label()}',
+                     htext.changed_near(series, recovery.end)))
     for series, session, value in found.busy():
         rows.append(('busy', 'measurement withheld: not decided', series, session,
                      htext.level_text(value), ''))
@@ -126,6 +136,7 @@ def section(found: hist.History) -> str:
     changed = []
     for series, _ in (found.changes(worse=True) + found.tails() + found.heads()
                       + found.changes(worse=False) + found.tails(worse=False)
+                      + found.recovered()
                       + [(s, None) for s, _, _ in found.busy()]):
         if series not in changed:
             changed.append(series)

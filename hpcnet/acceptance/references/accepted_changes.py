@@ -50,6 +50,9 @@ class Acceptance:
     #: A baseline's ISO time of writing: the point when none of its sessions is read.
     date: str | None = None
     system: str | None = None  #: only the series of this system (a baseline's)
+    #: The checks (test classes) a baseline measured; None where its block
+    #: does not list them (written by hand).
+    checks: frozenset | None = None
 
     def covers(self, name: str, partition: str) -> bool:
         if self.system is not None and partition.split(':')[0] != self.system:
@@ -138,7 +141,9 @@ def baselines(systems: set, refdir: Path | None = None) -> list:
             continue
         for b in [block, *(block.get('earlier') or [])]:
             sessions = tuple(str(s) for s in b.get('sessions') or [])
+            updated = b.get('updated')
             if sessions or b.get('date'):
                 out.append(Acceptance(sessions, None, f'baseline written to {path}',
-                                      str(b.get('date') or '') or None, system))
+                                      str(b.get('date') or '') or None, system,
+                                      frozenset(updated) if isinstance(updated, dict) else None))
     return out
