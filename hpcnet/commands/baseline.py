@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance.references import accepted, baseline, references, refmerge
+from hpcnet.acceptance.references.outlying_sessions import TOO_NOISY, left_out_words
 from hpcnet.commands.parser import (add_option, add_results_db_option, check_writable,
                                     pass_through, write_output)
 from hpcnet.commands.run import on_the_testbed_named
@@ -68,9 +69,17 @@ def run(args) -> int:
     prov = data[references.PROVENANCE]
     for left in prov.get('left_out') or []:
         runner.say(f'left out as an outlier: {left}')
-    if prov.get('not_asserted'):
-        runner.say(f'{prov["not_asserted"]} metrics vary more than a reference can bound: recorded '
-             'and compared, not asserted ($not_asserted in the file says why each)')
+    for left in prov.get('left_out_sessions') or []:
+        runner.say(f'left out an outlying session of {left["metric"]}: ' + left_out_words(
+            (left['session'], left['median'], left['others_median'])))
+    for metric in prov.get('too_noisy') or []:
+        print(f'{TOO_NOISY}: {metric}')
+    if prov.get('too_noisy'):
+        # Per metric: the others are bounded and written; the site must not
+        # take a file that cannot fail some of its metrics as a pass.
+        runner.say(f'{len(prov["too_noisy"])} metrics {TOO_NOISY} (each named above): recorded '
+                   'and compared, not asserted ($not_asserted in the file says why each)')
+        rc = exitcodes.worst(rc, Exit.UNDECIDED)
     if existing:
         data = refmerge.merge(existing, data)
     text = references.dump(data)
