@@ -9,6 +9,7 @@ import shlex
 from collections import defaultdict
 
 from hpcnet.acceptance.references import references
+from hpcnet.acceptance.references.outlying_sessions import TOO_NOISY
 from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, FABRIC_UNUSABLE, KNOWN_ISSUE_MARKER,
                               MEASUREMENT_WITHHELD)
 from hpcnet.exitcodes import WORDS, Exit, worst
@@ -124,26 +125,27 @@ def _failure_lines(outcomes: dict, retried: list) -> list:
     return lines
 
 
-def unjudgeable_by_spread(tc: dict) -> bool:
-    '''A case the reference file asserts no metric of, where some metric is
-    left unasserted by a baseline's spread (not by the site's own reason):
-    a case meant to be judged that nothing can fail.'''
-    return tc.get('judgement_basis') == references.Basis.NOTHING_ASSERTED and any(
-        str(v.get('reason', '')).startswith(references.SPREAD_REASON)
-        for v in (tc.get('not_asserted') or {}).values())
+def too_noisy_metrics(tc: dict) -> list:
+    '''The metrics of a case the reference file leaves unasserted for the
+    baseline's spread (too noisy to judge), not by the site's own reason nor
+    by design (judged over iperf3): metrics meant to be judged that nothing
+    can fail.'''
+    return sorted(name for name, v in (tc.get('not_asserted') or {}).items()
+                  if str(v.get('reason', '')).startswith(references.SPREAD_REASON))
 
 
 def _not_decided_lines(final: dict, judged_elsewhere: str) -> list:
-    '''The contract's "not decided" cases besides a withheld measurement: a case the
-    baseline's spread left with no asserted metric, a case skipped because
-    its stack cannot use the fabric its partition declares.'''
+    '''The contract's "not decided" cases besides a withheld measurement: a case
+    with a metric the baseline found too noisy to judge, a case skipped
+    because its stack cannot use the fabric its partition declares.'''
     lines = []
-    unasserted = [] if judged_elsewhere else \
-        sorted(case_name(tc) for tc in final.values() if unjudgeable_by_spread(tc))
-    if unasserted:
-        lines.append(f'NOT DECIDED ({len(unasserted)}): {", ".join(unasserted)}: no metric '
-                     'asserted, the baseline found some too variable to bound '
-                     f'({references.SPREAD_REASON} in the reference file): nothing can fail them')
+    noisy = [] if judged_elsewhere else \
+        sorted((case_name(tc), too_noisy_metrics(tc)) for tc in final.values()
+               if too_noisy_metrics(tc))
+    for name, metrics in noisy:
+        lines.append(f'NOT DECIDED: {name}: {", ".join(metrics)} {TOO_NOISY} '
+                     f'({references.SPREAD_REASON} in the reference file gives the spread and the '
+                     f'cap): nothing can fail {"them" if len(metrics) > 1 else "it"}')
     unusable = [tc for tc in final.values() if tc['result'] == 'skip'
                 and FABRIC_UNUSABLE in (tc.get('skip_reason') or '')]
     for tc in sorted(unusable, key=case_name):

@@ -166,7 +166,9 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
     select = ['--system', 'local:shm', '-n', 'hpcnet_p2p.*scale=1_node.*mode=pingpong',
               '-p', f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=2']
     res = hpcnet('baseline', '--sessions', '3', *select, env=env)
-    assert res.returncode == 0, res.stdout[-3000:]
+    # Not decided (3) only with a metric named too noisy to judge.
+    too_noisy = 'too noisy to judge: retake or widen by hand' in res.stdout
+    assert res.returncode == (3 if too_noisy else 0), res.stdout[-3000:]
     written = refdir / 'local.yaml'
     data = yaml.safe_load(written.read_text())
     prov = data['$provenance']
@@ -184,7 +186,9 @@ def test_baseline_then_judged_then_compared(one_env_per_stack, tmp_path):
                    for k, v in reasons.items()), reasons
     # Again: the file is kept, the new baseline written beside it.
     res = hpcnet('baseline', '--sessions', '3', *select, env=env)
-    assert res.returncode == 0 and 'exists and was kept' in res.stdout, res.stdout[-3000:]
+    too_noisy = 'too noisy to judge: retake or widen by hand' in res.stdout
+    assert res.returncode == (3 if too_noisy else 0) and 'exists and was kept' in res.stdout, \
+        res.stdout[-3000:]
     assert (refdir / 'local.yaml.baseline').exists() and 'not the baseline' in res.stdout
     # The next run is judged against the baseline.
     res = hpcnet('run', '--report-name', 'after-baseline', *select, '--repeats', '3', env=env)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hpcnet import argtypes, exitcodes, runner, sites
 from hpcnet.acceptance.references import accepted, baseline, references, refmerge
+from hpcnet.acceptance.references.outlying_sessions import TOO_NOISY, left_out_words
 from hpcnet.commands.parser import (add_option, add_results_db_option, check_writable,
                                     pass_through, write_output)
 from hpcnet.commands.run import on_the_testbed_named
@@ -66,11 +67,7 @@ def run(args) -> int:
         runner.say('no passed case with performance values: no references written')
         return rc if rc != Exit.OK else Exit.UNDECIDED
     prov = data[references.PROVENANCE]
-    for left in prov.get('left_out') or []:
-        runner.say(f'left out as an outlier: {left}')
-    if prov.get('not_asserted'):
-        runner.say(f'{prov["not_asserted"]} metrics vary more than a reference can bound: recorded '
-             'and compared, not asserted ($not_asserted in the file says why each)')
+    rc = exitcodes.worst(rc, say_what_was_left_out(prov))
     if existing:
         data = refmerge.merge(existing, data)
     text = references.dump(data)
@@ -92,6 +89,26 @@ def run(args) -> int:
     if reference is None or path.resolve() != reference.resolve():
         runner.say(accepted.candidate_note(baseline_id, reference))
     return rc
+
+
+def say_what_was_left_out(prov: dict) -> Exit:
+    '''The outliers, outlying sessions and metrics too noisy to judge of a
+    baseline's provenance, one line each; UNDECIDED where a metric is too
+    noisy to judge, else OK.'''
+    for left in prov.get('left_out') or []:
+        runner.say(f'left out as an outlier: {left}')
+    for left in prov.get('left_out_sessions') or []:
+        runner.say(f'left out an outlying session of {left["metric"]}: ' + left_out_words(
+            (left['session'], left['median'], left['others_median'])))
+    for metric in prov.get('too_noisy') or []:
+        print(f'{TOO_NOISY}: {metric}')
+    if not prov.get('too_noisy'):
+        return Exit.OK
+    # Per metric: the others are bounded and written; the site must not
+    # take a file that cannot fail some of its metrics as a pass.
+    runner.say(f'{len(prov["too_noisy"])} metrics {TOO_NOISY} (each named above): recorded '
+               'and compared, not asserted ($not_asserted in the file says why each)')
+    return Exit.UNDECIDED
 
 
 def add_options(p) -> None:

@@ -22,7 +22,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from hpcnet.acceptance.comparison import metricjudge, statcompare
+from hpcnet.acceptance.comparison import metricjudge, noisy_before, statcompare
 from hpcnet.acceptance.comparison.sides import CompareError, Side, case_key
 from hpcnet.acceptance.references.baseline import measured_cases
 from hpcnet.acceptance.references.casevalues import recorded_values
@@ -184,6 +184,8 @@ class Row:
     changed: tuple
     #: How many samples of each side were withheld and why (withheld_note).
     withheld: str = ''
+    #: The outlying session of the before side left out (noisy_before).
+    left_out: str = ''
 
 
 @dataclass
@@ -240,10 +242,20 @@ def session_medians(side: Side) -> dict:
     """{metric key: [the median of each session of the side that measured
     it fairly]}: how far the metric moved from session to session."""
     medians: dict = {}
-    for report in side.reports:
-        for key, (_, values) in samples(Side(side.spec, [report])).values.items():
-            medians.setdefault(key, []).append(statistics.median(values))
+    for values in per_session(side).values():
+        for key, (_, got) in values.items():
+            medians.setdefault(key, []).append(statistics.median(got))
     return medians
+
+
+def per_session(side: Side) -> dict:
+    """{session: {metric key: (unit, [values])}} of the fair samples of a side."""
+    out: dict = {}
+    for number, report in enumerate(side.reports):
+        name = report.get('session_info', {}).get('uuid') or f'report {number + 1}'
+        out[name if name not in out else f'{name} ({number + 1})'] = \
+            samples(Side(side.spec, [report])).values
+    return out
 
 
 def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = THRESHOLD,
@@ -253,7 +265,7 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
     statcompare.tolerance_of); the environments an upgrade renamed paired
     first (pair_environments, ``pairs`` = --pair OLD=NEW)."""
     s_before, s_after = samples(before), samples(after)
-    moved_before = session_medians(before)
+    screened = noisy_before.screened(per_session(before), threshold)
     renamed = pair_environments(s_before, s_after, pairs)
     measured_before = s_before.keys()
 
@@ -278,9 +290,10 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
         changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
         if key in s_before.values and key in values_after:
             unit = s_before.values[key][0]
-            result = metricjudge.judge(key[0], key[3], s_before.values[key], values_after[key],
-                                       alpha, statcompare.tolerance_of(moved_before.get(key, []),
-                                                                       threshold))
+            result = noisy_before.too_noisy(metricjudge.judge(
+                key[0], key[3], screened.values[key], values_after[key], alpha,
+                statcompare.tolerance_of(screened.medians[key], threshold)),
+                screened.refused.get(key))
             decider = metricjudge.calibrated_counterpart(key, ratios)
             if decider is not None and not link_changed(changed):
                 result = metricjudge.shown_for(result, decider)
@@ -292,7 +305,8 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
                 fair_after=key in values_after,
                 why=_reasons(s_before.why_withheld.get(key, {}), why_after.get(key, {})))
         rows.append(Row(*label, unit, result, changed,
-                        withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {}))))
+                        withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {})),
+                        screened.notes.get(key, '')))
     return Outcome(rows, sorted(measured_before - measured_after),
                    sorted(measured_after - measured_before), renamed)
 

@@ -12,20 +12,32 @@ def table(rows: list) -> str:
     order = {statcompare.Verdict.REGRESSED: 0, statcompare.Verdict.INCONCLUSIVE: 1,
              statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3,
              statcompare.Verdict.SHOWN: 4}
-    lines = [f'{"verdict":12} {"ratio":>7} {"n":>5}  {"test @ partition + environment":60} metric']
+    lines = [f'{"verdict":12} {"ratio":>7} {"n":>5} {"tol":>6}  '
+             f'{"test @ partition + environment":60} metric']
     for row in sorted(rows, key=lambda r: (order[r.result.verdict], r.test, r.partition,
                                            r.environ, r.metric)):
         c = row.result
-        lines.append(f'{c.verdict.upper():12} {c.ratio:7.3f} {c.n_before:>2}+{c.n_after:<2}  '
+        lines.append(f'{c.verdict.upper():12} {c.ratio:7.3f} {c.n_before:>2}+{c.n_after:<2} '
+                     f'{tolerance_words(c):>6}  '
                      f'{row.test + " @" + row.partition + " +" + row.environ:60} '
                      f'{row.metric} [{row.unit}]')
         if c.verdict != statcompare.Verdict.UNCHANGED:
             lines.append(f'{"":28}{c.reason}')
+        if row.left_out:
+            lines.append(f'{"":28}{row.left_out}')
         if row.withheld:
             lines.append(f'{"":28}{row.withheld}')
         if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
             lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
     return '\n'.join(lines)
+
+
+def tolerance_words(result: statcompare.Comparison) -> str:
+    """The tolerance a verdict was judged against: '3.0%'; 'exact' for one
+    decided without one (counts, configured values), '-' for one not compared."""
+    if result.tolerance != result.tolerance:      # NaN
+        return '-' if result.ratio != result.ratio else 'exact'
+    return f'{result.tolerance:.1%}'
 
 
 def _keys_line(what: str, keys: list) -> str:

@@ -15,8 +15,10 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
 
 4. Cap.  A metric needing a tolerance above CAP is not given a reference
    that would accept nearly anything: it goes to the file's `$not_asserted`
-   section with its spread as the reason, so it is recorded and compared
-   (hpcnet compare) but never fails a run.  CAP (0.4) stays clear of the
+   section, "too noisy to judge" with its spread as the reason, so it is
+   recorded and compared (hpcnet compare) but never fails a run; and it is
+   a finding: `hpcnet baseline` names it and exits 3 (not decided), as
+   `hpcnet run` does while the file leaves it so (hpcnet.verdict).  CAP (0.4) stays clear of the
    validation's lower bound of -0.5 (hpcnet.acceptance.references.references.MIN_LOWER).
 
 5. A case judged over iperf3 on its own link (its ``*_over_iperf3``
@@ -55,7 +57,9 @@ from hpcnet.acceptance.references.references import (NOT_ASSERTED, OVER_IPERF3_R
                                                      written_by_baseline)
 from hpcnet.acceptance.references.spread import (EXCURSION_LIMIT, OUTLIER_Z, QUANTA, RUN_ALPHA,
                                                  TOLERANCE_CAP, TOLERANCE_FLOOR, WORST_MARGIN,
-                                                 estimate, fit_prior, outliers, own_spread)
+                                                 estimate, fit_prior, outliers, own_spread,
+                                                 screened_samples)
+from hpcnet.acceptance.references.outlying_sessions import TOO_NOISY
 
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'
@@ -185,6 +189,10 @@ class Baseline:
     unbounded: dict             #: {test: {case pattern: reason}} of the one-sided entries
     left_out: list              #: [{'metric', 'value', 'session', 'run'}]
     measured: dict              #: {test: (index, [index values tuple, ...])}
+    #: [{'metric', 'session', 'median', 'others_median'}]: outlying sessions left out
+    left_out_sessions: list = field(default_factory=list)
+    #: ['<metric>: <why>']: metrics too noisy to judge (a finding: exit 3)
+    too_noisy: list = field(default_factory=list)
 
 
 def _group_of(cls: str, index: list, keys: tuple, unit: str) -> tuple:
@@ -198,10 +206,12 @@ def priors(collected: dict) -> dict:
     for cls, (index, by_key) in collected.items():
         for keys, metrics in by_key.items():
             for samples in metrics.values():
-                out = set(outliers(samples.values, TOLERANCE_FLOOR, samples.sessions))
-                kept = [i for i in range(len(samples.values)) if i not in out]
-                spread = own_spread([samples.values[i] for i in kept],
-                                    [samples.sessions[i] for i in kept])
+                # An outlying session is left out of its group's prior as
+                # of its metric: one noisy night must not widen its neighbours.
+                values, sessions = screened_samples(samples.values, samples.sessions)
+                out = set(outliers(values, TOLERANCE_FLOOR, sessions))
+                kept = [i for i in range(len(values)) if i not in out]
+                spread = own_spread([values[i] for i in kept], [sessions[i] for i in kept])
                 spreads.setdefault(_group_of(cls, index, keys, samples.unit), []).append(spread)
     return {group: fit_prior([s.variance for s in got], [s.dof for s in got])
             for group, got in spreads.items()}
@@ -272,6 +282,8 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
     not_asserted: dict = {}
     unbounded: dict = {}
     left_out: list = []
+    left_out_sessions: list = []
+    too_noisy: list = []
     measured: dict = {}
     collected = collect(reports, tests, declared)
     estimates = shared_estimates(collected, floor)
@@ -284,6 +296,11 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                 name = f'{cls} {entry_path(keys, var)}'
                 left_out += [{'metric': name, 'value': v, 'session': s, 'run': r}
                              for v, s, r in est.left_out]
+                if est.left_out_session:
+                    session, median, others = est.left_out_session
+                    left_out_sessions.append({'metric': name, 'session': session,
+                                              'median': float(f'{median:.6g}'),
+                                              'others_median': float(f'{others:.6g}')})
                 pattern = '/'.join(_literal(k) for k in (*keys, var))
                 if over_iperf3 and var not in over_iperf3:
                     # As compare judges it (metricjudge.calibrated_counterpart).
@@ -299,7 +316,9 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                              f'{TOLERANCE_CAP:.0%} cap' if math.isfinite(est.tolerance)
                              else est.reason)
                     not_asserted.setdefault(cls, {'$index': list(index)})[pattern] = (
-                        f'{SPREAD_REASON}: {needs}: recorded and compared, not asserted')
+                        f'{SPREAD_REASON}: {TOO_NOISY}: {needs}: recorded and compared, not '
+                        'asserted')
+                    too_noisy.append(f'{name}: {needs}')
                     continue
                 leaf = refs.setdefault(cls, {'$index': list(index)})
                 for k in keys:
@@ -309,7 +328,8 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                 if lower is None or upper is None:
                     unbounded.setdefault(cls, {})['/'.join(_literal(k) for k in keys) + '/.*'] = \
                         ONE_SIDED_REASON
-    return Baseline(refs, not_asserted, unbounded, left_out, measured)
+    return Baseline(refs, not_asserted, unbounded, left_out, measured, left_out_sessions,
+                    too_noisy)
 
 
 def references(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = None) -> dict:
@@ -366,12 +386,16 @@ def provenance(reports: list, floor: float = TOLERANCE_FLOOR, measured: Baseline
                       f's: sd of log(session medians), moderated by the metrics of the same test, '
                       f'partition and unit (empirical Bayes, limma squeezeVar); the worse side '
                       f'only; above {TOLERANCE_CAP:g}: not asserted; outliers: |x - median| > '
-                      f'{OUTLIER_Z:g} x 1.4826 MAD'),
+                      f'{OUTLIER_Z:g} x 1.4826 MAD; a session whose median is more than '
+                      f'3.5 modified z-scores (MAD of the session medians) from the others\' '
+                      f'is left out, more than one such: not asserted'),
         'updated': {cls: {'$index': index, 'cases': [entry_path(keys[:-1], keys[-1])
                                                      for keys in cases_]}
                     for cls, (index, cases_) in sorted(b.measured.items())},
         'left_out': b.left_out,
+        'left_out_sessions': b.left_out_sessions,
         'not_asserted': sum(len(v) - ('$index' in v) for v in b.not_asserted.values()),
+        'too_noisy': b.too_noisy,
     }
     if len(set(sessions)) < 2:
         out['note'] = ('one session: the drift between sessions is not measured (the per-run '

@@ -2,6 +2,11 @@
 
 Per metric of a case key:
 
+0. Outlying sessions.  A session whose median is far from the other
+   sessions' (a noisy night, a neighbour's job) is left out whole and named,
+   or, where more than one is, the metric is refused
+   (hpcnet.acceptance.references.outlying_sessions states the rule).
+
 1. Outliers.  A sample farther from the median than OUTLIER_Z robust standard
    deviations (sigma = MAD x 1.4826, scipy's scale='normal') is left out and
    named in the provenance (metric, value, session, run): the Iglewicz-Hoaglin
@@ -47,7 +52,8 @@ Per metric of a case key:
    and a clean run fails none with probability 1 - RUN_ALPHA.
 
 Above TOLERANCE_CAP a metric gets no reference (Estimate.asserted is False):
-hpcnet.acceptance.references.baseline records it as not asserted, with the reason.
+it is too noisy to judge, and hpcnet.acceptance.references.baseline records
+it as not asserted with the reason, and says so (a finding, exit 3).
 """
 from __future__ import annotations
 
@@ -58,6 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
+from hpcnet.acceptance.references.outlying_sessions import MIN_SESSIONS, screen
 from hpcnet.constants import TOLERANCE_CAP, TOLERANCE_FLOOR
 
 #: Modified z-score above which a sample is an outlier (Iglewicz-Hoaglin).
@@ -90,6 +97,9 @@ class Estimate:
     samples: int            #: kept
     sessions: int           #: distinct sessions among the kept samples
     excursions: int = 0     #: outliers on the worse side (a slower mode)
+    #: (session, its median, the other sessions' median) of an outlying
+    #: session left out (outlying_sessions), else None
+    left_out_session: tuple | None = None
 
     @property
     def asserted(self) -> bool:
@@ -264,6 +274,31 @@ def estimate(values: list, sessions: list | None = None, floor: float = TOLERANC
     which side is worse (None: both)."""
     sessions = list(sessions) if sessions is not None else ['?'] * len(values)
     runs = list(runs) if runs is not None else list(range(len(values)))
+    screened = screen(values, sessions, floor)
+    if screened.refused:
+        return Estimate(float(np.median(values)), math.inf, screened.refused, [], len(values),
+                        screened.sessions)
+    values, sessions, runs = ([x[i] for i in screened.kept] for x in (values, sessions, runs))
+    est = _estimate_kept(values, sessions, floor, runs, alpha, prior, higher_is_better)
+    if not est.asserted and math.isfinite(est.tolerance) and screened.sessions < MIN_SESSIONS:
+        est.reason += (f'; {screened.sessions} session(s): too few to tell an outlying session '
+                       f'from a noisy metric ({MIN_SESSIONS} or more do)')
+    est.left_out_session = screened.left_out
+    return est
+
+
+def screened_samples(values: list, sessions: list, floor: float = TOLERANCE_FLOOR) -> tuple:
+    """(values, sessions) of a metric without an outlying session
+    (outlying_sessions.screen); both empty where the screen refuses it."""
+    screened = screen(values, sessions, floor)
+    if screened.refused:
+        return [], []
+    return [values[i] for i in screened.kept], [sessions[i] for i in screened.kept]
+
+
+def _estimate_kept(values: list, sessions: list, floor: float, runs: list, alpha: float,
+                   prior: Prior | None, higher_is_better: bool | None) -> Estimate:
+    """estimate() of the samples its session screen kept."""
     out = set(outliers(values, floor, sessions))
     left_out = [(values[i], sessions[i], runs[i]) for i in sorted(out)]
     kept = [v for i, v in enumerate(values) if i not in out]
