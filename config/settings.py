@@ -1,6 +1,6 @@
 """ReFrame configuration of hpcnet (`reframe -C config/settings.py`).
 
-Loading it calls hpcnet.reframeconfig.configuration(): that runs the site
+Loading it calls hpcnet.siteconfig.reframeconfig.configuration(): that runs the site
 files (config/systems/, HPCNET_SYSTEMS_DIRS), discovers the MPI stacks (a
 file read while its cache holds; the probe says on stderr when it runs),
 creates the reports directory, and stops a session that could not judge
@@ -8,7 +8,7 @@ creates the reports directory, and stops a session that could not judge
 """
 import os
 
-from hpcnet import reframeconfig
+from hpcnet.siteconfig import reframeconfig
 from hpcnet.constants import CHECKS_DIR, DEFAULT_REPORTS_DIR, PERFLOG_DIR
 
 _hpcnet = reframeconfig.configuration()

@@ -33,7 +33,7 @@ from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError
 from hpcnet.paths import InstallationError, installation_problem, work_dir_problem
-from hpcnet.runner import SelectionError
+from hpcnet.session.runner import SelectionError
 from hpcnet.stacks import StackError
 
 #: The module of each command (hpcnet.commands states what each holds), in the order of --help.

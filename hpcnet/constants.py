@@ -136,7 +136,7 @@ KNOWN_ISSUE_RETRIES = 2
 WITHHELD_RETRIES = 2
 #: A baseline's tolerance is never tighter than this (fraction of the median)
 #: unless the system's site file sets its own ``baseline_floor``
-#: (hpcnet.sites; hpcnet.acceptance.references.spread states the tolerance's rule).
+#: (hpcnet.siteconfig.sites; hpcnet.acceptance.references.spread states the tolerance's rule).
 TOLERANCE_FLOOR = 0.03
 #: A tolerance is never wider than this: the metric is not asserted instead.
 TOLERANCE_CAP = 0.4

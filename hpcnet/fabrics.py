@@ -5,7 +5,7 @@
   whether the host probes it, which RDMA link layer it runs on.  The model,
   discovery, the checks, ``site init`` and the metric catalogue read it from
   here; the entries hpcnet ships are at the end of the registry's part, a
-  site file's own are registered by hpcnet.sites.
+  site file's own are registered by hpcnet.siteconfig.sites.
 - **The proof of its use**: the interface counters a job reads before and
   after the benchmark, on every node (:func:`snapshot_command`,
   :func:`link_deltas`).

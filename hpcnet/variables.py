@@ -58,15 +58,15 @@ VARIABLES = (
     Variable(REPORTS_DIR_ENV, '`<work dir>/reports`',
              "moves `reports/` alone (JSON and HTML reports; the tests keep theirs apart); "
              "the configuration's debug log and results database stay in `<work dir>/reports`",
-             'hpcnet/runner.py'),
+             'hpcnet/session/runner.py'),
     Variable(REFERENCE_DIR_ENV, '`reference/` of the suite',
              'reference files are read from, and `hpcnet baseline` writes into, this directory '
              "(a site's own reference repository)",
              'hpcnet/acceptance/references/references.py, '
-             'hpcnet/acceptance/references/baseline.py, hpcnet/runner.py'),
+             'hpcnet/acceptance/references/baseline.py, hpcnet/session/runner.py'),
     Variable(SYSTEMS_DIRS_ENV, 'only `config/systems/`',
              'more directories of site files (colon separated), loaded after `config/systems/`',
-             'hpcnet/sites.py'),
+             'hpcnet/siteconfig/sites.py'),
     Variable(FABRICS_FILE_ENV, '`config/fabrics.yaml` of the suite',
              "the fabric table: a site's own copy, holding the blocks of the fabrics its site "
              'files add (`fabrics`)', 'hpcnet/constants.py'),

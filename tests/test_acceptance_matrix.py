@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers import HPCNET, fault_row, record_fault, report_case, run_hpcnet, wobble, write_report
-from hpcnet import verdict
+from hpcnet.session import verdict
 from hpcnet.checklib import sanity
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.exitcodes import Exit

@@ -13,7 +13,7 @@ from reframe.core.schedulers.slurm import SlurmJobScheduler, _create_nodes
 from hpcnet.checklib import flexnodes
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
 from hpcnet.exitcodes import Exit
-from hpcnet.verdict import summary
+from hpcnet.session.verdict import summary
 
 DATA = Path(__file__).parent / 'data' / 'site-init'
 

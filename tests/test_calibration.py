@@ -10,7 +10,7 @@ import pytest
 
 from helpers import record_fault, report_case
 
-from hpcnet import verdict
+from hpcnet.session import verdict
 from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, qdiscs
 from hpcnet.constants import MEASUREMENT_WITHHELD

@@ -267,7 +267,8 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
     """`hpcnet testbed baseline|accept` bring the testbed up, run the
     command of that name with every ReFrame session inside the head node
     (its prefix and environment) and --system testbed, and bring it down."""
-    from hpcnet import cli, runner, testbed
+    from hpcnet import cli, testbed
+    from hpcnet.session import runner
     from hpcnet.commands import baseline as baseline_command
     from hpcnet.commands import testbed as testbed_command
 

@@ -9,7 +9,8 @@ import sys
 import pytest
 from helpers import hpcnet_in_process
 
-from hpcnet import cli, runner
+from hpcnet import cli
+from hpcnet.session import runner
 from hpcnet.commands.parser import PASSED_THROUGH
 from hpcnet.commands.testbed import parse_on_testbed
 from hpcnet.exitcodes import Exit

@@ -15,7 +15,8 @@ import pytest
 from conftest import env_regex, run_reframe
 from helpers import registered_entry, run_hpcnet, shipped_fabric_table, write_fabric_table
 
-from hpcnet import fabrictable, fabrics, metrics, mpi, sites, stacks
+from hpcnet import fabrictable, fabrics, metrics, mpi, stacks
+from hpcnet.siteconfig import sites
 from hpcnet.checklib import preflight
 from hpcnet.constants import CHECKS_DIR, FABRICS_FILE
 from hpcnet.variables import FABRICS_FILE_ENV, SYSTEMS_DIRS_ENV

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from helpers import record_fault, report_case, run_report, write_report
-from hpcnet import cli, runner, verdict
+from hpcnet import cli
+from hpcnet.session import runner, verdict
 from hpcnet.acceptance.references import references
 from hpcnet.acceptance.references.references import Basis
 from hpcnet.variables import REPORTS_DIR_ENV

@@ -1,11 +1,11 @@
-"""hpcnet.forked: work over the host's cores in forked processes, the same
+"""hpcnet.longwork.forked: work over the host's cores in forked processes, the same
 answers as in this process, errors raised where the caller waits, and no
 lock of the progress line's thread held in a child."""
 import os
 
 import pytest
 
-from hpcnet import forked, progress
+from hpcnet.longwork import forked, progress
 
 
 def _square(x: int) -> int:

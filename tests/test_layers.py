@@ -1,9 +1,12 @@
-"""The layers of hpcnet/, read from the source: discovery (hpcnet.stacks),
+"""The layers of hpcnet/, read from the source: the modules of hpcnet itself
+at the bottom (the constants, the model, the fabric and metric catalogues),
+long work on the host (hpcnet.longwork, a leaf), discovery (hpcnet.stacks),
 what runs inside checks (hpcnet.checklib), what judges sessions after the
-run (hpcnet.acceptance, in wings: WINGS), the MPI family registry (hpcnet.mpi,
-a leaf), the commands on top (hpcnet.commands, one module each, assembled by
-hpcnet.cli) and the lab beside them (hpcnet.testbed), which only commands
-import.
+run (hpcnet.acceptance, in wings: WINGS), a site's configuration
+(hpcnet.siteconfig), a session's run and verdict (hpcnet.session), the MPI
+family registry (hpcnet.mpi, a leaf), the commands on top (hpcnet.commands,
+one module each, assembled by hpcnet.cli) and the lab beside them
+(hpcnet.testbed), which only commands import.
 
 Every ``import`` counts, also one inside a function: an import moved into a
 function to dodge a circle is still a circle. Circles are looked for
@@ -11,8 +14,8 @@ between modules and between packages (a wing of hpcnet.acceptance with all
 its modules is one node, any other subpackage of hpcnet with all its modules
 one, a module of hpcnet itself another).
 
-And the size of the rooms: a package holds at most MAX_PACKAGE_MODULES modules
-and MAX_PACKAGE_LINES lines, a module one job (MAX_LINES), a function one step
+And the size of the rooms: a package (hpcnet itself too) holds at most
+MAX_PACKAGE_MODULES modules and MAX_PACKAGE_LINES lines, a module one job (MAX_LINES), a function one step
 (MAX_FUNCTION_LINES).
 """
 from __future__ import annotations
@@ -29,6 +32,9 @@ CHECKS = PACKAGE.parent / 'checks'
 #: order: a wing imports only the wings before it.
 WINGS = ('hpcnet.acceptance.references', 'hpcnet.acceptance.comparison',
          'hpcnet.acceptance.report', 'hpcnet.acceptance.history')
+#: The packages that hold one job of hpcnet's own each, every one saying its
+#: job and what it may import in its docstring.
+ROOMS = ('hpcnet.longwork', 'hpcnet.siteconfig', 'hpcnet.session')
 #: A package holds a few jobs: a bigger one is split into packages of one job each.
 MAX_PACKAGE_MODULES = 20
 MAX_PACKAGE_LINES = 3000
@@ -152,16 +158,16 @@ def test_cycle_detection_finds_a_circle():
 
 
 def test_package_graph_finds_a_circle_no_module_makes():
-    # references -> runner -> checklib -> references, through two different
+    # references -> session -> checklib -> references, through two different
     # modules of the references wing.
-    modules = {'hpcnet.acceptance.references.accept': {'hpcnet.runner'},
-               'hpcnet.runner': {'hpcnet.checklib.testlib'},
+    modules = {'hpcnet.acceptance.references.accept': {'hpcnet.session.runner'},
+               'hpcnet.session.runner': {'hpcnet.checklib.testlib'},
                'hpcnet.checklib.testlib': {'hpcnet.acceptance.references.references'},
                'hpcnet.acceptance.references.references': {'hpcnet.constants'},
                'hpcnet.constants': set()}
     assert _cycles(modules) == []
     assert _cycles(_package_graph(modules)) == [['hpcnet.acceptance.references', 'hpcnet.checklib',
-                                                 'hpcnet.runner']]
+                                                 'hpcnet.session']]
 
 
 def test_package_graph_finds_a_circle_between_wings():
@@ -194,7 +200,7 @@ def test_the_command_line_assembles_every_command():
 
 
 @pytest.mark.parametrize('package', ['hpcnet.stacks', 'hpcnet.checklib', 'hpcnet.acceptance',
-                                     'hpcnet.commands', *WINGS])
+                                     'hpcnet.commands', *WINGS, *ROOMS])
 def test_layers_are_packages(package):
     assert package in MODULES and MODULES[package].name == '__init__.py'
 
@@ -208,9 +214,9 @@ def test_acceptance_is_its_wings():
     assert GRAPH['hpcnet.acceptance'] == set()
 
 
-@pytest.mark.parametrize('wing', WINGS)
-def test_a_wing_says_what_it_does(wing):
-    assert ast.get_docstring(ast.parse(MODULES[wing].read_text()))
+@pytest.mark.parametrize('package', [*WINGS, *ROOMS])
+def test_a_wing_or_room_says_what_it_does(package):
+    assert ast.get_docstring(ast.parse(MODULES[package].read_text()))
 
 
 def _against_the_order(graph: dict) -> dict:
@@ -257,15 +263,16 @@ def test_the_checks_import_only_the_references_wing_of_acceptance():
     assert {m: i for m, i in wrong.items() if i} == {}
 
 
-def _package_sizes() -> dict:
-    '''{package: (modules, lines)} of every package in hpcnet/ (a directory
-    below it with an __init__.py; hpcnet itself is not one). A package counts
+def _package_sizes(package: Path = PACKAGE) -> dict:
+    '''{package: (modules, lines)} of every package in ``package`` (hpcnet
+    itself and every directory below it with an __init__.py). A package counts
     the .py files directly in its directory, so each subpackage (a wing of
     hpcnet.acceptance) is a package of its own, not part of its parent's count.'''
     sizes = {}
-    for init in sorted(PACKAGE.rglob('*/__init__.py')):
+    for init in sorted(package.rglob('__init__.py')):
         modules = sorted(init.parent.glob('*.py'))
-        sizes[_module_name(init)] = (len(modules),
+        name = '.'.join(init.parent.relative_to(package.parent).parts)
+        sizes[name] = (len(modules),
                                      sum(len(p.read_text().splitlines()) for p in modules))
     return sizes
 
@@ -275,10 +282,26 @@ def test_no_big_package():
     MAX_PACKAGE_LINES lines, counted as _package_sizes counts them: the .py
     files directly in the package's directory.'''
     sizes = _package_sizes()
-    assert 'hpcnet.acceptance.history' in sizes and 'hpcnet' not in sizes
-    big = {p: size for p, size in sizes.items()
-           if size[0] > MAX_PACKAGE_MODULES or size[1] > MAX_PACKAGE_LINES}
-    assert big == {}
+    assert {'hpcnet', 'hpcnet.acceptance.history'} <= set(sizes)
+    assert _big(sizes) == {}
+
+
+def _big(sizes: dict) -> dict:
+    return {p: size for p, size in sizes.items()
+            if size[0] > MAX_PACKAGE_MODULES or size[1] > MAX_PACKAGE_LINES}
+
+
+def test_the_top_level_counts_like_any_package(tmp_path):
+    top = tmp_path / 'hpcnet'
+    (top / 'room').mkdir(parents=True)
+    (top / '__init__.py').write_text('')
+    for i in range(MAX_PACKAGE_MODULES):
+        (top / f'module{i}.py').write_text('x = 1\n')
+    (top / 'room' / '__init__.py').write_text('y = 1\nz = 2\n')
+    sizes = _package_sizes(top)
+    assert sizes == {'hpcnet': (MAX_PACKAGE_MODULES + 1, MAX_PACKAGE_MODULES),
+                     'hpcnet.room': (1, 2)}
+    assert _big(sizes) == {'hpcnet': (MAX_PACKAGE_MODULES + 1, MAX_PACKAGE_MODULES)}
 
 
 def test_compare_and_history_modules_are_short():
@@ -288,6 +311,26 @@ def test_compare_and_history_modules_are_short():
     assert {'hpcnet.acceptance.comparison.compare',
             'hpcnet.acceptance.history.history'} <= set(capped)
     assert {m: n for m, n in capped.items() if n >= MAX_COMPARE_HISTORY_LINES} == {}
+
+
+def test_long_work_is_a_leaf():
+    wrong = {m: sorted(i for i in GRAPH[m] if not _in(i, 'hpcnet.longwork'))
+             for m in GRAPH if _in(m, 'hpcnet.longwork')}
+    assert {m: i for m, i in wrong.items() if i} == {}
+
+
+def test_a_site_configuration_never_imports_a_session_or_a_command():
+    above = ('hpcnet.session', 'hpcnet.commands', 'hpcnet.cli')
+    wrong = {m: sorted(i for i in GRAPH[m] if any(_in(i, a) for a in above))
+             for m in GRAPH if _in(m, 'hpcnet.siteconfig')}
+    assert {m: i for m, i in wrong.items() if i} == {}
+
+
+def test_only_the_commands_run_a_session():
+    wrong = {m: sorted(i for i in GRAPH[m] if _in(i, 'hpcnet.session'))
+             for m in GRAPH if not any(_in(m, p) for p in ('hpcnet.session', 'hpcnet.commands',
+                                                          'hpcnet.cli'))}
+    assert {m: i for m, i in wrong.items() if i} == {}
 
 
 def test_the_product_never_imports_the_lab():
@@ -300,7 +343,7 @@ def test_the_product_never_imports_the_lab():
 
 @pytest.mark.parametrize('module', sorted(m for m in MODULES if _in(m, 'hpcnet.acceptance.report')))
 def test_the_report_names_no_system(module):
-    # A system's own sections come from its site file (hpcnet.sites.REPORT_SECTIONS).
+    # A system's own sections come from its site file (hpcnet.siteconfig.sites.REPORT_SECTIONS).
     assert 'testbed' not in MODULES[module].read_text().lower()
 
 
@@ -348,7 +391,8 @@ def test_constants_imports_no_layer():
     assert GRAPH['hpcnet.constants'] <= {'hpcnet.paths', 'hpcnet.variables'}
 
 
-@pytest.mark.parametrize('module', ['hpcnet.variables', 'hpcnet.reframeargs', 'hpcnet.yamlfile'])
+@pytest.mark.parametrize('module', ['hpcnet.variables', 'hpcnet.siteconfig.reframeargs',
+                                    'hpcnet.yamlfile'])
 def test_leaves_import_nothing_of_hpcnet(module):
     assert GRAPH[module] == set()
 

@@ -14,9 +14,10 @@ import pytest
 from conftest import env_regex
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import progress, reframeoutput
-from hpcnet.progress import phase
-from hpcnet.reframeoutput import ANSI_COLOUR, COLORIZE_ENV, SkipGroups, pass_on
+from hpcnet.longwork import progress
+from hpcnet.session import reframeoutput
+from hpcnet.longwork.progress import phase
+from hpcnet.session.reframeoutput import ANSI_COLOUR, COLORIZE_ENV, SkipGroups, pass_on
 from hpcnet.stacks import lmod, modulecache
 from hpcnet.variables import MODULEPATH_ENV
 

@@ -2,7 +2,7 @@
 when it loads, and sites as files."""
 import pytest
 
-from hpcnet import sites
+from hpcnet.siteconfig import sites
 from hpcnet.constants import CONFIG_DIR, Fabric, PartitionFeature
 from hpcnet.model import ConfigError, Partition, Stack, partition_extras
 

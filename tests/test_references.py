@@ -197,7 +197,7 @@ def _recorded(path: Path) -> set:
 def test_the_catalogue_holds_the_recorded_reports():
     from hpcnet import metrics
     from hpcnet.constants import SYSTEMS_DIR
-    from hpcnet.sites import load_system_files
+    from hpcnet.siteconfig.sites import load_system_files
     kinds = {f'{system["name"]}:{p["name"]}': metrics.PartitionKind.of(p['extras']['fabric'])
              for system in load_system_files(SYSTEMS_DIR) for p in system['partitions']}
     data = Path(__file__).parent / 'data'

@@ -1,12 +1,12 @@
 """config/settings.py is ReFrame's plain dictionary and one call into hpcnet
-(hpcnet.reframeconfig.configuration): short, and without an exit path of its
+(hpcnet.siteconfig.reframeconfig.configuration): short, and without an exit path of its
 own; what stops a session, and what one system needs of ReFrame (a site
 file's `general`), is hpcnet's."""
 import ast
 
 import pytest
 
-from hpcnet import reframeconfig, sites
+from hpcnet.siteconfig import reframeconfig, sites
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.model import ConfigError
 

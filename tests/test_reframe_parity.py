@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import case_verdicts, running_testbed
 
-from hpcnet import runner, stacks
+from hpcnet import stacks
+from hpcnet.session import runner
 from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, CONFIG_DIR, REFRAME_PREFIX
 from hpcnet.paths import PROJECT_ROOT, WORK_DIR
@@ -130,7 +131,7 @@ def test_plain_reframe_refuses_an_environment_pattern_that_selects_nothing(tmp_p
 
 
 def test_hpcnet_run_stages_under_the_prefix_a_site_file_sets(tmp_path, monkeypatch):
-    from hpcnet import runner
+    from hpcnet.session import runner
     from hpcnet.constants import OUTPUT_DIR
     systems = tmp_path / 'sites'
     systems.mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import verdict
+from hpcnet.session import verdict
 from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.acceptance.report import report, reportparts, reportplots
 from hpcnet.commands import report as report_command

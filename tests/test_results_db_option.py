@@ -13,7 +13,8 @@ from helpers import hpcnet_in_process, results_db
 
 from test_history import nights
 
-from hpcnet import cli, runner
+from hpcnet import cli
+from hpcnet.session import runner
 from hpcnet.commands.parser import RESULTS_DB_ENV, RESULTS_DB_HELP
 from hpcnet.commands.testbed import parse_on_testbed
 from hpcnet.exitcodes import Exit

@@ -11,7 +11,7 @@ import json
 import pytest
 from helpers import hpcnet_in_process
 
-from hpcnet import runner
+from hpcnet.session import runner
 from hpcnet.commands import run as run_command
 from hpcnet.exitcodes import Exit
 from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_STATE_DIR_ENV

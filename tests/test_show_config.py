@@ -6,7 +6,8 @@ import re
 
 from helpers import run_hpcnet
 
-from hpcnet import model, sites, variables
+from hpcnet import model, variables
+from hpcnet.siteconfig import sites
 from hpcnet.constants import OUTPUT_DIR, REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 from test_stacks import CC, make_fake_mpi
 
-from hpcnet import fabrictable, model, sites, stacks
+from hpcnet import fabrictable, model, stacks
+from hpcnet.siteconfig import sites
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
 from hpcnet.model import StackChoice
@@ -265,7 +266,7 @@ def test_stacks_of_one_system_say_what_its_site_leaves_out(tmp_path, monkeypatch
 def test_the_system_is_the_last_system_option_as_reframe_reads_it():
     '''hpcnet run, config/settings.py, baseline and accept choose the system
     one way, ReFrame's (its --system keeps the last value).'''
-    from hpcnet.reframeargs import named_system
+    from hpcnet.siteconfig.reframeargs import named_system
     assert named_system(['--system', 'a', '-n', 'x', '--system=b:eth'], {}) == 'b:eth'
     assert named_system(['-n', 'x'], {'RFM_SYSTEM': 'c'}) == 'c'
     assert named_system(['--system', 'a'], {'RFM_SYSTEM': 'c'}) == 'a'

@@ -22,7 +22,7 @@ from conftest import hpcnet_on_head_node, running_testbed
 from helpers import needs_testbed
 
 from hpcnet.exitcodes import Exit
-from hpcnet.sites import load_site_files
+from hpcnet.siteconfig.sites import load_site_files
 
 pytestmark = needs_testbed()
 

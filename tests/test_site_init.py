@@ -12,7 +12,7 @@ from hpcnet.model import ConfigError, PartitionKey
 from hpcnet.exitcodes import Exit
 from hpcnet.siteinit import check, nodes, proposal, slurm
 from hpcnet.siteinit.slurm import SlurmPartition
-from hpcnet.sites import load_site_files
+from hpcnet.siteconfig.sites import load_site_files
 
 DATA = Path(__file__).parent / 'data' / 'site-init'
 
@@ -431,7 +431,7 @@ def test_hostnames_name_every_login_node(monkeypatch, tmp_path, fake_slurm, caps
     '''--hostnames for a cluster of several login nodes: the file ReFrame
     picks on each of them and on no other host; --from the saved outputs
     writes the same file.'''
-    from hpcnet.sites import matching_system
+    from hpcnet.siteconfig.sites import matching_system
     given = ['--hostnames', '^hn[0-9]+$', '--hostnames', '^login-ext$']
     assert _site_init(monkeypatch, tmp_path / 'live', 'day1', *given) == 0, capsys.readouterr()
     live = (tmp_path / 'live' / 'systems' / 'day1.py').read_text()

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcnet import cli, sites, stacks
+from hpcnet import cli, stacks
+from hpcnet.siteconfig import sites
 from hpcnet.constants import SYSTEMS_DIR
 from hpcnet.exitcodes import Exit
 from hpcnet.model import ConfigError

@@ -21,7 +21,7 @@ from conftest import case_verdicts, hpcnet_on_head_node, running_testbed
 from helpers import needs_testbed
 
 from hpcnet.constants import CHECKS_DIR, CONFIG_DIR
-from hpcnet.sites import load_site_files
+from hpcnet.siteconfig.sites import load_site_files
 
 pytestmark = needs_testbed()
 

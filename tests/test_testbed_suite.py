@@ -24,7 +24,7 @@ from hpcnet import testbed as tbm
 from hpcnet.constants import CHECKS_DIR, MEASUREMENT_WITHHELD, SYSTEMS_DIR, P2PMode
 from hpcnet.metrics import CALIBRATED_SUFFIX
 from hpcnet.model import Partition
-from hpcnet.sites import load_site_files
+from hpcnet.siteconfig.sites import load_site_files
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import TESTBED_RATE_ENV
 

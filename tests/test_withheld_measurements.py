@@ -15,7 +15,7 @@ import pytest
 from reframe.core.exceptions import PerformanceError
 
 from helpers import record_fault, report_case, write_report
-from hpcnet import verdict
+from hpcnet.session import verdict
 from hpcnet.acceptance.comparison import compare, comparetext, sides, statcompare
 from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, testlib

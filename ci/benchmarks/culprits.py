@@ -39,8 +39,8 @@ from pathlib import Path
 from hpcnet import argtypes, testbed as tbm
 from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history
-from hpcnet.runner import run_suite
-from hpcnet.verdict import final_cases_of
+from hpcnet.session.runner import run_suite
+from hpcnet.session.verdict import final_cases_of
 
 SCENARIOS = ('node', 'link', 'clean')
 

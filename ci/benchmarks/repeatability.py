@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hpcnet import runner
+from hpcnet.session import runner
 from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history

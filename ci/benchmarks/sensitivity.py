@@ -25,7 +25,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from hpcnet import runner
+from hpcnet.session import runner
 from hpcnet.acceptance.comparison import compare, sides, statcompare
 from hpcnet import testbed as tbm
 from hpcnet.paths import WORK_DIR

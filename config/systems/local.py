@@ -1,5 +1,5 @@
 """`local`: any host, ranks on this machine (the fallback system: its
-hostnames match everything, so hpcnet.sites puts it last).
+hostnames match everything, so hpcnet.siteconfig.sites puts it last).
 
 Two partitions, one per fabric a single host can test: shared memory, and
 TCP over loopback as a one-host stand-in for an Ethernet fabric.
@@ -30,7 +30,7 @@ system = {
     ],
 }
 
-#: ReFrame settings of this system alone (hpcnet.sites.GENERAL): how often
+#: ReFrame settings of this system alone (hpcnet.siteconfig.sites.GENERAL): how often
 #: ReFrame looks whether a job ended.  Its default decays from 10 Hz to
 #: 0.1 Hz, so a case ends up to 10 s late; a local job's status is a
 #: waitpid(), so 10-50 Hz (faster, ReFrame takes the ranks' cores).

@@ -40,20 +40,20 @@ system = {
     ],
 }
 
-#: ReFrame settings of this system alone (hpcnet.sites.GENERAL): how often
+#: ReFrame settings of this system alone (hpcnet.siteconfig.sites.GENERAL): how often
 #: ReFrame asks Slurm whether a job ended.  Its default decays from 10 Hz to
 #: 0.1 Hz, so a case ends up to 10 s late; an sacct call per poll allows
 #: 10 Hz down to 4 Hz (docs/measurements.md, "Where the time goes").
 general = {'poll_rate_max': 10, 'poll_rate_min': 4, 'poll_rate_decay': 0.1}
 
-#: The tightest tolerance `hpcnet baseline` gives this system (hpcnet.sites):
+#: The tightest tolerance `hpcnet baseline` gives this system (hpcnet.siteconfig.sites):
 #: the nodes share the host's cores, so a stall moves a clean run's
 #: calibrated figures by more than the baseline's sessions show
 #: (docs/measurements.md, "A clean run right after a baseline (testbed)").
 baseline_floor = 0.10
 
 #: `hpcnet report` sets the Rocks cluster paper's tables beside this system's
-#: sessions (hpcnet.sites): the paper measured this kind of link, not a site's.
+#: sessions (hpcnet.siteconfig.sites): the paper measured this kind of link, not a site's.
 report_sections = [('The Rocks cluster paper, Tables I-IV', 'paper', paper.report_section)]
 
 if _rdma_device:

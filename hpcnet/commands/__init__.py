@@ -1,7 +1,7 @@
 """The hpcnet commands, one module each (hpcnet.cli assembles them).
 
 A command module holds its command's argument parsing, the sessions it
-runs (hpcnet.runner) and its printing and exit code; what judges, discovers
+runs (hpcnet.session.runner) and its printing and exit code; what judges, discovers
 or probes lives in the packages below, which never import a command:
 
 - ``add_parser(sub)`` registers the subcommand on the subparsers of
@@ -12,6 +12,6 @@ or probes lives in the packages below, which never import a command:
   user is);
 - ``run(args)`` (``run_init`` and ``run_check`` for `site init|check`)
   returns the exit code (hpcnet.exitcodes); a user's error is raised as
-  hpcnet.runner.SelectionError, or another error hpcnet.cli prints as one
+  hpcnet.session.runner.SelectionError, or another error hpcnet.cli prints as one
   line with exit 2.
 """

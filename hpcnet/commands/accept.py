@@ -20,7 +20,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from hpcnet import argtypes, runner, verdict
+from hpcnet import argtypes
+from hpcnet.session import runner, verdict
 from hpcnet.acceptance.comparison import compare, comparetext, sides
 from hpcnet.acceptance.references import references
 from hpcnet.acceptance.report import report as hpcnet_report
@@ -29,8 +30,8 @@ from hpcnet.commands.parser import add_option, add_results_db_option, pass_throu
 from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import WORDS, worst
-from hpcnet.progress import phase
-from hpcnet.reframeargs import named_system
+from hpcnet.longwork.progress import phase
+from hpcnet.siteconfig.reframeargs import named_system
 
 #: Report name of the acceptance runs (reports/accept-latest.json, .html).
 NAME = 'accept'

@@ -6,7 +6,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from hpcnet import argtypes, exitcodes, runner, sites
+from hpcnet import argtypes, exitcodes
+from hpcnet.session import runner
+from hpcnet.siteconfig import sites
 from hpcnet.acceptance.references import accepted, baseline, references, refmerge
 from hpcnet.acceptance.references.outlying_sessions import TOO_NOISY, left_out_words
 from hpcnet.commands.parser import (add_option, add_results_db_option, check_writable,
@@ -16,7 +18,7 @@ from hpcnet.constants import REFERENCE_DIR
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.exitcodes import Exit
-from hpcnet.reframeargs import named_system
+from hpcnet.siteconfig.reframeargs import named_system
 
 
 def run(args) -> int:

@@ -2,11 +2,12 @@
 (one-sided bounds, modes)."""
 from __future__ import annotations
 
-from hpcnet import argtypes, exitcodes, runner
+from hpcnet import argtypes, exitcodes
+from hpcnet.session import runner
 from hpcnet.acceptance.comparison import compare, comparetext, sides
 from hpcnet.commands.parser import add_option, add_results_db_option
 from hpcnet.exitcodes import Exit
-from hpcnet.progress import phase
+from hpcnet.longwork.progress import phase
 
 
 def parse_pairs(specs: list | None) -> dict:

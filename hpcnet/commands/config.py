@@ -1,12 +1,12 @@
 """`hpcnet config [--system S]`: every setting and HPCNET_* variable in force,
-and its source (hpcnet.showconfig)."""
+and its source (hpcnet.siteconfig.showconfig)."""
 from __future__ import annotations
 
 import os
 import socket
 import sys
 
-from hpcnet import showconfig
+from hpcnet.siteconfig import showconfig
 from hpcnet.exitcodes import Exit
 
 

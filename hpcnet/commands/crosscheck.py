@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import argtypes, runner, sites, stacks
+from hpcnet import argtypes, stacks
+from hpcnet.session import runner
+from hpcnet.siteconfig import sites
 from hpcnet.acceptance.references import references
 from hpcnet.commands.parser import pass_through
 from hpcnet.constants import Feature

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import fabrics, fabrictable, model, sites
+from hpcnet import fabrics, fabrictable, model
+from hpcnet.siteconfig import sites
 from hpcnet.constants import FABRICS_FILE
 
 

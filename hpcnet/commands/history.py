@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hpcnet import argtypes, exitcodes, forked, runner
+from hpcnet import argtypes, exitcodes
+from hpcnet.longwork import forked
+from hpcnet.session import runner
 from hpcnet.acceptance.comparison import sides
 from hpcnet.acceptance.history import (history, history_index, history_text, levels, metricindex,
                                        stored_series)
 from hpcnet.acceptance.references import accepted_changes as accepted
 from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.parser import add_option, add_results_db_option, write_output
-from hpcnet.progress import phase
+from hpcnet.longwork.progress import phase
 
 
 def run(args) -> int:

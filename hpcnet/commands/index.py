@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hpcnet import argtypes, runner
+from hpcnet import argtypes
+from hpcnet.session import runner
 from hpcnet.acceptance.history import metricindex
 from hpcnet.commands.parser import add_results_db_option
 

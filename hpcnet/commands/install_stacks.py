@@ -5,8 +5,9 @@ import shutil
 import subprocess
 import sys
 
-from hpcnet import runner, stacks
-from hpcnet.progress import phase
+from hpcnet import stacks
+from hpcnet.session import runner
+from hpcnet.longwork.progress import phase
 from hpcnet.stacks import sources
 
 

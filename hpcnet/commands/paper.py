@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import runner
+from hpcnet.session import runner
 from hpcnet.acceptance.references import references
 from hpcnet.testbed import paper
 

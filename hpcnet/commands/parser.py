@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hpcnet import argtypes
 from hpcnet.exitcodes import Exit
-from hpcnet.runner import SelectionError
+from hpcnet.session.runner import SelectionError
 
 
 class CommandParser(argparse.ArgumentParser):

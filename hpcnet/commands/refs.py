@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcnet import argtypes, runner, sites
+from hpcnet import argtypes
+from hpcnet.session import runner
+from hpcnet.siteconfig import sites
 from hpcnet.acceptance.references import baseline, references
 from hpcnet.commands.parser import check_writable, write_output
 from hpcnet.exitcodes import Exit

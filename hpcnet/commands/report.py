@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpcnet import exitcodes, runner, verdict
+from hpcnet import exitcodes
+from hpcnet.session import runner, verdict
 from hpcnet.acceptance.comparison import compare, sides
 from hpcnet.acceptance.report import report as hpcnet_report
 from hpcnet.commands.compare import compare_sides

@@ -5,10 +5,11 @@ import contextlib
 import os
 import socket
 
-from hpcnet import argtypes, runner
+from hpcnet import argtypes
+from hpcnet.session import runner
 from hpcnet.commands.parser import add_results_db_option, pass_through
 from hpcnet.paths import WORK_DIR
-from hpcnet.reframeargs import is_option, named_system
+from hpcnet.siteconfig.reframeargs import is_option, named_system
 
 #: The system of the testbed's site file (config/systems/testbed.py).
 TESTBED_SYSTEM = 'testbed'

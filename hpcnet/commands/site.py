@@ -20,8 +20,9 @@ from hpcnet.variables import SYSTEMS_DIRS_ENV
 from hpcnet.exitcodes import WORDS, Exit
 from hpcnet.model import ConfigError, PartitionKey
 from hpcnet.siteinit import check, nodes, plan, proposal, slurm
-from hpcnet.sites import (SHIPPED_SYSTEMS, load_site_files, missing_system_directories,
-                          sessions_dir, system_directories)
+from hpcnet.siteconfig.sites import (SHIPPED_SYSTEMS, load_site_files,
+                                     missing_system_directories, sessions_dir,
+                                     system_directories)
 from hpcnet.stacks import modules
 
 

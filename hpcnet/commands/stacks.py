@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpcnet import runner, sites, stacks
+from hpcnet import stacks
+from hpcnet.session import runner
+from hpcnet.siteconfig import sites
 from hpcnet.stacks import modules, spacklock
 
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from hpcnet import runner, testbed
+from hpcnet import testbed
+from hpcnet.session import runner
 from hpcnet.commands import accept, baseline
 from hpcnet.commands import run as run_command
 from hpcnet.commands.parser import CommandParser, add_option, results_db_in_force

@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from hpcnet.progress import phase
+from hpcnet.longwork.progress import phase
 from hpcnet.stacks import lmod, modulenames, modules
 from hpcnet.stacks.candidate import MpiCandidate
 from hpcnet.stacks.lmod import lmod_command, search_path

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcnet import mpi
-from hpcnet.progress import phase
+from hpcnet.longwork.progress import phase
 from hpcnet.stacks.candidate import (KNOWN_TOOLS, TOOL_SUBDIRS, MpiCandidate, StackError, is_elf,
                                      linked_layer, wrapper_compiler)
 from hpcnet.stacks.lmod import (LMOD_COMMANDS, ModuleLoadError, avail, lmod_command,

@@ -62,7 +62,7 @@ def left_out(found: Discovery, sites: list) -> list:
 
 
 def site_environments(found: Discovery, sites: list) -> list:
-    """The ReFrame ``environments`` section for ``sites`` (hpcnet.sites.SiteFile);
+    """The ReFrame ``environments`` section for ``sites`` (hpcnet.siteconfig.sites.SiteFile);
     each partition of theirs that lists no ``environs`` gets every environment
     its site's choice admits that can use its fabric (:func:`left_out` names
     the others), and :data:`BUILTIN_ENV`."""

@@ -103,7 +103,7 @@ def tables(report: dict, paper: dict | None = None) -> str:
 
 def report_section(report: dict) -> str:
     """The tables beside one session in `hpcnet report` (the testbed site
-    file's report_sections, hpcnet.sites.REPORT_SECTIONS); '' where the
+    file's report_sections, hpcnet.siteconfig.sites.REPORT_SECTIONS); '' where the
     session holds none of the runs they compare."""
     try:
         return tables(report)

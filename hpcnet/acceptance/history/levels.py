@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcnet import forked
+from hpcnet.longwork import forked
 from hpcnet.acceptance.comparison import compare, statcompare
 from hpcnet.acceptance.history.binseg import binseg_l1
 from hpcnet.acceptance.history.pooled_outliers import PooledOutliers

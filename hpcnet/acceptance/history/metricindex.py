@@ -44,7 +44,7 @@ from hpcnet.acceptance.references.casevalues import recorded_values
 from hpcnet.acceptance.references.references import reference_dir, withheld, withheld_reason
 from hpcnet.constants import CONFIG_DIR, DEFAULT_REPORTS_DIR
 from hpcnet.paths import reframe_executable
-from hpcnet.progress import progress_line
+from hpcnet.longwork.progress import progress_line
 
 #: The index's schema; an index of another version is rebuilt.
 SCHEMA_VERSION = '1'

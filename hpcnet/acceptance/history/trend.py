@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use('Agg')   # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
-from hpcnet import forked  # noqa: E402
+from hpcnet.longwork import forked  # noqa: E402
 from hpcnet.acceptance.history import history as hist, stored_series  # noqa: E402
 from hpcnet.acceptance.history import history_text as htext  # noqa: E402
 from hpcnet.acceptance.history.levels import Outlier  # noqa: E402

@@ -63,7 +63,7 @@ from hpcnet.acceptance.references.outlying_sessions import TOO_NOISY
 
 #: Session extras key that tags a stored session as a baseline.
 BASELINE_TAG = 'hpcnet_baseline'
-#: Session extras `hpcnet run` stores with every session (hpcnet.runner): what
+#: Session extras `hpcnet run` stores with every session (hpcnet.session.runner): what
 #: no case records, read back by `hpcnet history`.
 SUITE_COMMIT_TAG = 'hpcnet_suite_commit'
 OS_KERNEL_TAG = 'hpcnet_os_kernel'

@@ -6,7 +6,7 @@ cases counted by reason; the verdict matrix cut down to the cells that are
 not plain passes.  Below it, the evidence: message-size curves with their
 spread, the node-pair heatmaps with culprit nodes and links marked and named, collectives, TCP / UDP /
 MPI throughput of one link, the sections a system's site file adds
-(hpcnet.sites.REPORT_SECTIONS), efficiency against the wire, and
+(hpcnet.siteconfig.sites.REPORT_SECTIONS), efficiency against the wire, and
 provenance.  A comparison adds
 before/after curves overlaid with a ratio panel and the verdict table of
 `hpcnet compare`.  A section with nothing to show is left out.
@@ -20,7 +20,7 @@ import datetime
 import re
 from collections import defaultdict
 
-from hpcnet import sites
+from hpcnet.siteconfig import sites
 from hpcnet.acceptance.comparison import comparetext
 from hpcnet.acceptance.comparison.statcompare import Verdict
 from hpcnet.acceptance.references import baseline

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from hpcnet import sites, stacks
+from hpcnet import stacks
 from hpcnet.acceptance.history import metricindex
 from hpcnet.acceptance.references import baseline, references
 from hpcnet.acceptance.report import report as hpcnet_report
@@ -29,11 +29,12 @@ from hpcnet.paths import WORK_DIR
 from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.paths import reframe_executable
-from hpcnet.reframeoutput import passed_on, reframe_environment
-from hpcnet.reframeargs import (display_names_as_patterns, is_option, named_system,
-                                option_values, option_values_removed, unmatched_prgenv)
-from hpcnet.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
-                            final_cases_of, passed_with_measurement_withheld, summary)
+from hpcnet.session.reframeoutput import passed_on, reframe_environment
+from hpcnet.session.verdict import (NOT_FAILED, case_name, case_repeats_of, failed_by_known_issue,
+                                    final_cases_of, passed_with_measurement_withheld, summary)
+from hpcnet.siteconfig import sites
+from hpcnet.siteconfig.reframeargs import (display_names_as_patterns, is_option, named_system,
+                                           option_values, option_values_removed, unmatched_prgenv)
 
 
 def say(msg):
@@ -164,7 +165,7 @@ def _attempts(name: str, key: tuple, tc: dict, allowed: int, where: str, reframe
 
 def _run_reframe(cmd: list, env: dict | None) -> int:
     '''Run ReFrame's ``cmd``, its output passed on fit for a log file
-    (hpcnet.reframeoutput); its exit code.'''
+    (hpcnet.session.reframeoutput); its exit code.'''
     with passed_on() as stdout:
         return subprocess.run(cmd, cwd=WORK_DIR, env=reframe_environment(env, sys.stdout.isatty()),
                               stdout=stdout).returncode
@@ -244,7 +245,7 @@ def run_suite(name: str, reframe_args: list, prefix: list = (), env: dict | None
     '''Run ReFrame (under ``prefix``, e.g. inside a testbed node), keep the
     JSON report as reports/<name>-latest.json, print where things are and
     the closing summary; return the exit code by the contract and the
-    report (SuiteRun).  Every repeat counts (hpcnet.verdict).  Failures are
+    report (SuiteRun).  Every repeat counts (hpcnet.session.verdict).  Failures are
     final, except those a stack's named known issue explains, and a case
     the testbed host was too busy to judge is measured again (why_again()),
     each repeat on its own; a case decided only then is listed as such.

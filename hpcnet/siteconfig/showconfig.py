@@ -10,12 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcnet import sites, stacks, stackvalues
+from hpcnet import stacks, stackvalues
+from hpcnet.siteconfig import sites
 from hpcnet.constants import (DEFAULT_REPORTS_DIR, PERFLOG_DIR, REFERENCE_DIR, REFRAME_PREFIX,
                               SYSTEMS_DIR)
 from hpcnet.paths import DATA_DIR, PROJECT_ROOT, WORK_DIR
 from hpcnet.model import PartitionKey
-from hpcnet.reframeargs import RFM_SYSTEM_ENV
+from hpcnet.siteconfig.reframeargs import RFM_SYSTEM_ENV
 from hpcnet.stacks.modulecache import CACHE_FILE as MODULES_CACHE_FILE
 from hpcnet.variables import (HOME_ENV, REFERENCE_DIR_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV,
                               SYSTEMS_DIRS_ENV, VARIABLES, WORK_DIR_ENV)

@@ -6,7 +6,7 @@ Fork, not spawn: a worker then needs neither to import hpcnet again nor to
 receive the data it reads.  A fork copies no thread but the caller's, and a
 lock another thread held stays held in the child: the one other thread
 hpcnet's commands run while they judge, a phase's progress timer, is held
-still across each fork (hpcnet.progress).
+still across each fork (hpcnet.longwork.progress).
 """
 from __future__ import annotations
 

@@ -22,9 +22,9 @@ from hpcnet.acceptance.references import references
 from hpcnet.constants import DEFAULT_REPORTS_DIR, REFRAME_PREFIX
 from hpcnet.exitcodes import Exit
 from hpcnet.model import ConfigError
-from hpcnet.reframeargs import is_option, named_system, option_values, unmatched_prgenv
-from hpcnet.sites import (load_site_files, selected_site, shares_host_cores, system_directories,
-                          unmatched_host)
+from hpcnet.siteconfig.reframeargs import is_option, named_system, option_values, unmatched_prgenv
+from hpcnet.siteconfig.sites import (load_site_files, selected_site, shares_host_cores,
+                                     system_directories, unmatched_host)
 from hpcnet.stacks import modules
 
 #: ReFrame's options of a session that selects checks: the host must match a
@@ -45,7 +45,7 @@ class ReFrameSites:
     systems: list                 #: ReFrame's ``systems`` section
     environments: list            #: ReFrame's ``environments`` section
     #: ReFrame ``general`` entries of the systems whose site file sets its
-    #: own (hpcnet.sites.GENERAL), each with its ``target_systems``.
+    #: own (hpcnet.siteconfig.sites.GENERAL), each with its ``target_systems``.
     system_general: list
     #: The debug log's file name in the reports directory.
     log_file: str

@@ -59,7 +59,7 @@ _HELD: list = []
 def _hold_for_fork() -> None:
     """No start line is being said while the process forks: a child of a
     fork taken while the timer's thread holds stderr's lock would inherit it
-    held (hpcnet.forked forks while a phase runs)."""
+    held (hpcnet.longwork.forked forks while a phase runs)."""
     _HELD[:] = list(_PENDING)
     for line in _HELD:
         line.lock.acquire()
