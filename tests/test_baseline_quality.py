@@ -16,7 +16,8 @@ import yaml
 
 from helpers import (fault_row, record_fault, report_case, results_db, run_hpcnet, run_report,
                      wobble)
-from hpcnet import cli, runner
+from hpcnet import cli
+from hpcnet.session import runner
 from hpcnet.acceptance.references import references
 from hpcnet.exitcodes import Exit
 from hpcnet.variables import REPORTS_DIR_ENV

@@ -18,7 +18,7 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
    section, "too noisy to judge" with its spread as the reason, so it is
    recorded and compared (hpcnet compare) but never fails a run; and it is
    a finding: `hpcnet baseline` names it and exits 3 (not decided), as
-   `hpcnet run` does while the file leaves it so (hpcnet.verdict).  CAP (0.4) stays clear of the
+   `hpcnet run` does while the file leaves it so (hpcnet.session.verdict).  CAP (0.4) stays clear of the
    validation's lower bound of -0.5 (hpcnet.acceptance.references.references.MIN_LOWER).
 
 5. A case judged over iperf3 on its own link (its ``*_over_iperf3``
