@@ -9,18 +9,29 @@ from hpcnet.commands.parser import check_writable, write_output
 from hpcnet.exitcodes import Exit
 
 
+def validate(files: list) -> int:
+    """One line per file: ok, or what refuses it (the file, the key and what
+    is valid); USAGE where any is refused."""
+    # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
+    if not files:
+        files = references.directory_files()
+    refused = 0
+    for f in files:
+        try:
+            references.load(f)
+        except references.ReferenceFileError as err:
+            refused += 1
+            print(f'refused: {err}')
+            continue
+        print(f'ok: {f}')
+    if refused:
+        runner.say(f'{refused} of {len(files)} reference file(s) refused: a run stops on them')
+    return Exit.USAGE if refused else Exit.OK
+
+
 def run(args) -> int:
     if args.refs_cmd == 'validate':
-        # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
-        if args.files:
-            files = [Path(f) for f in args.files]
-            for f in files:
-                references.load(f)
-        else:
-            files = references.validate_directory()
-        for f in files:
-            print(f'ok: {f}')
-        return Exit.OK
+        return validate([Path(f) for f in args.files])
     if args.output:
         check_writable(Path(args.output), '-o')
     report = references.load_report(Path(args.report))
