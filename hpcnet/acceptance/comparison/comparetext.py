@@ -28,7 +28,7 @@ def table(rows: list, failed_cases: dict | None = None) -> str:
             lines.append(f'{"":28}{row.withheld}')
         failure = failed_cases.get((row.test, row.partition, row.environ.split(' -> ')[-1]))
         if failure:
-            lines.append(f'{"":28}its case FAILED: {failure}')
+            lines.append(f'{"":28}its case FAILED {failure}')
         if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
             lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
     return '\n'.join(lines)
@@ -46,8 +46,8 @@ def text(outcome: Outcome) -> str:
              for (p, old), new in sorted(outcome.pairs.items())]
     failed_cases: dict = {}
     for repeat in outcome.failed_after:
-        failed_cases.setdefault(repeat.case, f'repeat {repeat.repeat} of {repeat.repeats} of '
-                                             f'session {repeat.session} after failed: {repeat.reason}')
+        failed_cases.setdefault(repeat.case, f'in repeat {repeat.repeat} of {repeat.repeats} of '
+                                             f'session {repeat.session} (after): {repeat.reason}')
     lines.append(table(outcome.rows, failed_cases))
     lines += [f'FAILED: {r.describe("after")} (a failed repeat fails its case, whatever its '
               'other repeats measured)' for r in outcome.failed_after]
