@@ -52,28 +52,31 @@ def test_a_reference_that_accepts_anything_is_refused(tmp_path, fault, text, key
     path = tmp_path / 'sys.yaml'
     path.write_text(text)
     res = run_hpcnet('refs', 'validate', str(path))
-    line = fault_row(f'references: {fault} (refs validate)', res, Exit.USAGE, shown='refused: ')
+    line = fault_row(f'references: {fault} (refs validate)', res, Exit.USAGE)
     test = text.split(':', 1)[0]
-    assert line.startswith(f'refused: {path}: {test}.sys:eth') and f'.{key}: ' in line, line
+    assert res.stderr.splitlines() == [line], res.stderr
+    assert line.startswith(f'hpcnet: error: {path}: {test}.sys:eth') and f'.{key}: ' in line, line
     assert says in line and '(valid: ' in line, line
     # The run reads the same directory and stops on it, with the same line.
     with pytest.raises(references.ReferenceFileError) as err:
         references.validate_directory(tmp_path)
-    assert f'refused: {err.value}' == line
+    assert f'hpcnet: error: {err.value}' == line
 
 
 def test_every_refused_file_is_named_and_a_good_one_passes(tmp_path):
-    '''One line a file: the good one ok, each bad one with its reason.'''
+    '''One line a file: the good one ok, each bad one with its reason, then
+    how many were refused.'''
     for name, (_, text, _, _) in zip('ab', REFUSED[:2]):
         (tmp_path / f'{name}.yaml').write_text(text)
     good = tmp_path / 'c.yaml'
     good.write_text(_PREFLIGHT.format(entry='link_errors: [0, 0, 0, count]'))
     res = run_hpcnet('refs', 'validate', *(str(tmp_path / f'{n}.yaml') for n in 'abc'))
     assert res.returncode == Exit.USAGE, res.stdout + res.stderr
-    lines = res.stdout.splitlines()
-    assert [line.split(':', 1)[0] for line in lines] == ['refused', 'refused', 'ok', 'hpcnet'], lines
-    assert lines[2:] == [f'ok: {good}',
-                         'hpcnet: 2 of 3 reference file(s) refused: a run stops on them']
+    assert res.stdout.splitlines() == [f'ok: {good}']
+    errors = res.stderr.splitlines()
+    assert [e.startswith(f'hpcnet: error: {tmp_path / n}.yaml: ')
+            for e, n in zip(errors, 'ab')] == [True, True], errors
+    assert errors[2:] == ['hpcnet: 2 of 3 reference files refused: a run stops on them'], errors
 
 
 HEALTHY = [

@@ -1,6 +1,7 @@
 """`hpcnet refs validate|generate`: reference files."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from hpcnet import argtypes, runner, sites
@@ -10,8 +11,8 @@ from hpcnet.exitcodes import Exit
 
 
 def validate(files: list) -> int:
-    """One line per file: ok, or what refuses it (the file, the key and what
-    is valid); USAGE where any is refused."""
+    """One line per file: ok on stdout, or on stderr what refuses it (the
+    file, the key and what is valid); USAGE where any is refused."""
     # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
     if not files:
         files = references.directory_files()
@@ -21,11 +22,12 @@ def validate(files: list) -> int:
             references.load(f)
         except references.ReferenceFileError as err:
             refused += 1
-            print(f'refused: {err}')
+            print(f'hpcnet: error: {err}', file=sys.stderr)
             continue
         print(f'ok: {f}')
-    if refused:
-        runner.say(f'{refused} of {len(files)} reference file(s) refused: a run stops on them')
+    if refused and len(files) > 1:
+        print(f'hpcnet: {refused} of {len(files)} reference files refused: a run stops on them',
+              file=sys.stderr)
     return Exit.USAGE if refused else Exit.OK
 
 
