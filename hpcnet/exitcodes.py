@@ -1,6 +1,6 @@
 """The exit-code contract of `hpcnet run`, `baseline`, `compare`, `accept`,
-`history` and `site check` (docs/developing.md, "Exit codes"): one meaning per code, as pytest
-documents its own.
+`history`, `report` and `site check` (docs/developing.md, "Exit codes"): one meaning per code,
+as pytest documents its own; a command that prints a verdict exits with it.
 
 A command that decides nothing never exits OK: "not decided" is its own
 code, so a nightly job cannot mistake "no data" for "no regression".

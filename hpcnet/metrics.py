@@ -345,3 +345,62 @@ def conversion(from_unit: str, to_unit: str) -> float:
                         f'times {", ".join(u for u, q in _UNITS.items() if q[0] == "time")}; '
                         f'data rates {", ".join(u for u, q in _UNITS.items() if q[0] != "time")})')
     return source[1] / target[1]
+
+
+@dataclass(frozen=True)
+class UnitLimits:
+    '''What a reference value in a unit can be, each limit with its reason.
+    No unit of the suite measures a negative value (a time, a rate, a
+    count, a ratio of two rates or times, a percentage, a size).'''
+    #: The largest value a reference may hold: above it, no measurement of this suite.
+    most: float
+    most_reason: str
+    #: The widest absolute threshold of a reference of 0 (ReFrame reads a
+    #: zero reference's thresholds as absolute values); None: no metric in
+    #: this unit has a reference of 0.
+    zero_slack: float | None = None
+    zero_slack_reason: str = ''
+
+
+_TEN_TB_PER_S = ('no link or memory a pair of ranks shares moves 10 TB/s (NDR InfiniBand: '
+                 '50 GB/s; a socket\'s memory: a few hundred GB/s)')
+
+UNIT_LIMITS = {
+    Unit.US: UnitLimits(
+        1e5, 'small messages and round trips take microseconds to milliseconds, never a '
+             'tenth of a second',
+        10.0, 'a 0 is the fast path IMB prints as 0.00; 10 us more is a trip through a '
+              'network stack, not the fast path'),
+    Unit.MBPS: UnitLimits(1e7, _TEN_TB_PER_S),
+    Unit.MBIT: UnitLimits(8e7, _TEN_TB_PER_S),
+    Unit.MSG_RATE: UnitLimits(1e10, 'a NIC posts a few hundred million messages a '
+                                    'second, shared memory a few billion, none ten billion'),
+    Unit.RATIO: UnitLimits(100.0, 'two measurements of one quantity 100 times apart are a '
+                                  'broken measurement, not a reference'),
+    Unit.COUNT: UnitLimits(
+        1e6, 'a million errors, drops or culprits in one case is a broken counter',
+        10.0, 'more than 10 errors, drops or culprits in one case where a healthy one has none '
+              'is a fault, not noise'),
+    Unit.BYTES: UnitLimits(65536.0, 'an MTU is at most 65,536 bytes (the loopback\'s)'),
+    Unit.LOST_PCT: UnitLimits(
+        100.0, 'a share is at most 100 %',
+        1.0, 'losing more than 1 % of the datagrams of a paced rate the link carries is a '
+             'fault (the check\'s own sanity fails above 0.1 %)'),
+    Unit.OVERLAP_PCT: UnitLimits(100.0, 'a share is at most 100 %'),
+}
+
+#: Collective times grow with the partition: an alltoall of 1 MiB per rank
+#: over 4,096 Gigabit Ethernet nodes moves 4 GiB per node, ~37 s.
+COLLECTIVE_QUANTITIES = ('avg', 'max', 'overall', 'pure')
+COLLECTIVE_MOST_US = 6e7
+COLLECTIVE_MOST_REASON = ('an alltoall of 1 MiB per rank over 4,096 Gigabit Ethernet nodes '
+                          'takes ~37 s, no collective of the suite a minute')
+
+
+def most(entry: Metric) -> tuple:
+    '''(the largest value a reference of ``entry`` may hold, why); (None,
+    '') for a unit without limits.'''
+    if entry.unit == Unit.US and entry.quantity in COLLECTIVE_QUANTITIES:
+        return COLLECTIVE_MOST_US, COLLECTIVE_MOST_REASON
+    limits = UNIT_LIMITS.get(entry.unit)
+    return (limits.most, limits.most_reason) if limits else (None, '')

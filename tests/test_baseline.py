@@ -379,10 +379,10 @@ def test_merge_replaces_only_what_the_baseline_measured():
             'hpcnet_p2p': {'$index': ['$partition', '$environ', 'mode'],
                            'cases': ['local:tcp/gcc12-openmpi4/bw', 'local:tcp/gcc12-mpich4/bw']}}},
         'hpcnet_p2p': {'$index': ['$partition', '$environ', 'mode'], 'local:tcp': {
-            'gcc12-openmpi4': {'bw': {'bandwidth_4MiB': [900.0, -0.1, 0.1, 'MB/s']}},
-            'gcc12-mpich4': {'bw': {'bandwidth_4MiB': [800.0, -0.1, 0.1, 'MB/s']}}},
-            'local:shm': {'.*': {'bw': {'bandwidth_4MiB': [5000.0, -0.1, 0.1, 'MB/s']}}}},
-        'hpcnet_iperf3': {'local:tcp': {'throughput': [1000.0, -0.1, 0.1, 'MB/s']}},
+            'gcc12-openmpi4': {'bw': {'bandwidth_4MiB': [900.0, -0.1, 0.5, 'MB/s']}},
+            'gcc12-mpich4': {'bw': {'bandwidth_4MiB': [800.0, -0.1, 0.5, 'MB/s']}}},
+            'local:shm': {'.*': {'bw': {'bandwidth_4MiB': [5000.0, -0.1, 0.5, 'MB/s']}}}},
+        'hpcnet_iperf3': {'local:tcp': {'throughput': [1000.0, -0.1, 0.5, 'MB/s']}},
         references.NOT_ASSERTED: {
             'hpcnet_p2p': {'local:tcp/.*/latency_.*': "the site's own reason",
                            'local:tcp/gcc12-openmpi4/bw/bandwidth_1MiB': 'baseline spread: old',

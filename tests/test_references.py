@@ -225,11 +225,11 @@ def test_the_catalogue_holds_the_recorded_reports():
 
 def test_validate_directory_checks_the_directory_the_run_reads(tmp_path, monkeypatch):
     (tmp_path / 'a.yaml').write_text((DATA / 'valid.yaml').read_text())
-    (tmp_path / 'b.yaml').write_text('hpcnet_iperf3:\n  x:y:\n    throughput: [100, -0.1, 0.1, MB/s]\n')
+    (tmp_path / 'b.yaml').write_text('hpcnet_iperf3:\n  x:y:\n    throughput: [100, -0.1, 0.5, MB/s]\n')
     monkeypatch.setenv('HPCNET_REFERENCE_DIR', str(tmp_path))
     assert references.validate_directory() == [tmp_path / 'a.yaml', tmp_path / 'b.yaml']
     assert references.validate_directory(REFERENCE_DIR) == sorted(REFERENCE_DIR.glob('*.yaml'))
-    (tmp_path / 'c.yaml').write_text('hpcnet_iperf3:\n  x:y:\n    thruput: [100, -0.1, 0.1, MB/s]\n')
+    (tmp_path / 'c.yaml').write_text('hpcnet_iperf3:\n  x:y:\n    thruput: [100, -0.1, 0.5, MB/s]\n')
     with pytest.raises(references.ReferenceFileError, match=r"c\.yaml: hpcnet_iperf3\.x:y\.thruput: "
                                                          r"unknown performance variable"):
         references.validate_directory()
@@ -271,7 +271,7 @@ def test_references_only_when_the_system_has_a_file(tmp_path):
 def test_index_typo_fails_naming_what_the_check_declares(tmp_path):
     (tmp_path / 'sys.yaml').write_text(
         'hpcnet_p2p:\n  $index: [$partition, mpi_famly, mode]\n  local:tcp:\n    .*:\n'
-        '      bw:\n        bandwidth_4MiB: [1, -0.1, 0.1, MB/s]\n')
+        '      bw:\n        bandwidth_4MiB: [1, -0.1, 0.5, MB/s]\n')
     with pytest.raises(references.ReferenceFileError,
                        match=r"hpcnet_p2p.\$index is \['\$partition', 'mpi_famly', 'mode'\] but the "
                              r"check is indexed by \['\$partition', 'mpi_family', 'mode'\]"):

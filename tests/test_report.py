@@ -175,7 +175,9 @@ def test_hpcnet_report_names_its_page_after_what_it_renders(tmp_path, monkeypatc
     for sessions, name in (([], 'latest.html'), ([str(tmp_path / 'latest.json')], 'latest.html'),
                            ([str(RECORDED)], 'report-dda084f9.html')):
         args = argparse.Namespace(sessions=sessions, compare=None, output=None)
-        assert report_command.run(args) == 0
+        # It exits with the verdict it prints: the recorded run's.
+        assert report_command.run(args) == verdict.reports_summary([json.loads(
+            RECORDED.read_text())])[1]
         assert f'HTML report: {tmp_path / name}' in capsys.readouterr().out
         assert (tmp_path / name).read_text() == 'page'
     assert sorted(p.name for p in tmp_path.glob('*.html')) == ['latest.html',

@@ -1,6 +1,7 @@
 """`hpcnet refs validate|generate`: reference files."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from hpcnet import argtypes
@@ -11,18 +12,30 @@ from hpcnet.commands.parser import check_writable, write_output
 from hpcnet.exitcodes import Exit
 
 
+def validate(files: list) -> int:
+    """One line per file: ok on stdout, or on stderr what refuses it (the
+    file, the key and what is valid); USAGE where any is refused."""
+    # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
+    if not files:
+        files = references.directory_files()
+    refused = 0
+    for f in files:
+        try:
+            references.load(f)
+        except references.ReferenceFileError as err:
+            refused += 1
+            print(f'hpcnet: error: {err}', file=sys.stderr)
+            continue
+        print(f'ok: {f}')
+    if refused and len(files) > 1:
+        print(f'hpcnet: {refused} of {len(files)} reference files refused: a run stops on them',
+              file=sys.stderr)
+    return Exit.USAGE if refused else Exit.OK
+
+
 def run(args) -> int:
     if args.refs_cmd == 'validate':
-        # With no file: the directory the run will read (HPCNET_REFERENCE_DIR).
-        if args.files:
-            files = [Path(f) for f in args.files]
-            for f in files:
-                references.load(f)
-        else:
-            files = references.validate_directory()
-        for f in files:
-            print(f'ok: {f}')
-        return Exit.OK
+        return validate([Path(f) for f in args.files])
     if args.output:
         check_writable(Path(args.output), '-o')
     report = references.load_report(Path(args.report))

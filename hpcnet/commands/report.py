@@ -17,7 +17,9 @@ def run(args) -> int:
     comparison, with the verdict `hpcnet run` or `hpcnet compare` gives
     them.  Without -o it goes beside the reports under a name of its own, so
     no page overwrites another: latest.html for the latest run (the page
-    that run wrote), report-<first session>.html, compare-<before>-<after>.html.'''
+    that run wrote), report-<first session>.html, compare-<before>-<after>.html.
+    It exits with the verdict it prints (hpcnet.exitcodes): a page that says
+    FAILED is a failed command, so a job that only renders still sees it.'''
     latest = runner.reports_dir() / 'latest.json'
     try:
         if args.compare:
@@ -28,13 +30,14 @@ def run(args) -> int:
                 title=f'hpcnet compare {args.compare[0]} {args.compare[1]}',
                 verdict=f'{exitcodes.WORDS[outcome.exit_code]}: {outcome.summary()}',
                 comparison_of=(outcome, before, after))
+            code = outcome.exit_code
             name = f'compare-{before.sessions[0][:8]}-{after.sessions[0][:8]}.html'
         else:
             specs = args.sessions or [str(latest)]
             loaded = [sides.load_side(x) for x in specs]
             reports = [r for side in loaded for r in side.reports]
             retried = set().union(*(hpcnet_report.retried_keys(r) for r in reports))
-            lines, _ = verdict.reports_summary(reports)
+            lines, code = verdict.reports_summary(reports)
             page = hpcnet_report.render(reports, retried, verdict=lines[-1],
                                         title='hpcnet ' + ' '.join(s.spec for s in loaded))
             name = ('latest.html' if [Path(s).resolve() for s in specs] == [latest.resolve()]
@@ -52,11 +55,14 @@ def run(args) -> int:
     output = Path(args.output) if args.output else runner.reports_dir() / name
     write_output(page, output, '-o', 'report')
     runner.say(f'HTML report: {output}')
-    return 0
+    runner.say(f'{exitcodes.WORDS[code]}: exit code {int(code)}')
+    return code
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison')
+    p = sub.add_parser('report', help='one self-contained HTML page of sessions or a comparison; '
+                                      'exits with the verdict it prints (0 PASSED, 1 FAILED, '
+                                      '3 NOT DECIDED)')
     p.add_argument('sessions', nargs='*', help='reports or stored sessions (default: the latest run)')
     p.add_argument('--compare', nargs=2, metavar=('BEFORE', 'AFTER'),
                    help='a before/after page of two sides, as `hpcnet compare` takes them')

@@ -22,7 +22,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from hpcnet.acceptance.comparison import metricjudge, noisy_before, statcompare
+from hpcnet.acceptance.comparison import failedrepeats, metricjudge, noisy_before, statcompare
 from hpcnet.acceptance.comparison.sides import CompareError, Side, case_key
 from hpcnet.acceptance.references.baseline import measured_cases
 from hpcnet.acceptance.references.casevalues import recorded_values
@@ -199,13 +199,19 @@ class Outcome:
     only_after: list = field(default_factory=list)
     #: {(partition, old environment): new environment} paired across an upgrade.
     pairs: dict = field(default_factory=dict)
+    #: Repeats of the after side that failed (failedrepeats.FailedRepeat):
+    #: each fails its case, whatever its other repeats measured.
+    failed_after: list = field(default_factory=list)
+    #: Repeats of the before side that failed: named, their case's samples
+    #: taken from its other repeats.
+    failed_before: list = field(default_factory=list)
 
     def count(self, verdict: str) -> int:
         return sum(r.result.verdict == verdict for r in self.rows)
 
     @property
     def exit_code(self) -> Exit:
-        if self.count(statcompare.Verdict.REGRESSED) or self.missing_after:
+        if self.count(statcompare.Verdict.REGRESSED) or self.missing_after or self.failed_after:
             return Exit.FAILED
         if (not self.rows or self.only_after
                 or self.count(statcompare.Verdict.INCONCLUSIVE)):
@@ -231,6 +237,7 @@ class Outcome:
         """One line: the counts, then the verdict in the contract's words."""
         v = statcompare.Verdict
         parts = [f'{self.count(v.REGRESSED)} regressed', f'{len(self.missing_after)} missing after',
+                 *([f'{len(self.failed_after)} failed repeat(s) after'] if self.failed_after else []),
                  f'{self.count(v.INCONCLUSIVE)} not decided', f'{len(self.only_after)} only after',
                  f'{self.count(v.UNCHANGED)} unchanged', f'{self.count(v.IMPROVED)} improved']
         if self.count(v.SHOWN):
@@ -308,7 +315,8 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
                         withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {})),
                         screened.notes.get(key, '')))
     return Outcome(rows, sorted(measured_before - measured_after),
-                   sorted(measured_after - measured_before), renamed)
+                   sorted(measured_after - measured_before), renamed,
+                   failedrepeats.of_side(after), failedrepeats.of_side(before))
 
 
 def _reasons(*sides: dict) -> str:

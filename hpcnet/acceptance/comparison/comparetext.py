@@ -7,8 +7,11 @@ from hpcnet.acceptance.comparison import statcompare
 from hpcnet.acceptance.comparison.compare import Outcome
 
 
-def table(rows: list) -> str:
-    """The verdict table, regressions first; what changed under each."""
+def table(rows: list, failed_cases: dict | None = None) -> str:
+    """The verdict table, regressions first; what changed under each; under
+    each metric of a case with a failed repeat after (``failed_cases``:
+    {(test, partition, environment): what failed}), that repeat."""
+    failed_cases = failed_cases or {}
     order = {statcompare.Verdict.REGRESSED: 0, statcompare.Verdict.INCONCLUSIVE: 1,
              statcompare.Verdict.IMPROVED: 2, statcompare.Verdict.UNCHANGED: 3,
              statcompare.Verdict.SHOWN: 4}
@@ -27,6 +30,9 @@ def table(rows: list) -> str:
             lines.append(f'{"":28}{row.left_out}')
         if row.withheld:
             lines.append(f'{"":28}{row.withheld}')
+        failure = failed_cases.get((row.test, row.partition, row.environ.split(' -> ')[-1]))
+        if failure:
+            lines.append(f'{"":28}its case FAILED {failure}')
         if c.verdict == statcompare.Verdict.REGRESSED and row.changed:
             lines.append(f'{"":28}what changed: ' + ' | '.join(row.changed))
     return '\n'.join(lines)
@@ -50,7 +56,15 @@ def text(outcome: Outcome) -> str:
     missing after (failures) and what only the after side has."""
     lines = [f'environment renamed by the upgrade, paired: {p} {old} -> {new}'
              for (p, old), new in sorted(outcome.pairs.items())]
-    lines.append(table(outcome.rows))
+    failed_cases: dict = {}
+    for repeat in outcome.failed_after:
+        failed_cases.setdefault(repeat.case, f'in repeat {repeat.repeat} of {repeat.repeats} of '
+                                             f'session {repeat.session} (after): {repeat.reason}')
+    lines.append(table(outcome.rows, failed_cases))
+    lines += [f'FAILED: {r.describe("after")} (a failed repeat fails its case, whatever its '
+              'other repeats measured)' for r in outcome.failed_after]
+    lines += [f'left out: {r.describe("before")} (no figures: its case\'s samples before are '
+              'its other repeats)' for r in outcome.failed_before]
     if outcome.missing_after:
         lines.append('FAILED: ' + _keys_line('measured before, missing after', outcome.missing_after)
                      + ' (the case failed or did not run; an environment renamed ambiguously '

@@ -34,7 +34,10 @@ Besides the schema, a reference must be able to fail a broken system:
   reference's unit is its metric's: the metric catalogue (hpcnet.metrics)
   says both, so a typo fails instead of silently never applying, and a
   value in Gbit/s is not held against figures in MB/s (ReFrame compares the
-  numbers and never the units).
+  numbers and never the units); so every reference names its unit;
+- its value is one a measurement of its metric can give, and its bounds
+  leave a metric better higher room to improve
+  (hpcnet.acceptance.references.plausible says each rule and its reason).
 """
 from __future__ import annotations
 
@@ -48,6 +51,7 @@ from pathlib import Path
 import yaml
 
 from hpcnet import metrics
+from hpcnet.acceptance.references import plausible
 from hpcnet.constants import MEASUREMENT_WITHHELD, REFERENCE_DIR
 from hpcnet.variables import REFERENCE_DIR_ENV
 from hpcnet.yamlfile import YamlFileError, load_yaml
@@ -90,7 +94,7 @@ def _check_by_catalogue(path, key, val, entry: metrics.Metric | None) -> None:
     if entry is None:
         return
     name = key.rsplit('.', 1)[-1]
-    if len(val) == 4 and val[3] is not None and val[3] != entry.unit:
+    if val[3] != entry.unit:
         _fail(path, key, f'unit {val[3]!r} is not the unit of {name} (valid: {entry.unit}, as the '
                          'check reports it; ReFrame compares the numbers, never the units)')
     for side in _worse_sides(entry):
@@ -111,6 +115,10 @@ def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None, entry=
     if not isinstance(val, list) or len(val) not in (3, 4):
         _fail(path, key, f'{val!r} is not a reference: valid is [value, lower, upper, unit] '
                          '(lower/upper are fractions such as -0.1, 0.1, or null)')
+    if len(val) == 3 or val[3] is None:
+        _fail(path, key, f'{val!r} has no unit (valid: [value, lower, upper, unit], the unit '
+                         + (f'{entry.unit}, ' if entry is not None else '')
+                         + 'as the check reports it: ReFrame compares the numbers, never the units)')
     value, lower, upper = val[:3]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         _fail(path, key, f'reference value {value!r} is not a finite number')
@@ -130,7 +138,7 @@ def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None, entry=
                                  f'bound (valid: {f"{MIN_LOWER} < lower <= 0" if sign < 0 else "upper >= 0"}) '
                                  f"or name the entry in {UNBOUNDED} with why no bound is needed")
             continue
-        if value != 0 and thr * sign < 0:
+        if thr * sign < 0:
             _fail(path, key, f'{name} threshold {thr} has the wrong sign '
                              f'(valid: {"<= 0" if sign < 0 else ">= 0"}, a fraction of the value)')
         # A zero reference has absolute thresholds (ReFrame): no fraction applies.
@@ -142,8 +150,11 @@ def _check_reftuple(path, key, val, perfvars=None, unbounded_reason=None, entry=
             _fail(path, key, f'upper threshold {thr:g} accepts {1 + thr:.0%} of the value, no bound '
                              f'at all (valid: 0 <= upper < {MAX_UPPER:g}; a metric that varies '
                              f'more belongs in {NOT_ASSERTED} with its reason)')
-    if len(val) == 4 and val[3] is not None and not isinstance(val[3], str):
+    if not isinstance(val[3], str):
         _fail(path, key, f'unit {val[3]!r} is not a string')
+    found = None if entry is None else plausible.problem(key.rsplit('.', 1)[-1], val, entry)
+    if found:
+        _fail(path, key, found)
 
 
 def _pattern(perfvar) -> str:
@@ -355,11 +366,11 @@ def reference_dir() -> Path:
     return Path(os.environ.get(REFERENCE_DIR_ENV) or REFERENCE_DIR)
 
 
-def validate_directory(path: Path | None = None) -> list:
-    """Validate every ``*.yaml`` of a reference directory (default: the one a
-    run reads, reference_dir()); the files checked, sorted.  The first problem
-    is a ReferenceFileError naming file and key; a missing directory is one
-    too (a run would judge nothing)."""
+def directory_files(path: Path | None = None) -> list:
+    """The ``*.yaml`` of a reference directory (default: the one a run
+    reads, reference_dir()), sorted; a missing directory, or a ``.yml`` file
+    a run would not read, is a ReferenceFileError (a run would judge nothing
+    of it)."""
     path = Path(path) if path is not None else reference_dir()
     if not path.is_dir():
         raise ReferenceFileError(f'{path}: not a directory (valid: a directory of '
@@ -368,7 +379,13 @@ def validate_directory(path: Path | None = None) -> list:
     if unread:
         raise ReferenceFileError(f'{unread[0]}: not read (valid: a reference file is '
                                  f'<system>.yaml; rename it to {unread[0].stem}.yaml)')
-    files = sorted(path.glob('*.yaml'))
+    return sorted(path.glob('*.yaml'))
+
+
+def validate_directory(path: Path | None = None) -> list:
+    """Validate every file of directory_files(path); the files checked.
+    The first problem is a ReferenceFileError naming file and key."""
+    files = directory_files(path)
     for f in files:
         load(f)
     return files
