@@ -86,17 +86,19 @@ def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: 
     if entry.better == metrics.Better.NONE:
         return _compare_exact(before, after)
     higher_better = entry.better == metrics.Better.HIGHER
-    tolerance = print_floor(tolerance, before, after)
+    step = spread.print_step(before + after)
     if judged_by_repeats(entry):
-        return countjudge.compare_counts(before, after, higher_better=higher_better,
-                                         tolerance=tolerance, alpha=alpha)
+        return countjudge.compare_counts(
+            before, after, higher_better=higher_better, alpha=alpha,
+            tolerance=print_floor(tolerance, step, statistics.median(before)))
     negative = [v for v in before + after if v < 0]
     if negative:
         return _not_compared(before, after, f'{negative[0]:g} {entry.unit}: a negative figure '
                                             f'is not a measurement of {metric}')
-    before, after = floored_zeros(before, after)
-    return statcompare.compare_samples(before, after, higher_better=higher_better,
-                                       alpha=alpha, tolerance=tolerance)
+    before, after = floored_zeros(before, after, step)
+    return statcompare.compare_samples(
+        before, after, higher_better=higher_better, alpha=alpha,
+        tolerance=print_floor(tolerance, step, statistics.median(before)))
 
 
 def judged_by_repeats(entry: metrics.Metric) -> bool:
@@ -107,16 +109,14 @@ def judged_by_repeats(entry: metrics.Metric) -> bool:
                                                 and entry.can_be_zero)
 
 
-def print_floor(tolerance: statcompare.Tolerance, before: list,
-                after: list) -> statcompare.Tolerance:
-    """``tolerance``, at least spread.QUANTA steps of the figures as printed
-    (spread.print_step of both sides' samples) over the median before, at
+def print_floor(tolerance: statcompare.Tolerance, step: float,
+                median_before: float) -> statcompare.Tolerance:
+    """``tolerance``, at least spread.QUANTA print steps (``step``:
+    spread.print_step of both sides' samples) over the median before, at
     most TOLERANCE_CAP: a move of a print step or two is rounding."""
-    step = spread.print_step(before + after)
-    median_before = abs(statistics.median(before)) if before else 0.0
     if not step or not median_before:
         return tolerance
-    quanta = spread.QUANTA * step / median_before
+    quanta = spread.QUANTA * step / abs(median_before)
     if quanta <= tolerance.fraction:
         return tolerance
     words = f'{spread.QUANTA} print steps of {step:g}'
@@ -125,16 +125,15 @@ def print_floor(tolerance: statcompare.Tolerance, before: list,
     return statcompare.Tolerance(quanta, words)
 
 
-def floored_zeros(before: list, after: list) -> tuple:
-    """(before, after) with each zero at half the print step of their
-    samples (the largest value a benchmark prints as 0), or, where they
-    show no print step, at half their smallest nonzero value.  The rank
-    rule sees a zero as the lowest value whatever it is set to; the value
-    only bounds how far the shift bounds reach."""
+def floored_zeros(before: list, after: list, step: float) -> tuple:
+    """(before, after) with each zero at half the print step ``step`` (the
+    largest value a benchmark prints as 0), or, where the samples show no
+    print step, at half their smallest nonzero value.  The rank rule sees a
+    zero as the lowest value whatever it is set to; the value only bounds
+    how far the shift bounds reach."""
     if min(before + after) > 0:
         return before, after
-    positive = [v for v in before + after if v > 0]
-    floor = (spread.print_step(before + after) or min(positive, default=1.0)) / 2
+    floor = (step or min((v for v in before + after if v > 0), default=1.0)) / 2
     return [v or floor for v in before], [v or floor for v in after]
 
 

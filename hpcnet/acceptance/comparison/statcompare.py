@@ -356,8 +356,9 @@ def _grown_mode(before: list, after: list, higher_better: bool, tolerance: float
     if p >= alpha:
         return ''
     side = 'below' if higher_better else 'above'
-    return (f'a slow mode grew: {now.words()} samples after {side} {boundary:g} (the edge of the '
-            f"before side's main mode), {was.words()} before, Fisher's exact p={p:.3g}")
+    return (f'a slow mode grew: {now.words()} samples after {side} {boundary:g} (the tolerance '
+            f"{side} the before side's main mode), {was.words()} before, Fisher's exact "
+            f'p={p:.3g}')
 
 
 def _after_samples_to_decide(n_before: int, n_after: int, estimate: float, bound: float,
@@ -426,7 +427,7 @@ def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_b
                                          f'; overall {shift}, with {counts}')
     grown = _grown_mode(before, after, higher_better, tol, alpha)
     if grown:
-        return result(Verdict.REGRESSED, f'{grown}, beyond {told}; overall {shift}, with {counts}')
+        return result(Verdict.REGRESSED, f'{grown}; {told}; overall {shift}, with {counts}')
     if slow and n_after < LONE_SAMPLE_RUNS:
         return result(Verdict.INCONCLUSIVE,
                       f'one slow sample, a glitch or a slower mode, more runs needed: '
