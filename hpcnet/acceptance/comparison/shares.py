@@ -8,14 +8,13 @@ exact for the handfuls of repeats a session has, where a normal
 approximation of two proportions is not.
 
 The mode boundary (mode_boundary) is ours: the before side's samples split
-into modes where sorted values jump by more than the tolerance
-(modes); its main mode is the largest (of two as large, the
-better), and the boundary lies the tolerance beyond the main mode's worse
-edge. A sample beyond it is in a slow mode: no healthy wobble of the main
-mode reaches it, and a mode the before side already visited (1 of 25
-repeats at 60 %) is counted on both sides, so a mode that grows (5 of 15
-after) is seen though every after sample stays inside what the before side
-once showed.
+into modes where sorted values jump by more than the tolerance (modes);
+its main mode is the largest (of two as large, the better), and the
+boundary lies the tolerance beyond the main mode's worse edge. A sample
+beyond it is in a slow mode: no healthy wobble of the main mode reaches
+it, and a mode the before side already visited (1 of 25 repeats at 60 %)
+is counted on both sides, so a mode that grows (5 of 15 after) is seen
+though no sample after is slower than the before side's slowest.
 """
 from __future__ import annotations
 
