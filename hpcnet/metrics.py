@@ -71,9 +71,11 @@ class Better:
 
 class Kind:
     '''What a metric's values are, for the statistics that judge them.'''
-    CONTINUOUS = 'continuous'   #: a time, a rate, a ratio of two: judged by its ratio of medians
-    COUNT = 'count'             #: errors, culprits: 0 when healthy, judged by its medians
-    PROPORTION = 'proportion'   #: a part of a whole (an efficiency, % lost)
+    CONTINUOUS = 'continuous'   #: a time, a rate, a ratio of two: judged by its shift
+    COUNT = 'count'             #: errors, culprits: 0 when healthy, judged repeat by repeat
+    #: A part of a whole (an efficiency, % lost): judged repeat by repeat
+    #: where it can be zero, else by its shift.
+    PROPORTION = 'proportion'
     ALL = (CONTINUOUS, COUNT, PROPORTION)
 
 

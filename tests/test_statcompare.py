@@ -14,8 +14,9 @@ from scipy import stats
 from hpcnet.acceptance.comparison import statcompare
 from hpcnet.acceptance.comparison.statcompare import (LONE_SAMPLE_RUNS, TOLERANCE_CAP, Comparison,
                                                       Tolerance, Verdict, compare_samples,
-                                                      mann_whitney_p, modes, shift_bounds,
+                                                      mann_whitney_p, shift_bounds,
                                                       tolerance_of, u_critical)
+from hpcnet.acceptance.comparison.shares import modes
 from hpcnet.acceptance.history import stored_series
 from hpcnet.acceptance.references.spread import robust_sigma
 

@@ -1,8 +1,20 @@
 """One metric of a comparison judged from its two sides' samples: its
-direction and unit from the metric catalogue (hpcnet.metrics), a configured
-value (an MTU) exactly, counts that are 0 when healthy by their medians, and
-every other metric by statcompare's rule against its tolerance; a metric a
-side measured only in withheld measurements is not decided.
+direction, unit and kind from the metric catalogue (hpcnet.metrics), by one
+family of rules by kind:
+
+* a configured value (an MTU): exactly, any change is a regression;
+* a count, or a proportion that can be zero (UDP loss, an overlap):
+  repeat by repeat (countjudge: errors where there were none, the share of
+  bad repeats, the magnitudes);
+* every other metric by statcompare's rule against its tolerance, a zero
+  among its samples included (a zero is its lowest value, see
+  floored_zeros): no zero switches it to another rule.
+
+The tolerance is never below QUANTA steps of the printed figure
+(print_floor), the baseline's rule (hpcnet.acceptance.references.spread):
+a benchmark that prints two decimals moves 0.24 to 0.25 us by rounding
+alone. A metric a side measured only in withheld measurements is not
+decided.
 """
 from __future__ import annotations
 
@@ -10,8 +22,9 @@ import statistics
 from dataclasses import replace
 
 from hpcnet import metrics
-from hpcnet.acceptance.comparison import statcompare
-from hpcnet.constants import MEASUREMENT_WITHHELD
+from hpcnet.acceptance.comparison import countjudge, statcompare
+from hpcnet.acceptance.references import spread
+from hpcnet.constants import MEASUREMENT_WITHHELD, TOLERANCE_CAP
 
 
 def _not_compared(before: list, after: list, why: str,
@@ -33,31 +46,6 @@ def _compare_exact(before: list, after: list) -> statcompare.Comparison:
         n_before=len(before), n_after=len(after),
         reason=f'configured value {", ".join(f"{v:g}" for v in sorted(set(before)))} -> '
                f'{", ".join(f"{v:g}" for v in sorted(set(after)))}', more_samples=None)
-
-
-def _compare_counts(before: list, after: list, higher_better: bool) -> statcompare.Comparison:
-    '''Counts that are 0 when healthy (link errors, outlier nodes), and any
-    side with a zero: a ratio and a rank test mean nothing there; any change
-    of the median is the verdict, and one error where there were none is a
-    regression.  Never below statcompare.MIN_SAMPLES on a side: a median of
-    fewer is not a level.'''
-    short = statcompare.MIN_SAMPLES - min(len(before), len(after))
-    if short > 0:
-        return _not_compared(before, after, f'{len(before)}+{len(after)} samples: fewer than '
-                             f'{statcompare.MIN_SAMPLES} on a side cannot be judged', short)
-    median_before, median_after = statistics.median(before), statistics.median(after)
-    if median_after == median_before:
-        verdict = statcompare.Verdict.UNCHANGED
-    elif (median_after > median_before) == higher_better:
-        verdict = statcompare.Verdict.IMPROVED
-    else:
-        verdict = statcompare.Verdict.REGRESSED
-    ratio = median_after / median_before if median_before else (1.0 if not median_after
-                                                                 else float('inf'))
-    return statcompare.Comparison(
-        verdict=verdict, ratio=ratio, ci_low=ratio, ci_high=ratio, p_value=float('nan'),
-        n_before=len(before), n_after=len(after),
-        reason=f'median count {median_before:g} -> {median_after:g}', more_samples=None)
 
 
 def not_fairly_measured(before: list, after: list, fair_before: bool,
@@ -98,10 +86,55 @@ def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: 
     if entry.better == metrics.Better.NONE:
         return _compare_exact(before, after)
     higher_better = entry.better == metrics.Better.HIGHER
-    if entry.kind == metrics.Kind.COUNT or min(before + after) <= 0:
-        return _compare_counts(before, after, higher_better)
-    return statcompare.compare_samples(before, after, higher_better=higher_better,
-                                       alpha=alpha, tolerance=tolerance)
+    step = spread.print_step(before + after)
+    if judged_by_repeats(entry):
+        return countjudge.compare_counts(
+            before, after, higher_better=higher_better, alpha=alpha,
+            tolerance=print_floor(tolerance, step, statistics.median(before)))
+    negative = [v for v in before + after if v < 0]
+    if negative:
+        return _not_compared(before, after, f'{negative[0]:g} {entry.unit}: a negative figure '
+                                            f'is not a measurement of {metric}')
+    before, after = floored_zeros(before, after, step)
+    return statcompare.compare_samples(
+        before, after, higher_better=higher_better, alpha=alpha,
+        tolerance=print_floor(tolerance, step, statistics.median(before)))
+
+
+def judged_by_repeats(entry: metrics.Metric) -> bool:
+    """Whether a metric is judged repeat by repeat (countjudge): a count,
+    or a proportion that can be zero (a loss, an overlap); an efficiency is
+    a proportion that is never zero and moves as its rate does."""
+    return entry.kind == metrics.Kind.COUNT or (entry.kind == metrics.Kind.PROPORTION
+                                                and entry.can_be_zero)
+
+
+def print_floor(tolerance: statcompare.Tolerance, step: float,
+                median_before: float) -> statcompare.Tolerance:
+    """``tolerance``, at least spread.QUANTA print steps (``step``:
+    spread.print_step of both sides' samples) over the median before, at
+    most TOLERANCE_CAP: a move of a print step or two is rounding."""
+    if not step or not median_before:
+        return tolerance
+    quanta = spread.QUANTA * step / abs(median_before)
+    if quanta <= tolerance.fraction:
+        return tolerance
+    words = f'{spread.QUANTA} print steps of {step:g}'
+    if quanta >= TOLERANCE_CAP:
+        return statcompare.Tolerance(TOLERANCE_CAP, f'the {TOLERANCE_CAP * 100:g} % cap; {words}')
+    return statcompare.Tolerance(quanta, words)
+
+
+def floored_zeros(before: list, after: list, step: float) -> tuple:
+    """(before, after) with each zero at half the print step ``step`` (the
+    largest value a benchmark prints as 0), or, where the samples show no
+    print step, at half their smallest nonzero value.  The rank rule sees a
+    zero as the lowest value whatever it is set to; the value only bounds
+    how far the shift bounds reach."""
+    if min(before + after) > 0:
+        return before, after
+    floor = (step or min((v for v in before + after if v > 0), default=1.0)) / 2
+    return [v or floor for v in before], [v or floor for v in after]
 
 
 def calibrated_ratios(before: dict, after: dict) -> dict:

@@ -36,6 +36,11 @@ may be", so improvements never block and a small wobble is decided.
   LONE_SAMPLE_RUNS samples (a mode met in one run in three shows at least
   twice in 15 runs with probability 0.98); then it is named beside the
   verdict of the medians.
+* **A slow mode that grew** (shares.mode_boundary): samples beyond the
+  tolerance past the worse edge of the before side's main mode are in a
+  slow mode; where the before side visited it too, a larger share after
+  (Fisher's exact test, one-sided, at alpha) is a regression, though no
+  sample after is slower than the before side's slowest.
 * The verdicts, with at least MIN_SAMPLES samples on each side:
   REGRESSED when the best plausible worse_by is beyond the tolerance (even
   the optimistic bound is too slow), or a slow mode; IMPROVED when the worst
@@ -58,6 +63,7 @@ from scipy import special, stats
 # The exact null distribution scipy.stats.mannwhitneyu(method='exact') reads its p from.
 from scipy.stats._mannwhitneyu import _MWU
 
+from hpcnet.acceptance.comparison import shares
 from hpcnet.constants import TOLERANCE_CAP
 
 
@@ -315,26 +321,13 @@ def worse_by(ratio: float, higher_better: bool) -> float:
     return 1 - ratio if higher_better else ratio - 1
 
 
-def modes(values: Sequence[float], gap: float) -> list:
-    """The values sorted and split into modes wherever one sorted value
-    exceeds the one below it by more than ``gap`` (a fraction): the groups
-    a healthy metric's noise never separates."""
-    ordered = sorted(values)
-    groups = [[ordered[0]]]
-    for value in ordered[1:]:
-        if value > groups[-1][-1] * (1 + gap):
-            groups.append([])
-        groups[-1].append(value)
-    return groups
-
-
 def slow_mode(before: list, after: list, higher_better: bool, tolerance: float) -> list:
     """The after samples outside the after side's main mode (its largest;
     of two as large, the better) that are worse than every before sample by
     more than the tolerance: a slower mode the before side never visited.
     A shift of the whole after side is the medians' to judge, not a mode."""
-    groups = modes(after, tolerance)
-    main = max(groups, key=lambda g: (len(g), g[0] if higher_better else -g[0]))
+    groups = shares.modes(after, tolerance)
+    main = shares.main_mode(groups, higher_better)
     if higher_better:
         limit = min(before) * (1 - tolerance)
         return sorted(a for g in groups if g is not main for a in g if a < limit)
@@ -347,6 +340,25 @@ def _mode_words(slow: list, n_after: int, median_before: float) -> str:
     return (f'{len(slow)} of {n_after} samples at {at:.2f} of before '
             f'({", ".join(f"{v:g}" for v in slow[:5])}{" ..." if len(slow) > 5 else ""} against '
             f'a median of {median_before:g})')
+
+
+def _grown_mode(before: list, after: list, higher_better: bool, tolerance: float,
+                alpha: float) -> str:
+    """What says a slow mode the before side visited grew after (Fisher's
+    exact test on the shares of samples beyond shares.mode_boundary), or ''."""
+    boundary = shares.mode_boundary(before, higher_better, tolerance)
+    slow_before = shares.beyond(before, boundary, higher_better)
+    slow_after = shares.beyond(after, boundary, higher_better)
+    if not slow_before or len(slow_after) < MODE_MIN_SAMPLES:
+        return ''
+    was, now = shares.Share(len(slow_before), len(before)), shares.Share(len(slow_after), len(after))
+    p = shares.share_rose_p(was, now)
+    if p >= alpha:
+        return ''
+    side = 'below' if higher_better else 'above'
+    return (f'a slow mode grew: {now.words()} samples after {side} {boundary:g} (the tolerance '
+            f"{side} the before side's main mode), {was.words()} before, Fisher's exact "
+            f'p={p:.3g}')
 
 
 def _after_samples_to_decide(n_before: int, n_after: int, estimate: float, bound: float,
@@ -413,6 +425,9 @@ def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_b
         return result(Verdict.REGRESSED, f'a slower mode: {_mode_words(slow, n_after, median_before)}'
                                          f', each worse than every sample before by more than {told}'
                                          f'; overall {shift}, with {counts}')
+    grown = _grown_mode(before, after, higher_better, tol, alpha)
+    if grown:
+        return result(Verdict.REGRESSED, f'{grown}; {told}; overall {shift}, with {counts}')
     if slow and n_after < LONE_SAMPLE_RUNS:
         return result(Verdict.INCONCLUSIVE,
                       f'one slow sample, a glitch or a slower mode, more runs needed: '
