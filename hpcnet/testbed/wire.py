@@ -24,7 +24,6 @@ import shutil
 import subprocess
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from hpcnet.fabrics import tcp_payload_MBps
 from hpcnet.stacks.candidate import state_dir
