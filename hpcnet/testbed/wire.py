@@ -80,7 +80,10 @@ class WireProof:
 def iperf3_result(text: str, where: str) -> tuple:
     """(received MB/s, sender retransmits) of iperf3's JSON (-J) output."""
     try:
-        end = json.loads(text)['end']
+        result = json.loads(text)
+        if result.get('error'):
+            raise TestbedError(f'{where}: iperf3 failed: {result["error"]}')
+        end = result['end']
         received = float(end['sum_received']['bits_per_second']) / 8e6
         retransmits = int(end['sum_sent'].get('retransmits', 0))
     except (ValueError, KeyError, TypeError) as err:
@@ -104,7 +107,12 @@ def measure(tb, sender: str, receiver: str, rate: str, burst: str) -> WireProof:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-    MBps, retransmits = iperf3_result(client.stdout, f'iperf3 {sender} -> {receiver}')
+    where = f'iperf3 {sender} -> {receiver}'
+    if client.returncode != 0:
+        raise TestbedError(f'{where} exited with {client.returncode}; its server on {receiver} '
+                           f'said: {server.stderr.read().strip()[-300:] or "nothing"}; the client: '
+                           f'{client.stdout.strip()[-300:]}')
+    MBps, retransmits = iperf3_result(client.stdout, where)
     return WireProof(rate, burst, MBps, tcp_payload_MBps(rate_bps(rate), MTU), retransmits,
                      sender, receiver)
 
@@ -116,7 +124,7 @@ def _client(tb, sender: str, address: str) -> subprocess.CompletedProcess:
     while True:
         res = tb.run(sender, argv, timeout=CMD_TIMEOUT + MEASURE_SECONDS, cwd='/')
         # The server may not listen yet: iperf3 then says so in its JSON.
-        if res.returncode == 0 or time.monotonic() > deadline:
+        if 'Connection refused' not in res.stdout or time.monotonic() > deadline:
             return res
         time.sleep(0.2)
 
