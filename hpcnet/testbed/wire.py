@@ -188,3 +188,20 @@ def prove(tb, rate: str, burst: str | None, reshape) -> tuple:
         reshape(best.burst)
     return best.burst, best, (f'{best.line()}; tried {", ".join(p.burst for p in tried)}: '
                               'faults planted on it may not bind')
+
+
+def require_wire_true(tb) -> WireProof:
+    """Measure the clean link of ``tb`` between its first two compute nodes,
+    as it is shaped; TestbedError unless it is wire-true.  A fault
+    benchmark asks this before it plants anything: a fault planted on a
+    link that does not run at the shaped rate may not bind, and then no
+    verdict on it says anything."""
+    if shutil.which('iperf3') is None:
+        raise TestbedError('iperf3 is not installed (Debian package iperf3, `make deps`): the '
+                           'clean link cannot be proven wire-true before a fault is planted')
+    first, second = tb.compute_nodes()[:2]
+    proof = measure(tb, first, second, tb.rate, tb.burst)
+    if not proof.wire_true:
+        raise TestbedError(f'testbed {tb.name}: the clean link is {proof.line()}: a fault planted '
+                           'on it may not bind')
+    return proof
