@@ -258,3 +258,12 @@ def link_efficiency(payload_MBps: float, rate_bps: float, directions: int = 1) -
     '''Achieved payload rate over the link's wire rate (1.0 = every bit on
     the wire is payload, unreachable: framing and headers cost ~4-6 %).'''
     return payload_MBps * 8e6 / (float(rate_bps) * directions)
+
+
+def tcp_payload_MBps(rate_bps: float, mtu: int | None) -> float:
+    '''The TCP payload rate a wire of ``rate_bps`` carries at ``mtu``: a full
+    segment carries mtu - 52 bytes (IP, TCP, timestamps) and occupies
+    mtu + 38 bytes of wire time (Ethernet header, frame check, preamble,
+    inter-frame gap).'''
+    mtu = mtu or 1500
+    return rate_bps / 8e6 * (mtu - 52) / (mtu + 38)

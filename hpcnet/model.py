@@ -47,8 +47,13 @@ class PartitionKey:
     #: The partition's switch tree (hpcnet.topology.from_site): leaves with
     #: their nodes, spines and uplink capacity.
     TOPOLOGY = 'topology'
+    #: Where nodes share one host (an emulated cluster): the fraction of the
+    #: wire's TCP payload rate a clean link measured, the proof that the host
+    #: emulates the wire (hpcnet.testbed.wire); a link measured well below it
+    #: on a quiet host is slow.  Unset: no proof, and no such judgement.
+    WIRE_EFFICIENCY = 'wire_efficiency'
     ALL = (FABRIC, IFACE, RDMA_DEVICE, RDMA_PORT, GID_INDEX, LINK_RATE_BPS, MTU,
-           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES, PMI, TOPOLOGY)
+           LINK_SPEED_MBPS, NUM_NODES, NODES_SHARE_CORES, PMI, TOPOLOGY, WIRE_EFFICIENCY)
 
 
 class StackKey:
@@ -88,7 +93,7 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
                      link_rate_bps: int | None = None, mtu: int | None = None,
                      link_speed_mbps: int | None = None, num_nodes: int = 1,
                      nodes_share_cores: bool | None = None, pmi=None, topology=None,
-                     **unknown) -> dict:
+                     wire_efficiency: float | None = None, **unknown) -> dict:
     """A partition's ``extras`` for a system file (keys from PartitionKey;
     values are validated when the configuration loads)."""
     if unknown:
@@ -99,7 +104,8 @@ def partition_extras(*, fabric: str, iface: str | None = None, rdma_device=None,
              PartitionKey.GID_INDEX: gid_index, PartitionKey.LINK_RATE_BPS: link_rate_bps,
              PartitionKey.MTU: mtu, PartitionKey.LINK_SPEED_MBPS: link_speed_mbps,
              PartitionKey.NUM_NODES: num_nodes, PartitionKey.NODES_SHARE_CORES: nodes_share_cores,
-             PartitionKey.PMI: pmi, PartitionKey.TOPOLOGY: topology}
+             PartitionKey.PMI: pmi, PartitionKey.TOPOLOGY: topology,
+             PartitionKey.WIRE_EFFICIENCY: wire_efficiency}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -114,6 +120,16 @@ def _positive_int(value, where: str, key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f'{where}: extras.{key} is {value!r} (valid: a positive integer)')
     return value
+
+
+def _wire_efficiency(value, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.5 <= value <= 1.1:
+        raise ConfigError(f'{where}: extras.{PartitionKey.WIRE_EFFICIENCY} is {value!r} (valid: '
+                          "the fraction of the wire's TCP payload rate a clean link measured, "
+                          '0.5 to 1.1)')
+    return float(value)
 
 
 def _pmi_choice(value, where: str) -> tuple:
@@ -167,6 +183,8 @@ class Partition:
     pmi: tuple = ()
     #: The switch tree (hpcnet.topology.Tree), or None where none is known.
     topology: topology.Tree | None = None
+    #: What a clean link measured of the wire's payload rate (WIRE_EFFICIENCY).
+    wire_efficiency: float | None = None
 
     @property
     def multinode(self) -> bool:
@@ -223,7 +241,9 @@ class Partition:
                                                  PartitionKey.LINK_SPEED_MBPS),
                    num_nodes=num_nodes, nodes_share_cores=shared,
                    pmi=_pmi_choice(extras.get(PartitionKey.PMI), where),
-                   topology=topology.from_site(extras.get(PartitionKey.TOPOLOGY), where))
+                   topology=topology.from_site(extras.get(PartitionKey.TOPOLOGY), where),
+                   wire_efficiency=_wire_efficiency(extras.get(PartitionKey.WIRE_EFFICIENCY),
+                                                    where))
 
     @classmethod
     def of(cls, rfm_partition) -> 'Partition':

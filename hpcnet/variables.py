@@ -27,6 +27,7 @@ SYSFS_ROOT_ENV = 'HPCNET_SYSFS_ROOT'
 TESTBED_NODES_ENV = 'HPCNET_TESTBED_NODES'
 TESTBED_RATE_ENV = 'HPCNET_TESTBED_RATE_BPS'
 TESTBED_RDMA_ENV = 'HPCNET_TESTBED_RDMA_DEVICE'
+TESTBED_WIRE_ENV = 'HPCNET_TESTBED_WIRE_EFFICIENCY'
 TESTBED_STATE_DIR_ENV = 'HPCNET_TESTBED_STATE_DIR'
 TESTBED_TEMPLATES_ENV = 'HPCNET_TESTBED_TEMPLATES'
 
@@ -97,6 +98,10 @@ VARIABLES = (
              'config/systems/testbed.py'),
     Variable(TESTBED_RATE_ENV, 'unshaped',
              'set by `hpcnet testbed run`: the shaped link rate in bit/s',
+             'config/systems/testbed.py'),
+    Variable(TESTBED_WIRE_ENV, 'the links not proven wire-true: a slow link is not told from a slow host',
+             'set by `hpcnet testbed run`: the fraction of the wire\'s TCP payload rate a clean '
+             'link measured when the testbed came up (hpcnet.testbed.wire)',
              'config/systems/testbed.py'),
     Variable(TESTBED_RDMA_ENV, 'no `testbed:roce` partition',
              "set by `hpcnet testbed run`: the RDMA device on the nodes' `eth0`",

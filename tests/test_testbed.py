@@ -23,9 +23,10 @@ from hpcnet import testbed as tbm
 from hpcnet.checklib import calibration
 from hpcnet.constants import CHECKS_DIR, SRC_DIR
 from hpcnet.paths import WORK_DIR
-from hpcnet.variables import REFERENCE_DIR_ENV, TESTBED_NODES_ENV
+from hpcnet.variables import REFERENCE_DIR_ENV, TESTBED_NODES_ENV, TESTBED_WIRE_ENV
 from hpcnet.parsers.kernel import parse_kernel_output
-from hpcnet.testbed import DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, paper, softirq
+from hpcnet.testbed import (DEFAULTS, StepError, Testbed, TestbedError, burst_bytes, paper, softirq,
+                            wire)
 from hpcnet.testbed.config import ETHERNET_OVERHEAD
 from hpcnet.commands.testbed import testbed_main as run_cli
 
@@ -121,8 +122,13 @@ def test_up_status_and_refusals(tb, capsys):
         # Ethernet's per-frame overhead counted, a bucket of a few frames.
         assert 'overhead 24' in n['qdisc'], n
         burst = int(re.search(r'burst (\d+)b', n['qdisc'])[1])
-        assert abs(burst / burst_bytes(DEFAULTS.burst) - 1) < 0.01, n
+        assert abs(burst / burst_bytes(tb.burst) - 1) < 0.01, n
         assert all(d['alive'] for d in n['daemons']), n
+    # The bucket is the smallest that measured wire-true on this host.
+    proof = tb.state['wire']
+    assert proof['wire_true'] and proof['burst'] == tb.burst in wire.BURSTS, proof
+    assert abs(proof['efficiency'] - 1) <= wire.WIRE_TOLERANCE and proof['retransmits'] == 0
+    assert tb.env()[TESTBED_WIRE_ENV] == str(proof['efficiency'])
     # The host's softirq threads run ahead of the ranks while the testbed is up.
     assert str(tb.state_dir) in softirq.holders()
     for pid in softirq.softirq_threads():

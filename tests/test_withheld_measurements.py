@@ -15,18 +15,20 @@ import pytest
 from reframe.core.exceptions import PerformanceError
 
 from helpers import record_fault, report_case, write_report
+from hpcnet import fabrics
 from hpcnet.session import verdict
 from hpcnet.acceptance.comparison import compare, comparetext, sides, statcompare
 from hpcnet.acceptance.references.references import Basis
 from hpcnet.checklib import calibration, testlib
 from hpcnet.exitcodes import Exit
+from hpcnet.constants import MEASUREMENT_WITHHELD
 
 DATA = Path(__file__).parent / 'data' / 'calibration'
 #: The recorded cases' calibration logs (iperf3's lines, the host's load before each run).
 QUIET = DATA / 'testbed-1gbit'
 BUSY = DATA / 'busy-host'
 GBIT = 10**9
-WIRE_MBps = calibration.tcp_payload_MBps(GBIT, 1500)
+WIRE_MBps = fabrics.tcp_payload_MBps(GBIT, 1500)
 METRIC = 'bandwidth_4MiB_over_iperf3'
 
 
@@ -44,27 +46,57 @@ def _stage(tmp_path: Path, iperf3_of_wire: float, tc_lines: str, recorded: Path)
     return str(stage)
 
 
-def _verdict_of_the_check(found: calibration.Calibration):
-    '''What the check's withheld_judgement makes of a calibration.'''
+#: What `hpcnet testbed up` measured of the wire on a clean link (hpcnet.testbed.wire).
+PROVEN = 0.99
+
+
+def _verdict_of_the_check(found: calibration.Calibration, proven: float | None = PROVEN):
+    '''What the check's withheld_judgement makes of a calibration, on a
+    partition whose host was proven to emulate the wire at ``proven`` (None: not).'''
     case = SimpleNamespace(calibrates_link=lambda: True, calibration=lambda: found,
-                           partition=SimpleNamespace(iface='eth0', link_rate_bps=GBIT, mtu=1500))
+                           partition=SimpleNamespace(iface='eth0', link_rate_bps=GBIT, mtu=1500,
+                                                     wire_efficiency=proven))
     return testlib.NetworkRun.withheld_judgement(case)
 
 
 def test_verdict_5_a_slow_path_on_a_quiet_host_fails_on_performance(tmp_path):
     '''`hpcnet testbed shape --node cn1 --peer cn2 --rate 700mbit` on an idle
-    host: the case fails naming the shaper, never "measurement withheld" (exit 3).'''
+    host proven wire-true: iperf3 measures 0.70 of the wire, and the case
+    fails on that measurement, the shaper on the path only named beside it;
+    never "measurement withheld" (exit 3).'''
     tc_lines = (DATA / 'tc' / 'path-cn1-cn2-700mbit.txt').read_text()
     found = calibration.read(_stage(tmp_path, 0.70, tc_lines, QUIET))
-    assert found.host_busy() is False and found.withheld(GBIT, 1500) is None
-    with pytest.raises(PerformanceError, match='the link is slower than declared: cn1: eth0 is '
-                       "shaped to 700 Mbit/s toward the job's other nodes") as failure:
+    assert found.host_busy() is False and found.withheld(GBIT, 1500, PROVEN) is None
+    with pytest.raises(PerformanceError, match=r'the link measured slower than the wire: iperf3 '
+                       r'82\.4 MB/s at best, 0\.70 of .* on its path: cn1: eth0 is shaped to '
+                       "700 Mbit/s toward the job's other nodes") as failure:
         _verdict_of_the_check(found)
     cases = {('hpcnet_p2p', 'testbed', 'eth', 'gcc12-openmpi4'):
              report_case(result='fail', fail_reason=f'performance error: {failure.value}')}
     lines, code = verdict.summary(cases, [])
     assert code == Exit.FAILED and lines[-1] == 'FAILED: 1 fail', lines
     record_fault('verdict #5: slow link on a quiet host (cn1-cn2 at 700mbit)', code, lines[0][:160])
+
+
+def test_a_shaper_is_no_verdict_of_its_own(tmp_path):
+    '''The shaping read on the path explains a measurement, never decides:
+    a shaper on a path that measures at the wire judges nothing; where the
+    host is not proven to emulate the wire, a shaper withholds the
+    measurement (a slow link cannot be told from the host), and a slow link
+    with nothing shaped on it still fails where the host is proven.'''
+    tc_lines = (DATA / 'tc' / 'path-cn1-cn2-700mbit.txt').read_text()
+    at_the_wire = calibration.read(_stage(tmp_path / 'a', 0.99, tc_lines, QUIET))
+    assert at_the_wire.throttled('eth0', GBIT) and _verdict_of_the_check(at_the_wire) is None
+    slow = calibration.read(_stage(tmp_path / 'b', 0.70, tc_lines, QUIET))
+    assert _verdict_of_the_check(slow, proven=None).startswith(
+        f'{MEASUREMENT_WITHHELD} (the links are not proven wire-true')
+    unshaped = (DATA / 'testbed-1gbit' / calibration.SHAPER_FILE).read_text()
+    slow_unshaped = calibration.read(_stage(tmp_path / 'c', 0.85, unshaped, QUIET))
+    with pytest.raises(PerformanceError, match='nothing on its path is shaped below the declared'):
+        _verdict_of_the_check(slow_unshaped)
+    # A clean link within the margin of what the bring-up measured: judged as always.
+    clean = calibration.read(_stage(tmp_path / 'd', PROVEN - 0.03, unshaped, QUIET))
+    assert _verdict_of_the_check(clean) is None
 
 
 def _ratio_report(path: Path, uuid: str, runs: list) -> str:
@@ -86,7 +118,7 @@ def test_a_quiet_host_below_the_wire_is_judged_over_iperf3(tmp_path):
     passes, one at 0.70 of iperf3 is REGRESSED in compare.'''
     tc_lines = (DATA / 'testbed-1gbit' / calibration.SHAPER_FILE).read_text()
     found = calibration.read(_stage(tmp_path, 0.70, tc_lines, QUIET))
-    assert found.throttled('eth0', GBIT) == [] and _verdict_of_the_check(found) is None
+    assert found.throttled('eth0', GBIT) == [] and _verdict_of_the_check(found, None) is None
     assert found.ratio(found.before_MBps) == 1.0
     ratio = found.ratio(0.70 * found.before_MBps)
     assert ratio == pytest.approx(0.70) and ratio < 1.0 - 0.10

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from hpcnet import argtypes
 from hpcnet import testbed as tbm
+from hpcnet.testbed import wire
 from hpcnet.commands.accept import FIRST_ROUND_REPEATS
 from hpcnet.commands.testbed import parse_on_testbed, run_on
 from hpcnet.exitcodes import Exit
@@ -133,6 +134,7 @@ def main(argv=None) -> int:
     results = {s: [] for s in scenarios}
     began_all = time.monotonic()
     try:
+        print(f'clean link {wire.require_wire_true(tb).line()}', flush=True)
         began = time.monotonic()
         code, _ = hpcnet_on_testbed(tb, ['baseline', '--sessions', str(args.baseline_sessions),
                                          '--write', *selection])

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from hpcnet import argtypes, testbed as tbm
+from hpcnet.testbed import wire
 from hpcnet.paths import WORK_DIR
 from hpcnet.paths import isolate_history
 from hpcnet.session.runner import run_suite
@@ -86,6 +87,7 @@ def main(argv=None) -> int:
     results = {s: [] for s in scenarios}
     start = time.monotonic()
     try:
+        print(f'clean link {wire.require_wire_true(tb).line()}', flush=True)
         for trial in range(args.trials):
             for scenario in scenarios:
                 culprit = {'node': lambda: draw.choice(nodes),

@@ -66,7 +66,8 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
                                  'shaped_by': found.shaped_by,
                                  'host_load': {phase: load and load.describe() for phase, load
                                                in found.host_load.items()}}
-        limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu)
+        limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu,
+                                          self.partition.wire_efficiency)
         if limited:
             self.link_calibration['judged_against'] = limited
         return found
@@ -75,8 +76,10 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
         if not self.calibrates_link():
             return None
         found = self.calibration()
-        throttled = found.throttled(self.partition.iface, self.partition.link_rate_bps)
-        if throttled:
-            raise PerformanceError(f'the link is slower than declared: {"; ".join(throttled)} '
-                                   f'(iperf3 on it: {found.link_MBps:.1f} MB/s)')
-        return found.withheld(self.partition.link_rate_bps, self.partition.mtu)
+        part = self.partition
+        slow = found.slow_link(part.iface, part.link_rate_bps, part.mtu, part.wire_efficiency)
+        if slow:
+            raise PerformanceError(slow)
+        return (found.unproven_shaper(part.iface, part.link_rate_bps, part.mtu,
+                                      part.wire_efficiency)
+                or found.withheld(part.link_rate_bps, part.mtu, part.wire_efficiency))

@@ -9,11 +9,16 @@ two nodes just before and just after the benchmark and is judged on
 same host load is on both sides of the ratio.
 Three findings come before any ratio:
 
-- the path shaped (any tc qdisc or class on either node's interface on the
-  way to the other: hpcnet.checklib.qdiscs) below the partition's
-  ``link_rate_bps``: the link is not the one declared, and the case fails
-  naming the node and the shaper;
-- iperf3 below :data:`HOST_FLOOR` of the wire's payload rate while the host
+- on a partition whose host was proven to emulate the wire (its
+  ``wire_efficiency``: hpcnet.testbed.wire), the faster iperf3 run of a quiet
+  host more than :data:`SLOW_LINK_MARGIN` below what the clean link measured:
+  the link is slow, measured, and the case fails; the shaping read on the
+  path (any tc qdisc or class on either node's interface on the way to the
+  other: hpcnet.checklib.qdiscs) may explain it, never decides it;
+- without that proof, a shaper below the declared rate on the path: a slow
+  link cannot be told from the host, and the measurement is withheld;
+- iperf3 below the floor (proven: the same margin; else :data:`HOST_FLOOR`
+  of the wire's payload rate) while the host
   was busy with work not the job's: in an idle second just before each
   iperf3 run, the host's cores busy for :data:`BUSY_CPU_PCT` of the time or
   more (``/proc/stat``), or some task waiting for a core for
@@ -39,7 +44,7 @@ from dataclasses import dataclass, field
 
 from hpcnet import templates
 from hpcnet.checklib import qdiscs
-from hpcnet.fabrics import per_node
+from hpcnet.fabrics import per_node, tcp_payload_MBps
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
 #: The lowest fraction of the wire's TCP payload rate at which iperf3 shows
@@ -54,6 +59,12 @@ BUSY_CPU_PCT = 40.0
 BUSY_STALL_PCT = 10.0
 #: The idle window (s) the host's load is read over, before each iperf3 run.
 IDLE_WINDOW_S = 1
+#: How far below what a clean link measured when the testbed came up (the
+#: partition's wire_efficiency) the faster iperf3 run of a quiet host may
+#: fall before the link is slow: a path shaped to 90 % measures 0.90 of the
+#: wire, a quiet host's clean runs stay within 0.02 of it (docs/measurements.md,
+#: "A wire-true testbed").
+SLOW_LINK_MARGIN = 0.05
 #: How far above the wire a figure may read: a shaped link lets no more
 #: through (reference/testbed.yaml's wire-derived upper bounds).
 ABOVE_WIRE = 0.02
@@ -77,15 +88,6 @@ _STAT_COLUMNS = 8
 
 class CalibrationError(ValueError):
     '''The calibration did not produce a figure (says which and why).'''
-
-
-def tcp_payload_MBps(rate_bps: float, mtu: int | None) -> float:
-    '''The TCP payload rate a wire of ``rate_bps`` carries at ``mtu``: a full
-    segment carries mtu - 52 bytes (IP, TCP, timestamps) and occupies
-    mtu + 38 bytes of wire time (Ethernet header, frame check, preamble,
-    inter-frame gap).'''
-    mtu = mtu or 1500
-    return rate_bps / 8e6 * (mtu - 52) / (mtu + 38)
 
 
 def file_name(phase: str) -> str:
@@ -253,15 +255,50 @@ class Calibration:
         found = self.loads()
         return any(load.busy() for _, load in found) if found else None
 
-    def below_floor(self, link_rate_bps: int, mtu: int | None) -> bool:
-        wire = tcp_payload_MBps(link_rate_bps, mtu)
-        return min(self.before_MBps, self.after_MBps) < HOST_FLOOR * wire
+    @staticmethod
+    def floor(proven: float | None) -> float:
+        '''The fraction of the wire's payload rate below which iperf3 says
+        something: SLOW_LINK_MARGIN under the proven efficiency, else HOST_FLOOR.'''
+        return proven - SLOW_LINK_MARGIN if proven is not None else HOST_FLOOR
 
-    def host_limited(self, link_rate_bps: int, mtu: int | None) -> bool:
-        '''iperf3 below the floor while the host read quiet: with no
-        shaper on the path below the declared rate (throttled() is asked
-        first), the shortfall is the host's; the figure is judged over iperf3.'''
-        return self.below_floor(link_rate_bps, mtu) and self.host_busy() is False
+    def below_floor(self, link_rate_bps: int, mtu: int | None,
+                    proven: float | None = None) -> bool:
+        wire = tcp_payload_MBps(link_rate_bps, mtu)
+        return min(self.before_MBps, self.after_MBps) < self.floor(proven) * wire
+
+    def host_limited(self, link_rate_bps: int, mtu: int | None,
+                     proven: float | None = None) -> bool:
+        '''iperf3 below the floor while the host read quiet, on a host not
+        proven to emulate the wire: the shortfall is the host's as far as
+        anything measured says; the figure is judged over iperf3.'''
+        return (proven is None and self.below_floor(link_rate_bps, mtu)
+                and self.host_busy() is False)
+
+    def slow_link(self, iface: str, link_rate_bps: int, mtu: int | None,
+                  proven: float | None) -> str | None:
+        '''Why the link is slow, measured (module docstring), or None.'''
+        wire = tcp_payload_MBps(link_rate_bps, mtu)
+        if (proven is None or self.host_busy() is not False
+                or self.link_MBps >= self.floor(proven) * wire):
+            return None
+        shaped = self.throttled(iface, link_rate_bps)
+        return (f'the link measured slower than the wire: iperf3 {self.link_MBps:.1f} MB/s at '
+                f'best, {self.link_MBps / wire:.2f} of the wire\'s payload rate {wire:.1f} MB/s, '
+                f'where a clean link measured {proven:.2f} when the testbed came up (slow below '
+                f'{self.floor(proven):.2f}), the host quiet ({self.load_figures()}); '
+                + (f'on its path: {"; ".join(shaped)}' if shaped else
+                   'nothing on its path is shaped below the declared rate'))
+
+    def unproven_shaper(self, iface: str, link_rate_bps: int, mtu: int | None,
+                        proven: float | None) -> str | None:
+        '''Why a link shaped below the declared rate is not judged where no
+        proof says the host emulates the wire, or None.'''
+        shaped = self.throttled(iface, link_rate_bps)
+        if proven is not None or not shaped:
+            return None
+        return (f'{MEASUREMENT_WITHHELD} (the links are not proven wire-true, so a slow link '
+                f'cannot be told from the host): {"; ".join(shaped)}; '
+                f'{self.iperf3_figures(link_rate_bps, mtu)}')
 
     def iperf3_figures(self, link_rate_bps: int, mtu: int | None) -> str:
         wire = tcp_payload_MBps(link_rate_bps, mtu)
@@ -276,20 +313,23 @@ class Calibration:
                 f'waiting, over {IDLE_WINDOW_S} s idle before each iperf3 run)'
                 if readings else 'the host\'s load unread (/proc/stat)')
 
-    def withheld(self, link_rate_bps: int, mtu: int | None) -> str | None:
+    def withheld(self, link_rate_bps: int, mtu: int | None,
+                 proven: float | None = None) -> str | None:
         '''Why this measurement is withheld (iperf3 below the floor on a busy
         host, or on a host whose load could not be read), or None.'''
-        if not self.below_floor(link_rate_bps, mtu) or self.host_busy() is False:
+        if not self.below_floor(link_rate_bps, mtu, proven) or self.host_busy() is False:
             return None
         why = 'host busy' if self.host_busy() else 'host load unknown'
         return (f'{MEASUREMENT_WITHHELD} ({why}: {self.load_figures()}): '
                 f'{self.iperf3_figures(link_rate_bps, mtu)}')
 
-    def host_limited_note(self, link_rate_bps: int, mtu: int | None) -> str | None:
+    def host_limited_note(self, link_rate_bps: int, mtu: int | None,
+                          proven: float | None = None) -> str | None:
         '''Why a figure of a quiet host below the wire is judged over iperf3, or None.'''
-        if not self.host_limited(link_rate_bps, mtu):
+        if not self.host_limited(link_rate_bps, mtu, proven):
             return None
-        return (f'the host below the wire, no shaper on the path below the declared rate '
+        return (f'the host below the wire and not proven to emulate it, no shaper on the path '
+                f'below the declared rate '
                 f'({self.load_figures()}): {self.iperf3_figures(link_rate_bps, mtu)}; '
                 'judged over iperf3 on the same link')
 

@@ -31,8 +31,9 @@ def add_up_options(parser: argparse.ArgumentParser):
     parser.add_argument('--rate', default=testbed.DEFAULTS.rate,
                         help=f'tbf rate of every link, or "none" '
                              f'(default {testbed.DEFAULTS.rate})')
-    parser.add_argument('--burst', default=testbed.DEFAULTS.burst,
-                        help=f'tbf burst (default {testbed.DEFAULTS.burst})')
+    parser.add_argument('--burst', default=None,
+                        help='tbf burst of every link (default: the smallest that measures '
+                             'wire-true on this host, hpcnet.testbed.wire)')
     parser.add_argument('--softirq-priority', type=int, default=testbed.DEFAULTS.softirq_priority,
                         help='SCHED_FIFO priority of the host\'s ksoftirqd threads while up, '
                              f'0 to leave them alone (default {testbed.DEFAULTS.softirq_priority})')
@@ -113,6 +114,7 @@ def testbed_main(argv: Sequence[str] | None = None) -> int:
             print(f'testbed {tb.name} up in {r["seconds"]:.2f} s: ' +
                   ', '.join(f'{n} {a}' for n, a in addrs.items()) +
                   f'; rate {tb.rate or "unshaped"}')
+            print(f'links {r["wire"]}')
             print(f'SLURM_CONF={tb.slurm_conf}')
             print(f'run Slurm commands with: hpcnet testbed exec {HEAD} -- '
                   'sinfo')
@@ -215,7 +217,7 @@ def run(args) -> int:
     try:
         tb = testbed.Testbed()
         tb.log = lambda m: print(m, file=sys.stderr, flush=True)
-        up_from_options(tb, opts)
+        runner.say(f'testbed links {up_from_options(tb, opts)["wire"]}')
     except testbed.TestbedUsageError as err:
         runner.say(f'testbed {command}: {err}')
         return Exit.USAGE

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hpcnet.templates import render
-from hpcnet.testbed import softirq
+from hpcnet.testbed import softirq, wire
 from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, HEAD, IFACE, MAX_NODES,
                                    NETMASK_BITS, NETNS_DIR, REQUIRED_TOOLS, StepError,
                                    TestbedError, burst_bytes, rate_bps)
@@ -29,14 +29,16 @@ class Build:
              'private namespace dir', 'create network namespaces',
              'create node namespaces', 'create bridge', 'connect nodes',
              'probe rdma', 'shape links', 'prioritise softirq', 'size backlog',
-             'write configuration',
+             'prove the wire', 'write configuration',
              'start munged',
              'start slurmctld', 'start slurmd', 'wait for nodes')
 
     def up(self, nodes: int = DEFAULTS.nodes, rate: str | None = DEFAULTS.rate,
-           burst: str = DEFAULTS.burst,
+           burst: str | None = None,
            softirq_priority: int = DEFAULTS.softirq_priority) -> dict:
-        """Build the testbed. Returns {'seconds': ..., 'steps': {...}}."""
+        """Build the testbed; ``burst`` None: the smallest tbf bucket that
+        proves the links wire-true (hpcnet.testbed.wire). Returns
+        {'seconds': ..., 'steps': {...}, 'wire': what the proof found}."""
         if not 0 <= softirq_priority <= 99:
             raise TestbedError(f'--softirq-priority {softirq_priority}: valid: 0 (leave '
                                'ksoftirqd alone) or a SCHED_FIFO priority 1..99')
@@ -44,7 +46,8 @@ class Build:
             rate = None
         if rate:            # bad values are one clear error before anything is made
             rate_bps(rate)
-            burst_bytes(burst)
+            if burst is not None:
+                burst_bytes(burst)
         if not 1 <= nodes <= MAX_NODES:
             raise TestbedError(f'--nodes must be in 1..{MAX_NODES}')
         if os.geteuid() != 0:
@@ -75,6 +78,8 @@ class Build:
             self.log(f'[up] {step}')
             try:
                 if step == 'shape links':
+                    method(rate, burst or DEFAULTS.burst)
+                elif step == 'prove the wire':
                     method(rate, burst)
                 elif step == 'prioritise softirq':
                     method(softirq_priority)
@@ -100,7 +105,7 @@ class Build:
         self._state['complete'] = True
         self._state['up_seconds'] = total
         self._save()
-        return {'seconds': total, 'steps': timings}
+        return {'seconds': total, 'steps': timings, 'wire': self._state['wire_said']}
 
     def _cmd(self, step: str, argv: Sequence[str], timeout=CMD_TIMEOUT,
              input=None, env=None) -> str:
@@ -294,6 +299,22 @@ class Build:
         self._state['node_rates'] = {}
         self._state['path_rates'] = {}
         self._save()
+
+    def _step_prove_the_wire(self, rate, burst):
+        if not rate:
+            self._state['wire'] = None
+            self._state['wire_said'] = 'links not shaped: no wire to prove'
+            return
+
+        def reshape(each):
+            for node in self.nodes():
+                self._tc('prove the wire', self.netns(node), IFACE, rate, each, verb='replace')
+        chosen, proof, said = wire.prove(self, rate, burst, reshape)
+        self._state['burst'] = chosen
+        self._state['wire'] = proof.state() if proof else None
+        self._state['wire_said'] = said
+        self._save()
+        self.log(f'[up] {said}')
 
     def _step_prioritise_softirq(self, priority):
         if priority:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hpcnet.variables import (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV,
-                              TESTBED_STATE_DIR_ENV)
+                              TESTBED_STATE_DIR_ENV, TESTBED_WIRE_ENV)
 from hpcnet.testbed import softirq
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, HEAD, HOST_OFFSET, IFACE, NETNS_DIR,
                                    SUBNET_PREFIX, TestbedError, TestbedUsageError,
@@ -155,6 +155,11 @@ class Testbed(Build, Daemons, Teardown, Shaping):
             base[TESTBED_RATE_ENV] = str(rate_bps(self.rate))
         else:
             base.pop(TESTBED_RATE_ENV, None)
+        proof = self.state.get('wire') or {}
+        if proof.get('wire_true'):
+            base[TESTBED_WIRE_ENV] = str(proof['efficiency'])
+        else:
+            base.pop(TESTBED_WIRE_ENV, None)
         if self.rdma_device:
             base[TESTBED_RDMA_ENV] = self.rdma_device
         else:
