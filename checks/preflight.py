@@ -13,7 +13,7 @@ from hpcnet.checklib import preflight
 from hpcnet import fabrics
 from hpcnet.constants import Scale
 from hpcnet.model import Partition
-from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.constants import BUILTIN_ENV
 from hpcnet.checklib.flexnodes import TakesAvailableNodes
 from hpcnet.checklib.testlib import JudgedByReferences, PlacedByScale, SkipsWithReason
 

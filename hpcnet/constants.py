@@ -101,6 +101,9 @@ class Collective:
     REDUCTIONS = (REDUCE, ALLREDUCE, REDUCE_SCATTER)
 
 
+#: The environment on every partition even where no MPI is found, so that
+#: ReFrame always loads; MPI checks select ``+mpi`` and skip it.
+BUILTIN_ENV = 'builtin'
 #: How a case's not-judged reason starts when its measurement was withheld
 #: (a testbed host too busy to emulate the wire: hpcnet.checklib.calibration),
 #: followed by the reason in parentheses: the run is then not decided (exit 3),

@@ -12,6 +12,7 @@ from test_stacks import CC, make_fake_mpi
 
 from hpcnet import fabrictable, model, stacks
 from hpcnet.siteconfig import sites
+from hpcnet.constants import BUILTIN_ENV
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.model import ConfigError, Partition
 from hpcnet.model import StackChoice
@@ -73,7 +74,7 @@ def test_each_partition_gets_what_its_site_admits_unless_it_lists_its_own(tmp_pa
     (site,) = sites.load_site_files(tmp_path)
     envs = stacks.site_environments(FOUND, [site])
     assert [p['environs'] for p in site.system['partitions']] == [
-        ['GCC-13_2_0-OpenMPI-4_1_6', stacks.BUILTIN_ENV]]
+        ['GCC-13_2_0-OpenMPI-4_1_6', BUILTIN_ENV]]
     assert {e['name']: e['target_systems'] for e in envs} == {
         'GCC-13_2_0-OpenMPI-4_1_6': ['mysite'], 'builtin': ['mysite']}
     site.system['partitions'][0]['environs'] = ['gcc12-openmpi4']

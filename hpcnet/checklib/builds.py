@@ -12,7 +12,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import run_before, sanity_function, variable
 
 from hpcnet.constants import SRC_DIR, Feature
-from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.constants import BUILTIN_ENV
 
 
 class MakeBuild(rfm.CompileOnlyRegressionTest):

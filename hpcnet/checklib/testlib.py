@@ -34,7 +34,7 @@ from hpcnet.constants import (FABRIC_UNUSABLE, FINALIZE_TIMEOUT_OVERSUBSCRIBED_S
 from hpcnet.variables import FINALIZE_TIMEOUT_ENV
 from hpcnet.model import Partition, Stack
 from hpcnet.mpi import start_env
-from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.constants import BUILTIN_ENV
 from hpcnet.parsers import parsed_once
 from hpcnet.parsers.kernel import parse_kernel_output
 

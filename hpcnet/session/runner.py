@@ -23,8 +23,9 @@ from hpcnet import stacks
 from hpcnet.acceptance.history import metricindex
 from hpcnet.acceptance.references import baseline, references
 from hpcnet.acceptance.report import report as hpcnet_report
-from hpcnet.constants import (CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR, KNOWN_ISSUE_RETRIES,
-                              MEASUREMENT_WITHHELD, PERFLOG_DIR, REFERENCE_DIR, WITHHELD_RETRIES)
+from hpcnet.constants import (BUILTIN_ENV, CHECKS_DIR, CONFIG_DIR, DEFAULT_REPORTS_DIR,
+                              KNOWN_ISSUE_RETRIES, MEASUREMENT_WITHHELD, PERFLOG_DIR,
+                              REFERENCE_DIR, WITHHELD_RETRIES)
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import REFERENCE_DIR_ENV, REPORTS_DIR_ENV
 from hpcnet.exitcodes import WORDS, Exit, worst
@@ -189,7 +190,7 @@ def check_selection(reframe_args: list, environments: list) -> None:
         if part and part not in valid[name]:
             raise SelectionError(f'--system {chosen}: system {name} has no partition {part!r} '
                                  f'(valid: {", ".join(valid[name])})')
-    unmatched = unmatched_prgenv(reframe_args, environments + [stacks.BUILTIN_ENV])
+    unmatched = unmatched_prgenv(reframe_args, environments + [BUILTIN_ENV])
     if unmatched:
         raise SelectionError(unmatched)
 

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hpcnet.constants import BUILTIN_ENV
 from hpcnet.model import PartitionKey, StackChoice
 from hpcnet.stacks.discover import Discovery, Environment
 
 
-#: Environment available on every partition even when no MPI is found, so that
-#: ReFrame always loads; MPI checks select ``+mpi`` and skip it.
-BUILTIN_ENV = 'builtin'
 
 
 def chosen_environments(found: Discovery, choice: StackChoice) -> list:

@@ -4,7 +4,7 @@ import os
 
 import reframe as rfm
 
-from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.constants import BUILTIN_ENV
 from hpcnet.checklib.builds import MakeBuild
 
 

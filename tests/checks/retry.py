@@ -10,7 +10,7 @@ from reframe.core.backends import getlauncher
 
 from hpcnet.checklib.testlib import JudgedByReferences, MpiBenchmark
 from hpcnet.constants import MEASUREMENT_WITHHELD
-from hpcnet.stacks import BUILTIN_ENV
+from hpcnet.constants import BUILTIN_ENV
 
 
 def next_attempt(marker: str) -> int:
