@@ -39,6 +39,16 @@ class Unit:
     MBIT = 'Mbit/s'  # 10^6 bits per second (iperf3's unit)
 
 
+#: Units whose figures scale with the host that runs the ranks where a
+#: partition's nodes share one host (a busier host: longer times, lower
+#: rates, more datagrams lost, less overlap): there a case's figures in them
+#: are shown and its ratios over iperf3 decide.  A ratio of two figures of
+#: the same run (the worst pair over the median pair) and a count of bad
+#: nodes or errors are the host's on both sides of the division, or none of
+#: it: they are judged as on any partition.
+HOST_SCALED_UNITS = frozenset({Unit.US, Unit.MBPS, Unit.MSG_RATE, Unit.MBIT, Unit.LOST_PCT,
+                               Unit.OVERLAP_PCT})
+
 #: Suffix of a metric judged over iperf3 on the same link, where a partition's
 #: nodes share the host's cores (hpcnet.checklib.calibration): bandwidth_4MiB_over_iperf3.
 CALIBRATED_SUFFIX = '_over_iperf3'
@@ -288,14 +298,19 @@ def counterpart(test: str, name: str, ratios: set) -> str | None:
     '''What decides ``name`` of a case of ``test`` in its stead where the
     case is judged over iperf3 (``ratios``: ratios_over_iperf3 of the case):
     the ratio its entry names (an efficiency: its bandwidth's), or, for a
-    metric with none (a latency: the host's, over a veth), the case's ratios
-    together; None for a ratio itself and for a case not judged over iperf3.'''
+    metric with none in a unit that scales with the host (a latency: the
+    host's, over a veth), the case's ratios together; None for a ratio
+    itself, a scale-free metric (HOST_SCALED_UNITS) and a case not judged
+    over iperf3.'''
     entry = lookup(test, name)
     if not ratios or name in ratios or (entry is not None and entry.ratio):
         return None
     own = entry.counterpart(name) if entry is not None else None
-    return own if own in ratios else \
-        f'the case\'s ratios over iperf3 ({", ".join(sorted(ratios))})'
+    if own in ratios:
+        return own
+    if entry is not None and entry.unit not in HOST_SCALED_UNITS and not entry.judged_over:
+        return None
+    return f'the case\'s ratios over iperf3 ({", ".join(sorted(ratios))})'
 
 
 def is_known(test: str, metric: str) -> bool:

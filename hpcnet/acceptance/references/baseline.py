@@ -22,9 +22,11 @@ report's ``runs`` are its ``--reruns`` repeats.  Per metric of a case key:
    validation's lower bound of -0.5 (hpcnet.acceptance.references.references.MIN_LOWER).
 
 5. A case judged over iperf3 on its own link (its ``*_over_iperf3``
-   ratios: nodes that share one host's cores) asserts its ratios only; its
-   other metrics (absolute MB/s, latencies: the host's) go to `$not_asserted`,
-   as compare shows them (hpcnet.acceptance.comparison.metricjudge.calibrated_counterpart).
+   ratios: nodes that share one host's cores) asserts its ratios and its
+   scale-free metrics (counts, ratios within the run); the figures that
+   scale with the host (absolute MB/s, latencies: hpcnet.metrics.HOST_SCALED_UNITS)
+   go to `$not_asserted`, as compare shows them
+   (hpcnet.acceptance.comparison.metricjudge.calibrated_counterpart).
 
 A zero median (counts such as errors) has absolute thresholds in ReFrame:
 max(FLOOR, WORST_MARGIN x largest kept deviation), no cap.
@@ -47,7 +49,7 @@ import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 
-from hpcnet.metrics import CALIBRATED_SUFFIX, higher_is_better, ratios_over_iperf3
+from hpcnet.metrics import CALIBRATED_SUFFIX, counterpart, higher_is_better, ratios_over_iperf3
 from hpcnet.acceptance.references.casevalues import perf_samples
 from hpcnet.paths import PROJECT_ROOT
 from hpcnet.variables import REFERENCE_DIR_ENV
@@ -302,12 +304,12 @@ def build(reports: list, floor: float = TOLERANCE_FLOOR, tests: set | None = Non
                                               'median': float(f'{median:.6g}'),
                                               'others_median': float(f'{others:.6g}')})
                 pattern = '/'.join(_literal(k) for k in (*keys, var))
-                if over_iperf3 and var not in over_iperf3:
+                if over_iperf3 and counterpart(cls, var, over_iperf3) is not None:
                     # As compare judges it (metricjudge.calibrated_counterpart).
                     not_asserted.setdefault(cls, {'$index': list(index)})[pattern] = (
                         f'{OVER_IPERF3_REASON}: the case\'s nodes share one host\'s cores, its '
                         f'*{CALIBRATED_SUFFIX} ratios are asserted; the absolute figures and '
-                        'latencies are the host\'s: recorded and compared, not asserted')
+                        'latencies scale with the host: recorded and compared, not asserted')
                     continue
                 if not est.asserted:
                     # The index of the patterns' paths: the test may have no
