@@ -234,7 +234,10 @@ def test_accept_repeats_until_decided_or_budget(one_env_per_stack, tmp_path):
     env = {'HPCNET_REFERENCE_DIR': str(refdir)}
     select = ['--system', 'local:shm', '-n', 'hpcnet_p2p.*scale=1_node.*mode=pingpong',
               '-p', f'^{one_env_per_stack[0]}$', '-S', 'time_per_size_ms=2']
-    assert hpcnet('baseline', '--sessions', '3', *select, env=env).returncode == 0
+    made = hpcnet('baseline', '--sessions', '3', *select, env=env)
+    # Not decided (3) only with a metric named too noisy to judge.
+    too_noisy = 'too noisy to judge: retake or widen by hand' in made.stdout
+    assert made.returncode == (3 if too_noisy else 0), made.stdout[-3000:]
     res = hpcnet('accept', '--repeats', '3', '--max-repeats', '5', *select, env=env)
     out = res.stdout
     assert res.returncode in (0, 1, 3), out[-3000:]
@@ -293,7 +296,7 @@ def test_testbed_baseline_and_accept_run_their_sessions_on_the_testbed(monkeypat
 
     monkeypatch.setattr(testbed, 'Testbed', FakeTestbed)
     monkeypatch.setattr(testbed_command, 'up_from_options',
-                        lambda tb, opts: seen.append(opts.nodes))
+                        lambda tb, opts: seen.append(opts.nodes) or {'wire': 'wire-true: ...'})
     monkeypatch.setattr(baseline_command, 'run', lambda args: fake_run(
         'baseline', args.reframe_args) or args.sessions)
     assert cli.main(['testbed', 'baseline', '--nodes', '3', '--sessions', '2', '-n', 'hpcnet_p2p']) == 2
