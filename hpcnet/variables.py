@@ -101,7 +101,8 @@ VARIABLES = (
              'config/systems/testbed.py'),
     Variable(TESTBED_WIRE_ENV, 'the links not proven wire-true: a slow link is not told from a slow host',
              'set by `hpcnet testbed run`: the fraction of the wire\'s TCP payload rate a clean '
-             'link measured when the testbed came up (hpcnet.testbed.wire)',
+             'link measured when the testbed came up, as the checks\' calibration measures it '
+             '(hpcnet.testbed.wire)',
              'config/systems/testbed.py'),
     Variable(TESTBED_RDMA_ENV, 'no `testbed:roce` partition',
              "set by `hpcnet testbed run`: the RDMA device on the nodes' `eth0`",

@@ -156,8 +156,8 @@ class Testbed(Build, Daemons, Teardown, Shaping):
         else:
             base.pop(TESTBED_RATE_ENV, None)
         proof = self.state.get('wire') or {}
-        if proof.get('wire_true'):
-            base[TESTBED_WIRE_ENV] = str(proof['efficiency'])
+        if proof.get('wire_true') and proof.get('as_checks_measure'):
+            base[TESTBED_WIRE_ENV] = str(proof['as_checks_measure'])
         else:
             base.pop(TESTBED_WIRE_ENV, None)
         if self.rdma_device:
