@@ -143,8 +143,11 @@ def test_the_story_from_site_init_to_two_green_nights_then_a_red_one(tmp_path,
             code, out = _pipeline(repo, variables)
             results = job_results(out)
             print(out[-4000:])
-            assert results['preflight'] == 'PASS' and results['suite'] == 'PASS', out[-6000:]
-            # Nothing regressed: compare passes, or warns (3: not decided).
+            assert results['preflight'] == 'PASS', out[-6000:]
+            assert results['suite'] in ('PASS', 'WARN'), out[-6000:]
+            # The suite passes, or warns (3) where the baseline named metrics too
+            # noisy to judge (docs/your-cluster.md, step 4); nothing regressed:
+            # compare passes, or warns (3: not decided).
             assert results['compare'] in ('PASS', 'WARN'), out[-6000:]
             assert re.search(r'hpcnet compare exited [03],', out), out[-6000:]
         assert code == 0, out[-6000:]
