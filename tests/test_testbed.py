@@ -129,7 +129,8 @@ def test_up_status_and_refusals(tb, capsys):
     proof = tb.state['wire']
     assert proof['wire_true'] and proof['burst'] == tb.burst in wire.BURSTS, proof
     assert 1 - wire.SLOWER_TOLERANCE <= proof['efficiency'] <= 1 + wire.FASTER_TOLERANCE
-    assert proof['retransmits'] == 0 and 0.5 < proof['as_checks_measure'] <= 1 + wire.FASTER_TOLERANCE
+    assert proof['retransmits'] <= proof['segments'] * wire.RETRANSMIT_SHARE
+    assert 0.5 < proof['as_checks_measure'] <= 1 + wire.FASTER_TOLERANCE
     assert tb.env()[TESTBED_WIRE_ENV] == str(proof['as_checks_measure'])
     # The host's softirq threads run ahead of the ranks while the testbed is up.
     assert str(tb.state_dir) in softirq.holders()

@@ -38,6 +38,14 @@ SLOWER_TOLERANCE = 0.02
 #: per frame, so a clean 8 KiB bucket measures 1.013-1.022 of the payload rate
 #: (docs/measurements.md, "A wire-true testbed").
 FASTER_TOLERANCE = 0.03
+#: The retransmits a wire-true link may show, as a share of the segments
+#: sent: a veth delivers on the CPU that sent, so a flow sent from both CPUs
+#: arrives out of order now and then and TCP retransmits a few segments
+#: (docs/testbed.md, "RPS is not set"); a bucket that loses tokens on a busy
+#: host retransmitted 0.3 % (docs/measurements.md, "A wire-true testbed").
+RETRANSMIT_SHARE = 1e-4
+#: The payload of a full segment at the testbed's MTU (IP, TCP, timestamps).
+SEGMENT_PAYLOAD = 1448
 #: iperf3's run: seconds measured, after OMIT_SECONDS of slow start.
 MEASURE_SECONDS = 3
 OMIT_SECONDS = 1
@@ -59,6 +67,7 @@ class WireProof:
     retransmits: int
     sender: str
     receiver: str
+    segments: int = 0           #: sent, counted in full segments
     #: The faster of two runs as the checks' calibration measures, over the wire.
     as_checks_measure: float | None = None
 
@@ -69,7 +78,7 @@ class WireProof:
     @property
     def wire_true(self) -> bool:
         return (1 - SLOWER_TOLERANCE <= self.efficiency <= 1 + FASTER_TOLERANCE
-                and self.retransmits == 0)
+                and self.retransmits <= self.segments * RETRANSMIT_SHARE)
 
     def line(self) -> str:
         verdict = 'wire-true' if self.wire_true else 'NOT wire-true'
@@ -77,9 +86,10 @@ class WireProof:
                   f'; {self.as_checks_measure:.3f} as the checks measure it')
         return (f'{verdict}: iperf3 {self.sender} -> {self.receiver} {self.MBps:.1f} MB/s, '
                 f'{self.efficiency:.3f} of the {self.rate} wire\'s TCP payload rate '
-                f'{self.wire_MBps:.1f} MB/s, {self.retransmits} retransmits (tbf burst '
-                f'{self.burst}; wire-true from {1 - SLOWER_TOLERANCE:.2f} to '
-                f'{1 + FASTER_TOLERANCE:.2f} and none){checks}')
+                f'{self.wire_MBps:.1f} MB/s, {self.retransmits} retransmits in {self.segments} '
+                f'segments (tbf burst {self.burst}; wire-true from {1 - SLOWER_TOLERANCE:.2f} to '
+                f'{1 + FASTER_TOLERANCE:.2f} with at most {RETRANSMIT_SHARE:.2%} '
+                f'retransmitted){checks}')
 
     def state(self) -> dict:
         return {**asdict(self), 'efficiency': round(self.efficiency, 4),
@@ -87,7 +97,7 @@ class WireProof:
 
 
 def iperf3_result(text: str, where: str) -> tuple:
-    """(received MB/s, sender retransmits) of iperf3's JSON (-J) output."""
+    """(received MB/s, sender retransmits, segments sent) of iperf3's JSON (-J) output."""
     try:
         result = json.loads(text)
         if result.get('error'):
@@ -95,10 +105,11 @@ def iperf3_result(text: str, where: str) -> tuple:
         end = result['end']
         received = float(end['sum_received']['bits_per_second']) / 8e6
         retransmits = int(end['sum_sent'].get('retransmits', 0))
+        segments = int(end['sum_sent']['bytes']) // SEGMENT_PAYLOAD
     except (ValueError, KeyError, TypeError) as err:
         raise TestbedError(f'{where}: iperf3 printed no result ({type(err).__name__}: {err}): '
                            f'{text.strip()[-300:]}') from None
-    return received, retransmits
+    return received, retransmits, segments
 
 
 def measure(tb, sender: str, receiver: str, rate: str, burst: str,
@@ -122,9 +133,9 @@ def measure(tb, sender: str, receiver: str, rate: str, burst: str,
         raise TestbedError(f'{where} exited with {client.returncode}; its server on {receiver} '
                            f'said: {server.stderr.read().strip()[-300:] or "nothing"}; the client: '
                            f'{client.stdout.strip()[-300:]}')
-    MBps, retransmits = iperf3_result(client.stdout, where)
+    MBps, retransmits, segments = iperf3_result(client.stdout, where)
     return WireProof(rate, burst, MBps, tcp_payload_MBps(rate_bps(rate), MTU), retransmits,
-                     sender, receiver)
+                     sender, receiver, segments)
 
 
 def _client(tb, sender: str, address: str, seconds: int,
