@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from hpcnet import fabrics, mpi, topology
 from hpcnet.constants import PartitionFeature
 from hpcnet.fabrics import ConfigError
+from hpcnet.variables import TESTBED_WIRE_ENV
 
 
 class PartitionKey:
@@ -120,6 +121,22 @@ def _positive_int(value, where: str, key: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f'{where}: extras.{key} is {value!r} (valid: a positive integer)')
     return value
+
+
+def _proven_wire(extras: dict, shared: bool):
+    '''The partition's own wire_efficiency; where its nodes share one host
+    and it names none, the proof `hpcnet testbed up` made on that host
+    (TESTBED_WIRE_ENV), which a site file written for the emulated cluster
+    (`hpcnet site init` on it) cannot know.'''
+    own = extras.get(PartitionKey.WIRE_EFFICIENCY)
+    if own is None and shared and os.environ.get(TESTBED_WIRE_ENV):
+        try:
+            return float(os.environ[TESTBED_WIRE_ENV])
+        except ValueError:
+            raise ConfigError(f'{TESTBED_WIRE_ENV}={os.environ[TESTBED_WIRE_ENV]!r}: valid: the '
+                              "fraction of the wire's payload rate `hpcnet testbed up` measured, "
+                              'e.g. 1.0') from None
+    return own
 
 
 def _wire_efficiency(value, where: str) -> float | None:
@@ -242,8 +259,7 @@ class Partition:
                    num_nodes=num_nodes, nodes_share_cores=shared,
                    pmi=_pmi_choice(extras.get(PartitionKey.PMI), where),
                    topology=topology.from_site(extras.get(PartitionKey.TOPOLOGY), where),
-                   wire_efficiency=_wire_efficiency(extras.get(PartitionKey.WIRE_EFFICIENCY),
-                                                    where))
+                   wire_efficiency=_wire_efficiency(_proven_wire(extras, shared), where))
 
     @classmethod
     def of(cls, rfm_partition) -> 'Partition':

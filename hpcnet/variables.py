@@ -102,8 +102,9 @@ VARIABLES = (
     Variable(TESTBED_WIRE_ENV, 'the links not proven wire-true: a slow link is not told from a slow host',
              'set by `hpcnet testbed run`: the fraction of the wire\'s TCP payload rate a clean '
              'link measured when the testbed came up, as the checks\' calibration measures it '
-             '(hpcnet.testbed.wire)',
-             'config/systems/testbed.py'),
+             '(hpcnet.testbed.wire); a partition whose nodes share the host takes it as its '
+             '`wire_efficiency` unless its site file names one',
+             'hpcnet/model.py'),
     Variable(TESTBED_RDMA_ENV, 'no `testbed:roce` partition',
              "set by `hpcnet testbed run`: the RDMA device on the nodes' `eth0`",
              'config/systems/testbed.py'),

@@ -10,7 +10,7 @@ exists only where the nodes have an RDMA device on eth0 (Soft-RoCE, rdma_rxe);
 import os
 
 from hpcnet.constants import DEFAULT_JOB_TIME_LIMIT, Fabric
-from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV, TESTBED_WIRE_ENV
+from hpcnet.variables import TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV
 from hpcnet.model import partition_extras
 from hpcnet.testbed import paper
 
@@ -18,8 +18,6 @@ from hpcnet.testbed import paper
 _nodes = int(os.environ.get(TESTBED_NODES_ENV, '4'))
 _rate_bps = int(os.environ[TESTBED_RATE_ENV]) if os.environ.get(TESTBED_RATE_ENV) else None
 _rdma_device = os.environ.get(TESTBED_RDMA_ENV) or None
-_wire_efficiency = (float(os.environ[TESTBED_WIRE_ENV]) if os.environ.get(TESTBED_WIRE_ENV)
-                    else None)
 
 _common = {
     'scheduler': 'slurm',
@@ -38,7 +36,7 @@ system = {
          'descr': 'veth links to a bridge, shaped like Gigabit Ethernet',
          'extras': partition_extras(fabric=Fabric.TCP, iface='eth0', mtu=1500,
                                     link_rate_bps=_rate_bps, num_nodes=_nodes,
-                                    nodes_share_cores=True, wire_efficiency=_wire_efficiency)},
+                                    nodes_share_cores=True)},
     ],
 }
 
@@ -64,5 +62,4 @@ if _rdma_device:
          'descr': 'Soft-RoCE (rdma_rxe) on the veth links',
          'extras': partition_extras(fabric=Fabric.ROCE, iface='eth0', rdma_device=_rdma_device,
                                     rdma_port=1, gid_index=1, link_rate_bps=_rate_bps,
-                                    num_nodes=_nodes, nodes_share_cores=True,
-                                    wire_efficiency=_wire_efficiency)})
+                                    num_nodes=_nodes, nodes_share_cores=True)})
