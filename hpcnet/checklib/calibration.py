@@ -232,8 +232,8 @@ class Calibration:
 
     def ratio(self, value_MBps: float) -> float:
         '''What the case is judged by: over() the iperf3 bracket, like with
-        like.  A path slower than declared is not judged by it: the shaper
-        on the path names it (throttled()), and the case fails on that.'''
+        like.  A path slower than declared is not judged by it: iperf3
+        measures it slow (slow_link()), and the case fails on that.'''
         return self.over(value_MBps)
 
     def throttled(self, iface: str, link_rate_bps: int) -> list:
