@@ -25,6 +25,22 @@
 
 #define HC_MAX_SIZE ((uint64_t)1 << 30) /* 1 GiB: the largest message any kernel takes */
 
+/* The compiler that built the kernel, as its predefined macros say: the
+ * header's "compiler:" line, so that a run shows which compiler the MPI
+ * wrapper really called (the environment's, or the one the wrapper was built
+ * with).  NVHPC and clang define __GNUC__ too, so they are tested first. */
+#define HC_STR_(x) #x
+#define HC_STR(x) HC_STR_(x)
+#if defined(__NVCOMPILER)
+#define HC_COMPILER "nvhpc " HC_STR(__NVCOMPILER_MAJOR__) "." HC_STR(__NVCOMPILER_MINOR__) "." HC_STR(__NVCOMPILER_PATCHLEVEL__)
+#elif defined(__clang__)
+#define HC_COMPILER "clang " HC_STR(__clang_major__) "." HC_STR(__clang_minor__) "." HC_STR(__clang_patchlevel__)
+#elif defined(__GNUC__)
+#define HC_COMPILER "gcc " HC_STR(__GNUC__) "." HC_STR(__GNUC_MINOR__) "." HC_STR(__GNUC_PATCHLEVEL__)
+#else
+#define HC_COMPILER "unknown 0"
+#endif
+
 /* ------------------------------------------------------------------------ */
 /* parsing                                                                   */
 

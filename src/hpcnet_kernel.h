@@ -80,6 +80,7 @@ static inline void hk_init(int *argc, char ***argv, const char *kernel_name, voi
         hk_library_version(lib, sizeof lib);
         printf("hpcnet-kernel: %s %d\n", hk_kernel_name, HK_FORMAT_VERSION);
         printf("mpi-library: %s\n", lib);
+        printf("compiler: %s\n", HC_COMPILER);
     }
     const char *finalize_timeout = getenv(HK_FINALIZE_TIMEOUT_ENV);
     if (finalize_timeout && *finalize_timeout)

@@ -144,6 +144,7 @@ static void print_identity(const struct client *c, const char *myhost, const cha
     /* the generic structure of the MPI kernels: no MPI library; "rank" 0 is
      * the server, 1 the client (as with --role auto) */
     printf("mpi-library: none\n");
+    printf("compiler: %s\n", HC_COMPILER);
     printf("ranks: 2\n");
     printf("host: 0 %s\n", c->server_host);
     printf("host: 1 %s\n", myhost);

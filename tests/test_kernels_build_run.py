@@ -529,6 +529,8 @@ def test_help(built):
     proc = subprocess.run([str(built[1] / 'p2p'), '--help'], env=_env(), capture_output=True,
                           text=True, timeout=RUN_TIMEOUT)
     assert proc.returncode == 0 and '--mode M' in proc.stdout and '--validate' in proc.stdout
+    # Built by the default compiler (gcc-12: the wrappers' own).
+    assert re.search(r'^compiler: gcc 12\.\d+\.\d+$', proc.stdout, re.M), proc.stdout
 
 
 @pytest.mark.parametrize('stack', sorted(STACKS))
@@ -540,6 +542,16 @@ def test_builds_without_warnings_with_other_compilers(stack, compiler, tmp_path)
     proc = _make(stack, tmp_path, {STACKS[stack][2]: compiler})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not COMPILER_WARNING.search(proc.stdout + proc.stderr), proc.stdout + proc.stderr
+    # The kernel names the compiler the wrapper really called, as the
+    # compiler itself reports its version.
+    version = subprocess.run([compiler, '-dumpversion'], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    help_run = subprocess.run([str(tmp_path / 'p2p'), '--help'], env=_env(),
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    said = re.search(r'^compiler: (\S+) (\S+)$', help_run.stdout, re.M)
+    assert said, help_run.stdout
+    assert said[1] == compiler.split('-')[0] and said[2].startswith(version.split('.')[0] + '.'), \
+        said[0]
 
 
 

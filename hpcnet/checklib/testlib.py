@@ -343,6 +343,8 @@ class MpiBenchmark(NetworkRun):
     verify_transport = variable(typ.Bool, value=True)
     #: MPI library the binary reported (logged with every performance value).
     mpi_library = variable(str, value='', loggable=True)
+    #: The compiler that built our kernel, as it reported it ('gcc 12.2.0').
+    kernel_compiler = variable(str, value='', loggable=True)
     #: What the transport proof found.
     transport = variable(str, value='', loggable=True)
     #: MPI family of the environment (a reference $index level).
@@ -392,9 +394,12 @@ class MpiBenchmark(NetworkRun):
             sanity.check_library(library.group(1), self.stack)
         sanity.check_kernel_errors(text, self.job_stderr(), self.stack)
         with sanity.sanity_from_output_errors(note=self.failure_note()):
-            return parse_kernel_output(
+            out = parse_kernel_output(
                 text, source=os.path.join(self.stagedir, self.stdout.evaluate()),
                 expect_kernel=kernel)
+        sanity.check_compiler(out.header.get('compiler'), self.stack)
+        self.kernel_compiler = out.header.get('compiler', '')
+        return out
 
     def failure_note(self) -> str:
         '''"" for a job that succeeded; else how it ended, its error lines,

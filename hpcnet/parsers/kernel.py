@@ -5,6 +5,7 @@ In short, on the kernel's stdout::
 
     hpcnet-kernel: p2p 1            <- first recognised line: kernel name, format version
     mpi-library: Open MPI v4.1.4, ...
+    compiler: gcc 12.2.0            <- the compiler that built it
     ranks: 2
     host: 0 node001                 <- one per rank
     host: 1 node002
@@ -60,6 +61,9 @@ FORMAT_VERSIONS = frozenset({1})
 KNOWN_KEYS = frozenset({
     # structure, all kernels
     'hpcnet-kernel', 'mpi-library', 'ranks', 'host', 'columns', 'row', 'done', 'error',
+    # the compiler that built the kernel: family and version (outputs from
+    # before it have none)
+    'compiler',
     # common options (p2p, collectives); precision-pct: adaptive runs only
     'warmup', 'iters', 'precision-pct', 'time-per-size-ms', 'min-iters', 'max-iters', 'validate',
     'validation',
