@@ -30,6 +30,7 @@ TESTBED_RDMA_ENV = 'HPCNET_TESTBED_RDMA_DEVICE'
 TESTBED_WIRE_ENV = 'HPCNET_TESTBED_WIRE_EFFICIENCY'
 TESTBED_STATE_DIR_ENV = 'HPCNET_TESTBED_STATE_DIR'
 TESTBED_TEMPLATES_ENV = 'HPCNET_TESTBED_TEMPLATES'
+TESTBED_TOPOLOGY_ENV = 'HPCNET_TESTBED_TOPOLOGY'
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,10 @@ VARIABLES = (
              '(hpcnet.testbed.wire); a partition whose nodes share the host takes it as its '
              '`wire_efficiency` unless its site file names one',
              'hpcnet/model.py'),
+    Variable(TESTBED_TOPOLOGY_ENV, 'one bridge: the testbed partitions have no switch tree',
+             "set by `hpcnet testbed run` on a testbed up with `--leaves` > 1: its Slurm "
+             "`topology.conf`, the partitions' `extras.topology`",
+             'config/systems/testbed.py'),
     Variable(TESTBED_RDMA_ENV, 'no `testbed:roce` partition',
              "set by `hpcnet testbed run`: the RDMA device on the nodes' `eth0`",
              'config/systems/testbed.py'),

@@ -14,7 +14,8 @@ from hpcnet.stacks import lmod
 from hpcnet.testbed import moduletree
 from hpcnet.paths import WORK_DIR
 from hpcnet.variables import (MODULEPATH_ENV, REPORTS_DIR_ENV, STATE_DIR_ENV, SYSTEMS_DIRS_ENV,
-                              TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV)
+                              TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV,
+                              TESTBED_TOPOLOGY_ENV)
 from hpcnet.model import Partition, Stack
 from hpcnet.constants import CONFIG_DIR
 
@@ -194,7 +195,8 @@ def hpcnet_on_head_node(tb, scratch: Path, modulepath: Path):
                  'MODULEPATH': '', STATE_DIR_ENV: str(scratch / 'state'),
                  REPORTS_DIR_ENV: str(scratch / 'reports')}
     env = tb.env({**os.environ, **variables})
-    for testbed_only in (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV):
+    for testbed_only in (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV,
+                         TESTBED_TOPOLOGY_ENV):
         env.pop(testbed_only, None)
 
     def hpcnet(*args, systems_dir=None, timeout=600):

@@ -33,21 +33,26 @@ class Culprits:
     pairs are bad: the node or its cable), ``links`` (host pairs, the only bad
     pair of both its nodes), ``inconclusive`` bad pairs that neither explains,
     and with a switch tree ``uplinks`` (leaves most of whose cross-leaf pairs
-    are bad; None: no tree).'''
+    are bad; None: no tree), ``uplinks_alike`` when they are crossed by the
+    same pairs (two leaves), which then cannot tell which of them is slow.'''
 
     nodes: tuple = ()
     links: tuple = ()
     inconclusive: tuple = ()
     uplinks: tuple | None = None
+    uplinks_alike: bool = False
 
     def as_dict(self) -> dict:
         found = {'nodes': list(self.nodes), 'links': [list(p) for p in self.links],
                  'inconclusive': [list(p) for p in self.inconclusive]}
-        return found if self.uplinks is None else dict(found, uplinks=list(self.uplinks))
+        alike = {'uplinks_alike': True} if self.uplinks_alike else {}
+        return found if self.uplinks is None else dict(found, uplinks=list(self.uplinks), **alike)
 
     def describe(self) -> str:
         '''"uplink leaf2; node cn3; link cn1-cn2; inconclusive cn4-cn5", or "none".'''
-        parts = ([f'uplink {", ".join(self.uplinks)}'] if self.uplinks else []) + (
+        uplinks = (f'uplink {" or ".join(self.uplinks)} (the pairs cannot tell them apart)'
+                   if self.uplinks_alike else f'uplink {", ".join(self.uplinks or ())}')
+        parts = ([uplinks] if self.uplinks else []) + (
             [f'node {", ".join(self.nodes)}'] if self.nodes else []) + [
             f'{what} {", ".join(f"{a}-{b}" for a, b in pairs)}'
             for what, pairs in (('link', self.links), ('inconclusive', self.inconclusive))
@@ -79,16 +84,18 @@ def _judged(rows, quantity: str) -> tuple:
 
 
 def bad_uplinks(pairs: list, tree) -> tuple:
-    '''The leaves of ``tree`` more than half of whose cross-leaf pairs (the
-    pairs crossing their uplinks) are bad.  A bad node's pairs are 1 / m of
-    its leaf's cross-leaf pairs (m nodes), a bad uplink's partners see a
-    share of it by leaf they meet: neither is most.'''
-    crossing, bad_of = defaultdict(int), defaultdict(int)
+    '''(The leaves of ``tree`` more than half of whose cross-leaf pairs (the
+    pairs crossing their uplinks) are bad, whether two or more of them are
+    crossed by the same pairs).  A bad node's pairs are 1 / m of its leaf's
+    cross-leaf pairs (m nodes), a bad uplink's partners see a share of it by
+    leaf they meet: neither is most.'''
+    crossing, bad_of = defaultdict(set), defaultdict(int)
     for ends, bad in pairs:
         for kind, leaf in tree.links(*ends)[2:]:
-            crossing[leaf] += 1
+            crossing[leaf].add(ends)
             bad_of[leaf] += bad
-    return tuple(sorted(leaf for leaf, n in crossing.items() if bad_of[leaf] > n / 2))
+    named = tuple(sorted(leaf for leaf, seen in crossing.items() if bad_of[leaf] > len(seen) / 2))
+    return named, len(named) > 1 and all(crossing[leaf] == crossing[named[0]] for leaf in named)
 
 
 def culprits(rows, quantity: str, tree=None) -> Culprits:
@@ -104,10 +111,10 @@ def culprits(rows, quantity: str, tree=None) -> Culprits:
     if len(hosts) < NODES_FOR_ATTRIBUTION:
         raise AttributionError(f'{len(hosts)} nodes: putting a bad pair on a node or a link '
                                f'needs at least {NODES_FOR_ATTRIBUTION}')
-    uplinks = None
+    uplinks, uplinks_alike = None, False
     if tree is not None:
         tree.check_covers(hosts, 'the pair matrix')
-        uplinks = bad_uplinks(pairs, tree)
+        uplinks, uplinks_alike = bad_uplinks(pairs, tree)
         named = set(uplinks)
         pairs = [(ends, bad) for ends, bad in pairs
                  if not {leaf for _, leaf in tree.links(*ends)[2:]} & named]
@@ -125,7 +132,7 @@ def culprits(rows, quantity: str, tree=None) -> Culprits:
     for a, b in unexplained:
         alone = bad_left[a] == 1 and bad_left[b] == 1 and not {a, b} & unsteady
         (links if alone else inconclusive).append((a, b))
-    return Culprits(nodes, tuple(links), tuple(inconclusive), uplinks)
+    return Culprits(nodes, tuple(links), tuple(inconclusive), uplinks, uplinks_alike)
 
 
 def worst_median(values, worst):

@@ -28,6 +28,11 @@ def add_up_options(parser: argparse.ArgumentParser):
     """The options of ``up`` (shared with ``hpcnet testbed run|baseline|accept``)."""
     parser.add_argument('--nodes', type=int, default=testbed.DEFAULTS.nodes,
                         help=f'compute nodes (default {testbed.DEFAULTS.nodes})')
+    parser.add_argument('--leaves', type=int, default=1,
+                        help='leaf switches (bridges) the compute nodes spread over evenly, in '
+                             'order, joined by an unshaped uplink each to a spine where the head '
+                             'node hangs; Slurm gets their topology.conf (default 1: one bridge, '
+                             'no tree)')
     parser.add_argument('--rate', default=testbed.DEFAULTS.rate,
                         help=f'tbf rate of every link, or "none" '
                              f'(default {testbed.DEFAULTS.rate})')
@@ -40,7 +45,7 @@ def add_up_options(parser: argparse.ArgumentParser):
 
 
 def up_from_options(tb: testbed.Testbed, args) -> dict:
-    return tb.up(args.nodes, args.rate, args.burst, args.softirq_priority)
+    return tb.up(args.nodes, args.rate, args.burst, args.softirq_priority, args.leaves)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     stp = sub.add_parser('status', parents=[common], help='show the testbed')
     stp.add_argument('--json', action='store_true', help='print the status as JSON')
     sh = sub.add_parser('shape', parents=[common],
-                        help="change the tbf rate of every link, of one node's, or of one path's")
+                        help="change the tbf rate of every link, of one node's, of one path's, "
+                             "or of one leaf's uplink")
     sh.add_argument('--rate', required=True, help='e.g. 500mbit, or "none"')
     sh.add_argument('--burst', default=None, help="tbf burst (default: the testbed's, else "
                                                   f'{testbed.DEFAULTS.burst})')
@@ -79,6 +85,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument('--peer', default=None,
                     help='with --node: only the path between the two nodes, both directions '
                          '("none": back to the nodes\' own rate)')
+    sh.add_argument('--uplink', default=None, metavar='LEAF',
+                    help='only the uplink of this leaf (e.g. leaf2) of a testbed up with '
+                         '--leaves, both directions ("none": unshaped, as it came up)')
     return p
 
 
@@ -98,6 +107,11 @@ def _status_text(s: dict) -> str:
         lines.append(f'  {n["name"]:5} {n["addr"]:12} netns {n["netns"]:12} '
                      f'{n["qdisc"] or "no qdisc"}' + (f'  [{d}]' if d else '')
                      + (f'  path to {paths}' if paths else ''))
+    for leaf in s.get('leaves', []):
+        ends = '; '.join(f'{end}: {qdisc or "no qdisc"}'
+                         for end, qdisc in leaf['uplink_qdisc'].items())
+        lines.append(f'  {leaf["leaf"]:6} netns {leaf["netns"]:12} nodes {",".join(leaf["nodes"])}'
+                     f'  uplink {leaf["uplink_rate"] or "unshaped"} ({ends})')
     lines.append(s['sinfo'])
     return '\n'.join(lines)
 
@@ -114,6 +128,10 @@ def testbed_main(argv: Sequence[str] | None = None) -> int:
             print(f'testbed {tb.name} up in {r["seconds"]:.2f} s: ' +
                   ', '.join(f'{n} {a}' for n, a in addrs.items()) +
                   f'; rate {tb.rate or "unshaped"}')
+            if tb.leaves:
+                print('switch tree: ' + '; '.join(f'{leaf} {",".join(nodes)}'
+                                                  for leaf, nodes in tb.leaves.items())
+                      + f' under the spine (with {HEAD}); {tb.topology_conf}')
             print(f'links {r["wire"]}')
             print(f'SLURM_CONF={tb.slurm_conf}')
             print(f'run Slurm commands with: hpcnet testbed exec {HEAD} -- '
@@ -142,6 +160,14 @@ def testbed_main(argv: Sequence[str] | None = None) -> int:
         if args.cmd == 'status':
             status = tb.status()
             print(json.dumps(status, indent=1) if args.json else _status_text(status))
+            return 0
+        if args.cmd == 'shape' and args.uplink:
+            if args.node or args.peer:
+                print('hpcnet testbed shape: --uplink shapes a leaf\'s uplink alone (valid: '
+                      '--uplink, or --node [--peer])', file=sys.stderr)
+                return 2
+            tb.shape_uplink(args.uplink, args.rate, args.burst)
+            print(f'uplink of {args.uplink} on testbed {tb.name}: {args.rate}')
             return 0
         if args.cmd == 'shape' and args.peer:
             if not args.node:

@@ -5,7 +5,9 @@ nodes (``cn1`` ... ``cnN``). Every node is its own network namespace, UTS
 namespace (its own hostname) and mount namespace (its own SlurmdSpoolDir,
 TmpFS, sysfs and /etc/hosts); each node's ``eth0`` is one end of a veth pair
 whose other end is a port of a bridge living in a namespace of its own
-(``<name>-br``). Addresses (10.77.0.0/24 by default) exist only inside those
+(``<name>-br``); with ``--leaves L`` the compute nodes spread over L leaf
+bridges joined by a veth uplink each to a spine bridge, where the head node
+hangs (hpcnet.testbed.tree). Addresses (10.77.0.0/24 by default) exist only inside those
 namespaces; the root namespace gets none and no route. A private munged,
 slurmctld (head node) and one ``slurmd -N cnX`` per compute node run with
 configuration generated into the state directory, from the templates in

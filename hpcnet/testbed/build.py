@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hpcnet.templates import render
-from hpcnet.testbed import softirq, wire
+from hpcnet.testbed import softirq, tree, wire
 from hpcnet.testbed.config import (BRIDGE, CMD_TIMEOUT, DEFAULTS, HEAD, IFACE, MAX_NODES,
                                    NETMASK_BITS, NETNS_DIR, REQUIRED_TOOLS, StepError,
                                    TestbedError, burst_bytes, rate_bps)
@@ -27,7 +27,7 @@ class Build:
 
     STEPS = ('check prerequisites', 'probe namespaces', 'create state dir',
              'private namespace dir', 'create network namespaces',
-             'create node namespaces', 'create bridge', 'connect nodes',
+             'create node namespaces', 'create bridge', 'connect nodes', 'connect uplinks',
              'probe rdma', 'shape links', 'prioritise softirq', 'size backlog',
              'prove the wire', 'write configuration',
              'start munged',
@@ -35,9 +35,11 @@ class Build:
 
     def up(self, nodes: int = DEFAULTS.nodes, rate: str | None = DEFAULTS.rate,
            burst: str | None = None,
-           softirq_priority: int = DEFAULTS.softirq_priority) -> dict:
+           softirq_priority: int = DEFAULTS.softirq_priority, leaves: int = 1) -> dict:
         """Build the testbed; ``burst`` None: the smallest tbf bucket that
-        proves the links wire-true (hpcnet.testbed.wire). Returns
+        proves the links wire-true (hpcnet.testbed.wire); ``leaves`` > 1: the
+        nodes spread over that many leaf bridges under a spine
+        (hpcnet.testbed.tree). Returns
         {'seconds': ..., 'steps': {...}, 'wire': what the proof found}."""
         if not 0 <= softirq_priority <= 99:
             raise TestbedError(f'--softirq-priority {softirq_priority}: valid: 0 (leave '
@@ -50,6 +52,7 @@ class Build:
                 burst_bytes(burst)
         if not 1 <= nodes <= MAX_NODES:
             raise TestbedError(f'--nodes must be in 1..{MAX_NODES}')
+        tree.check_leaves(leaves, nodes)
         if os.geteuid() != 0:
             raise TestbedError('hpcnet testbed needs root (network, UTS and '
                                'mount namespaces, mounts, daemons)')
@@ -69,6 +72,7 @@ class Build:
                                'not an empty directory')
 
         self._nodes_wanted = nodes
+        self._leaves_wanted = leaves
         self._state = None
         timings = {}
         t0 = time.monotonic()
@@ -170,16 +174,11 @@ class Build:
             'name': self.name, 'state_dir': str(self.state_dir),
             'state_dir_created': created, 'complete': False,
             'netns_dir_created': False, 'nodes': [], 'rate': None,
-            'burst': None, 'iface': IFACE, 'resources': [],
+            'burst': None, 'iface': IFACE, 'resources': [], 'tree': None, 'uplink_rates': {},
             'started': time.strftime('%Y-%m-%dT%H:%M:%S%z'),
         }
         self._save()
-        n = self._nodes_wanted
-        self._state['nodes'] = [
-            {'name': HEAD, 'role': 'head', 'addr': self.address_of(0),
-             'netns': self.netns(HEAD)}] + [
-            {'name': f'cn{i}', 'role': 'compute', 'addr': self.address_of(i),
-             'netns': self.netns(f'cn{i}')} for i in range(1, n + 1)]
+        self._plan_nodes()
         for sub, mode in (('ns', 0o755), ('etc', 0o755), ('bin', 0o755),
                           ('log', 0o755), ('run', 0o755), ('slurmd', 0o755),
                           ('tmpfs', 0o1777), ('slurmctld', 0o755),
@@ -194,6 +193,36 @@ class Build:
             os.chmod(nd / 'tmp', 0o1777)
         self._save()
 
+    def _plan_nodes(self):
+        """The nodes, their addresses and each one's switch: the one bridge;
+        with a tree the spine for the head node (every leaf then reaches
+        Slurm's controller through its own uplink alike) and its leaf for
+        each compute node."""
+        st = self._state
+        st['nodes'] = [
+            {'name': HEAD, 'role': 'head', 'addr': self.address_of(0),
+             'netns': self.netns(HEAD)}] + [
+            {'name': f'cn{i}', 'role': 'compute', 'addr': self.address_of(i),
+             'netns': self.netns(f'cn{i}')} for i in range(1, self._nodes_wanted + 1)]
+        if self._leaves_wanted == 1:
+            for n in st['nodes']:
+                n['switch'] = self.bridge_netns
+            return
+        spine = self.netns(tree.SPINE)
+        placed = tree.spread(self.compute_nodes(), self._leaves_wanted)
+        st['tree'] = {'spine': spine, 'leaves': {
+            leaf: {'netns': self.netns(leaf), 'nodes': nodes} for leaf, nodes in placed.items()}}
+        switch_of = {node: self.netns(leaf) for leaf, nodes in placed.items() for node in nodes}
+        for n in st['nodes']:
+            n['switch'] = switch_of.get(n['name'], spine)
+
+    def _switch_namespaces(self) -> list[str]:
+        """The bridges' namespaces: the one bridge, or the spine and the leaves."""
+        found = self.state.get('tree')
+        if not found:
+            return [self.bridge_netns]
+        return [found['spine']] + [each['netns'] for each in found['leaves'].values()]
+
     def _step_private_namespace_dir(self):
         step = 'private namespace dir'
         # unshare --mount=FILE refuses a FILE on a shared mount.
@@ -206,7 +235,7 @@ class Build:
         if not NETNS_DIR.exists():
             self._state['netns_dir_created'] = True
             self._save()
-        for ns in [self.bridge_netns] + [self.netns(n) for n in self.nodes()]:
+        for ns in self._switch_namespaces() + [self.netns(n) for n in self.nodes()]:
             self._cmd(step, ['ip', 'netns', 'add', ns])
             self._record('netns', name=ns)
             # No IPv6 chatter (router solicitations, DAD) on the links.
@@ -243,17 +272,16 @@ class Build:
 
     def _step_create_bridge(self):
         step = 'create bridge'
-        br = self.bridge_netns
-        self._cmd(step, ['ip', '-n', br, 'link', 'add', BRIDGE, 'type',
-                         'bridge', 'stp_state', '0', 'forward_delay', '0'])
-        self._cmd(step, ['ip', '-n', br, 'link', 'set', BRIDGE, 'up'])
+        for br in self._switch_namespaces():
+            self._cmd(step, ['ip', '-n', br, 'link', 'add', BRIDGE, 'type',
+                             'bridge', 'stp_state', '0', 'forward_delay', '0'])
+            self._cmd(step, ['ip', '-n', br, 'link', 'set', BRIDGE, 'up'])
 
     def _step_connect_nodes(self):
         step = 'connect nodes'
-        br = self.bridge_netns
         for n in self.state['nodes']:
-            node, ns = n['name'], n['netns']
-            port = f'v-{node}'
+            node, ns, br = n['name'], n['netns'], n['switch']
+            port = tree.port_of(node)
             # Created inside the bridge namespace, peer straight into the
             # node's: no interface named eth0 ever appears in the root one.
             self._cmd(step, ['ip', '-n', br, 'link', 'add', port, 'type',
@@ -264,6 +292,22 @@ class Build:
             self._cmd(step, ['ip', '-n', ns, 'addr', 'add',
                              f'{n["addr"]}/{NETMASK_BITS}', 'dev', IFACE])
             self._cmd(step, ['ip', '-n', ns, 'link', 'set', IFACE, 'up'])
+
+    def _step_connect_uplinks(self):
+        """One veth pair per leaf, a port of the spine's bridge and of the
+        leaf's: a tree without loops, so no spanning tree is needed."""
+        step = 'connect uplinks'
+        found = self.state.get('tree')
+        if not found:
+            return
+        spine = found['spine']
+        for leaf, each in found['leaves'].items():
+            port = tree.port_of(leaf)
+            self._cmd(step, ['ip', '-n', spine, 'link', 'add', port, 'type', 'veth', 'peer',
+                             'name', tree.UPLINK_DEV, 'netns', each['netns']])
+            self._record('veth', netns=spine, dev=port, uplink=leaf)
+            for netns, dev in ((spine, port), (each['netns'], tree.UPLINK_DEV)):
+                self._cmd(step, ['ip', '-n', netns, 'link', 'set', dev, 'master', BRIDGE, 'up'])
 
     def _step_probe_rdma(self):
         """Which RDMA device (e.g. Soft-RoCE rxe0 that an admin bound to the
@@ -298,6 +342,7 @@ class Build:
         self._state['burst'] = burst if rate else None
         self._state['node_rates'] = {}
         self._state['path_rates'] = {}
+        self._state['uplink_rates'] = {}
         self._save()
 
     def _step_prove_the_wire(self, rate, burst):
@@ -310,6 +355,10 @@ class Build:
             for node in self.nodes():
                 self._tc('prove the wire', self.netns(node), IFACE, rate, each, verb='replace')
         chosen, proof, said = wire.prove(self, rate, burst, reshape)
+        if self.leaves:
+            across, said_across = wire.cross_leaf(self, rate, chosen)
+            self._state['wire_cross_leaf'] = across.state() if across else None
+            said += '; ' + said_across
         self._state['burst'] = chosen
         self._state['wire'] = proof.state() if proof else None
         self._state['wire_said'] = said
@@ -340,11 +389,17 @@ class Build:
                   'HEAD_ADDR': st['nodes'][0]['addr'],
                   'STATE_DIR': sd, 'MUNGE_SOCKET': sd / 'munge' / 'munge.socket',
                   'NODE_LINES': lines.rstrip('\n'),
-                  'COMPUTE_NODES': ','.join(computes)}
+                  'COMPUTE_NODES': ','.join(computes),
+                  # Slurm's tree plugin only where there is a tree: with one
+                  # switch it would only ask for a topology.conf.
+                  'TOPOLOGY_PLUGIN': 'TopologyPlugin=topology/tree' if self.leaves
+                  else '# One bridge: no switch tree (up --leaves 1).'}
         try:
             text = render((self.template_dir / 'slurm.conf.in').read_text(),
                            values)
             self.slurm_conf.write_text(text)
+            if self.leaves:
+                self.topology_conf.write_text(tree.topology_conf(self.leaves))
             shutil.copyfile(self.template_dir / 'mpi.conf', self.slurm_conf.with_name('mpi.conf'))
             (sd / 'etc' / 'plugstack.conf').write_text('')
             sacct = shutil.which('sacct')

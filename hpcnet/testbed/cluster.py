@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Sequence
 
 from hpcnet.variables import (TESTBED_NODES_ENV, TESTBED_RATE_ENV, TESTBED_RDMA_ENV,
-                              TESTBED_STATE_DIR_ENV, TESTBED_WIRE_ENV)
-from hpcnet.testbed import softirq
+                              TESTBED_STATE_DIR_ENV, TESTBED_TOPOLOGY_ENV, TESTBED_WIRE_ENV)
+from hpcnet.testbed import softirq, tree
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, HEAD, HOST_OFFSET, IFACE, NETNS_DIR,
                                    SUBNET_PREFIX, TestbedError, TestbedUsageError,
                                    default_state_dir, default_template_dir, rate_bps)
@@ -27,7 +27,8 @@ class Testbed(Build, Daemons, Teardown, Shaping):
     """One virtual cluster, identified by its name and state directory.
 
     ``name`` prefixes the network namespaces (``<name>-hn0``, ``<name>-cn1``,
-    ``<name>-br``), so two testbeds of different names can coexist.
+    ``<name>-br``, or with a switch tree ``<name>-spine``, ``<name>-leaf1``
+    ...), so two testbeds of different names can coexist.
     """
 
     __test__ = False
@@ -95,7 +96,26 @@ class Testbed(Build, Daemons, Teardown, Shaping):
 
     @property
     def bridge_netns(self) -> str:
+        """The one bridge's namespace of a testbed without a tree."""
         return f'{self.name}-br'
+
+    def switch_netns(self, node: str) -> str:
+        """The namespace of the bridge ``node``'s cable plugs into."""
+        for n in self.state['nodes']:
+            if n['name'] == node:
+                return n.get('switch', self.bridge_netns)
+        raise TestbedError(f'unknown node {node!r} (nodes: {", ".join(self.nodes())})')
+
+    @property
+    def leaves(self) -> dict[str, list[str]] | None:
+        """{leaf: its compute nodes} of the switch tree; None: one bridge."""
+        found = self.state.get('tree')
+        return {leaf: each['nodes'] for leaf, each in found['leaves'].items()} if found else None
+
+    @property
+    def topology_conf(self) -> Path:
+        """Slurm's topology.conf, beside slurm.conf (written with a tree only)."""
+        return self.slurm_conf.with_name('topology.conf')
 
     @staticmethod
     def address_of(index: int) -> str:
@@ -160,6 +180,10 @@ class Testbed(Build, Daemons, Teardown, Shaping):
             base[TESTBED_WIRE_ENV] = str(proof['as_checks_measure'])
         else:
             base.pop(TESTBED_WIRE_ENV, None)
+        if self.leaves:
+            base[TESTBED_TOPOLOGY_ENV] = str(self.topology_conf)
+        else:
+            base.pop(TESTBED_TOPOLOGY_ENV, None)
         if self.rdma_device:
             base[TESTBED_RDMA_ENV] = self.rdma_device
         else:
@@ -217,8 +241,29 @@ class Testbed(Build, Daemons, Teardown, Shaping):
                          timeout=15, cwd='/')
             sinfo = (r.stdout + r.stderr).strip()
         return {'name': st['name'], 'state_dir': str(self.state_dir),
+                'leaves': self._leaf_status(),
                 'complete': st.get('complete', False),
                 'slurm_conf': str(self.slurm_conf), 'iface': IFACE,
                 'rate': st.get('rate'), 'burst': st.get('burst'),
                 'backlog': int(softirq.BACKLOG_SYSCTL.read_text()),
                 'nodes': nodes, 'sinfo': sinfo}
+
+    def _leaf_status(self) -> list[dict]:
+        """Each leaf of the tree: its namespace, nodes, uplink rate (None:
+        unshaped) and the qdisc of both uplink ends ([] without a tree)."""
+        found = self.state.get('tree')
+        if not found:
+            return []
+        rates = self.state.get('uplink_rates', {})
+        out = []
+        for leaf, each in found['leaves'].items():
+            ends = {}
+            for netns, dev in ((found['spine'], tree.port_of(leaf)),
+                               (each['netns'], tree.UPLINK_DEV)):
+                qd = subprocess.run(['tc', '-n', netns, '-d', 'qdisc', 'show', 'dev', dev],
+                                    text=True, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, timeout=10)
+                ends[f'{netns}/{dev}'] = ' '.join(qd.stdout.split())
+            out.append({'leaf': leaf, 'netns': each['netns'], 'nodes': each['nodes'],
+                        'uplink_rate': rates.get(leaf), 'uplink_qdisc': ends})
+        return out

@@ -11,7 +11,9 @@ from __future__ import annotations
 import subprocess
 
 from hpcnet.testbed.config import (CMD_TIMEOUT, DEFAULTS, ETHERNET_OVERHEAD, IFACE, TBF_LATENCY,
-                                   StepError, TestbedError, burst_bytes, rate_bps)
+                                   StepError, TestbedError, TestbedUsageError, burst_bytes,
+                                   rate_bps)
+from hpcnet.testbed import tree
 from hpcnet.testbed.processes import fmt_cmd
 
 #: The size table of every root qdisc: tbf (alone or under htb) then counts
@@ -93,7 +95,8 @@ def path_key(node: str, peer: str) -> str:
 
 
 class Shaping:
-    """``Testbed``'s shaping: every link, one node's link, or one pair's path."""
+    """``Testbed``'s shaping: every link, one node's link, one pair's path,
+    or one leaf's uplink."""
 
     def _tc(self, step, netns, dev, rate, burst, verb='add'):
         """Shape what ``dev`` sends like an Ethernet wire of ``rate``: the
@@ -145,27 +148,59 @@ class Shaping:
     def shape(self, rate: str | None, burst: str | None = None,
               node: str | None = None):
         """Change (tc qdisc replace) or remove (rate None) the shaping of
-        every link (which also ends every node's and path's own rate), or of
-        ``node``'s link only (e.g. one node at half rate)."""
+        every node's link (which also ends every node's, path's and uplink's
+        own rate: the testbed back to one rate everywhere), or of ``node``'s
+        link only (e.g. one node at half rate)."""
         rate, burst = self._checked(rate, burst)
         if node is not None:
             self._compute_node(node, '--node')
         if node is None:
             for each in self.nodes():
                 self._tc('shape', self.netns(each), IFACE, rate, burst, verb='replace')
-                self._tc('shape', self.bridge_netns, f'v-{each}', None, burst)
+                self._tc('shape', self.switch_netns(each), f'v-{each}', None, burst)
+            for leaf in self.state.get('uplink_rates', {}):
+                self._shape_uplink(leaf, None, burst)
             self._state['rate'] = rate
             self._state['burst'] = burst if rate else None
             self._state['node_rates'] = {}
             self._state['path_rates'] = {}
+            self._state['uplink_rates'] = {}
         else:
             # One node's link (a slow NIC or cable): what it sends, and what
-            # the bridge sends it.
+            # its switch sends it.
             self._state.setdefault('node_rates', {})[node] = rate
             self._shape_egress('shape', node, burst)
             common = self.state.get('rate')
-            self._tc('shape', self.bridge_netns, f'v-{node}', rate if rate != common else None,
-                     burst, verb='replace')
+            self._tc('shape', self.switch_netns(node), f'v-{node}',
+                     rate if rate != common else None, burst, verb='replace')
+        self._save()
+
+    def _shape_uplink(self, leaf: str, rate: str | None, burst: str):
+        """Each end's egress like a node's link: the same tbf and size table."""
+        found = self.state['tree']
+        for netns, dev in tree.uplink_ends(found['spine'], found['leaves'][leaf]['netns'], leaf):
+            self._tc('shape', netns, dev, rate, burst, verb='replace')
+
+    def shape_uplink(self, leaf: str, rate: str | None, burst: str | None = None):
+        """Slow ``leaf``'s uplink to ``rate`` (None: unshaped again), both
+        directions: a bad optic or a switch port slows what crosses it
+        either way, and every pair between that leaf and another crosses it.
+        Uplinks are unshaped by default: each pair is already held to the
+        wire by its nodes' links, and an uplink carries no more pairs at
+        once than its leaf's nodes (no oversubscription here)."""
+        rate, burst = self._checked(rate, burst)
+        leaves = self.leaves
+        if not leaves:
+            raise TestbedUsageError(f'--uplink {leaf}: testbed {self.name} has one bridge and no '
+                               'uplink (valid: up --leaves 2 or more)')
+        if leaf not in leaves:
+            raise TestbedUsageError(f'--uplink {leaf}: no such leaf (valid: {", ".join(leaves)})')
+        self._shape_uplink(leaf, rate, burst)
+        rates = self._state.setdefault('uplink_rates', {})
+        if rate:
+            rates[leaf] = rate
+        else:
+            rates.pop(leaf, None)
         self._save()
 
     def shape_path(self, node: str, peer: str, rate: str | None,
