@@ -104,6 +104,9 @@ SLOW_NODE = 'cn2'
 SLOW_NODE_MTU = 500
 #: A verdict table's row (hpcnet.acceptance.comparison.comparetext.table).
 _REGRESSED_ROW = re.compile(r'^REGRESSED\s+\S+\s+\d+\+\d+\s')
+#: How compare's verdict lists the metrics a failed case left unmeasured
+#: (hpcnet.acceptance.comparison.comparetext).
+_MISSING_AFTER = 'FAILED: measured before, missing after'
 #: What accept prints after its last round (hpcnet.commands.accept.accept).
 _AFTER = re.compile(r'^after: +\S+: (\d+) repeats in (\d+) sessions', re.M)
 #: Where a round's report is (hpcnet.session.runner.run_suite).
@@ -172,10 +175,12 @@ def deciders(text: str, check: str) -> dict:
     against ``check``}, of the rules in DECIDERS that did ('none' where
     none did): a REGRESSED row of the verdict table (statistics), a FAILED
     line whose reason is a link measured slow (measured link), any other
-    FAILED line (sanity).'''
+    FAILED line (sanity).  The metrics "measured before, missing after" of
+    a case that failed every repeat follow from that failure: no rule of
+    their own.'''
     found: dict = {}
     for line in text.splitlines():
-        if check not in line:
+        if check not in line or line.startswith(_MISSING_AFTER):
             continue
         if _REGRESSED_ROW.match(line):
             found.setdefault('statistics', []).append(line.strip())
