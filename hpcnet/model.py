@@ -321,6 +321,22 @@ class Stack:
         '''What this stack lacks to use ``fabric`` here, or None.'''
         return dict(self.fabric_gaps).get(fabric)
 
+    def compiler_mismatch(self, reported: str | None) -> str | None:
+        '''Why ``reported`` (a kernel's ``compiler:`` line, ``family
+        version``) is not this stack's compiler to the minor version, or None
+        (also where either is unknown: a kernel from before the line, a stack
+        naming no compiler).  An MPI wrapper may call the compiler it was
+        built with in place of the environment's.'''
+        if not reported or not self.compiler_family:
+            return None
+        family, _, version = reported.partition(' ')
+        if (family, version.split('.')[:2]) == (self.compiler_family,
+                                                 self.compiler_version.split('.')[:2]):
+            return None
+        return (f'the kernel was built by {family} {version} but environment {self.environ} is '
+                f'{self.compiler_family} {self.compiler_version}: the MPI wrapper did not call '
+                "the environment's compiler")
+
     def to_extras(self) -> dict:
         return {StackKey.MPI_FAMILY: self.mpi_family, StackKey.MPI_PROFILE: self.mpi_profile,
                 StackKey.MPI_VERSION: self.mpi_version, StackKey.MPI_SOURCE: self.mpi_source,

@@ -77,7 +77,6 @@ class build_sockets(MakeBuild):
         return {'CC': self.current_environ.cc}
 
 
-
 class build_mpiprobe(MakeBuild):
     '''Build src/mpiprobe.c, the library preloaded into prebuilt benchmarks
     to measure the MPI they load (plain C compiler: it links no MPI).'''

@@ -32,22 +32,6 @@ def check_library(mpi_library: str, stack: Stack) -> None:
                           'the binary is linked to the wrong MPI')
 
 
-def check_compiler(compiler: str | None, stack: Stack) -> None:
-    '''The compiler that built the kernel (its ``compiler:`` line, ``family
-    version``) must be the environment's, to the minor version: an MPI
-    wrapper may call the compiler it was built with instead.  An output
-    without the line (a kernel from before it) and an environment that names
-    no compiler are not checked.'''
-    if not compiler or not stack.compiler_family:
-        return
-    family, _, version = compiler.partition(' ')
-    want = (stack.compiler_family, stack.compiler_version)
-    if family != want[0] or version.split('.')[:2] != want[1].split('.')[:2]:
-        raise SanityError(f'the kernel was built by {family} {version} but environment '
-                          f'{stack.environ} is {want[0]} {want[1]}: the MPI wrapper did not '
-                          'call the environment\'s compiler')
-
-
 @contextlib.contextmanager
 def sanity_from_output_errors(note: str = ''):
     '''Inside this block, a parser's error (a malformed output, a value that
@@ -123,8 +107,6 @@ def bytes_sent_by_host(out) -> dict:
         host = out.hosts[rank]
         totals[host] = totals.get(host, 0) + int(value)
     return totals
-
-
 
 
 def known_issue_note(evidence: stacks.FailureEvidence, stack: Stack) -> str:

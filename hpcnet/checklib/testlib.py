@@ -397,8 +397,9 @@ class MpiBenchmark(NetworkRun):
             out = parse_kernel_output(
                 text, source=os.path.join(self.stagedir, self.stdout.evaluate()),
                 expect_kernel=kernel)
-        sanity.check_compiler(out.header.get('compiler'), self.stack)
         self.kernel_compiler = out.header.get('compiler', '')
+        if wrong := self.stack.compiler_mismatch(self.kernel_compiler):
+            raise SanityError(wrong)
         return out
 
     def failure_note(self) -> str:
