@@ -213,7 +213,8 @@ CATALOGUE: tuple = (
     # The worst pair's bandwidth over the median pair's: 1 at best.
     *_entries('hpcnet_pairs', 'bandwidth_worst_over_median', Unit.RATIO, Better.HIGHER, _NETWORK),
     *_entries('hpcnet_pairs', ' '.join(f'{q}_{c}' for q in ('latency', 'bandwidth') for c in
-                                       ('outlier_nodes', 'outlier_links', 'inconclusive_pairs')),
+                                       ('outlier_nodes', 'outlier_links', 'inconclusive_pairs',
+                                        'outlier_uplinks')),
               Unit.COUNT, Better.LOWER, _NETWORK, **_COUNT),
     # Shared memory has no link to check.
     *_entries('hpcnet_preflight', 'link_errors link_drops', Unit.COUNT, Better.LOWER, _NETWORK,
