@@ -56,7 +56,7 @@ run: stacks
 	$(BIN)/hpcnet run $(RUN_ARGS)
 
 test: stacks
-	$(BIN)/python -m pytest -rs $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -rfEs $(PYTEST_ARGS)
 
 # The Slurm virtual cluster (root): up, the suite on it, down whatever happened.
 testbed-run: stacks

@@ -7,6 +7,7 @@ shell their CI uses (`bash -e`, no pipefail of its own) with an `hpcnet`
 that exits with each code of the contract; actionlint lints the GitHub one
 and gitlab-ci-local runs the GitLab one, where those tools are installed."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -246,6 +247,15 @@ def job_results(output: str, jobs: tuple = NIGHTLY_JOBS) -> dict:
         if len(words) >= 2 and words[0] in ('PASS', 'WARN', 'FAIL') and words[1] in jobs:
             results[words[1]] = words[0]
     return results
+
+
+def job_failure_lines(output: str, job: str) -> str:
+    '''The lines a job printed that say what failed (gitlab-ci-local
+    prefixes each with the job's name), first in an assertion's message: the
+    output's tail is another job's.'''
+    said = [line for line in output.splitlines()
+            if line.split(maxsplit=1)[:1] == [job] and re.search(r'error|FAIL|NOT DECIDED', line)]
+    return '\n'.join(said[-40:])
 
 
 def site_repo(tmp_path: Path) -> Path:

@@ -30,7 +30,7 @@ from helpers import needs_testbed
 from hpcnet.constants import BUILTIN_ENV
 from hpcnet.paths import PROJECT_ROOT, WORK_DIR
 from hpcnet.variables import REPORTS_DIR_ENV
-from test_pipelines import _tool, job_results, site_repo
+from test_pipelines import _tool, job_failure_lines, job_results, site_repo
 
 pytestmark = needs_testbed()
 
@@ -146,8 +146,9 @@ def test_the_story_from_site_init_to_two_green_nights_then_a_red_one(tmp_path,
             code, out = _pipeline(repo, variables)
             results = job_results(out)
             print(out[-4000:])
-            assert results['preflight'] == 'PASS', out[-6000:]
-            assert results['suite'] in ('PASS', 'WARN'), out[-6000:]
+            assert results['preflight'] == 'PASS', job_failure_lines(out, 'preflight')
+            assert results['suite'] in ('PASS', 'WARN'), (
+                f'night {night}: {job_failure_lines(out, "suite")}\n{out[-3000:]}')
             # The suite passes, or warns (3) where the baseline named metrics too
             # noisy to judge (docs/your-cluster.md, step 4); nothing regressed:
             # compare passes, or warns (3: not decided).

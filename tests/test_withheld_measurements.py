@@ -8,6 +8,7 @@ pressure) read as a run reads it, then the case's verdict as the check
 reports made of those figures."""
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -97,6 +98,81 @@ def test_a_shaper_is_no_verdict_of_its_own(tmp_path):
     # A clean link within the margin of what the bring-up measured: judged as always.
     clean = calibration.read(_stage(tmp_path / 'd', PROVEN - 0.03, unshaped, QUIET))
     assert _verdict_of_the_check(clean) is None
+
+
+def _measured_again(stage: str, iperf3_of_wire: float, recorded_phase: str = 'after') -> None:
+    '''The job's CONFIRM_PHASE, as it leaves it: iperf3's JSON at
+    ``iperf3_of_wire`` and the host's load before it (the recorded
+    ``recorded_phase``'s lines).'''
+    stage = Path(stage)
+    result = json.loads((stage / calibration.file_name(recorded_phase)).read_text())
+    result['end']['sum_received']['bits_per_second'] = iperf3_of_wire * WIRE_MBps * 8e6
+    (stage / calibration.file_name(calibration.CONFIRM_PHASE)).write_text(
+        json.dumps(result, indent='\t'))
+    log = stage / calibration.LOG_FILE
+    probe = f'hpcnet-host-load {recorded_phase} '
+    log.write_text(log.read_text() + ''.join(
+        line.replace(probe, f'hpcnet-host-load {calibration.CONFIRM_PHASE} ') + '\n'
+        for line in log.read_text().splitlines() if line.startswith(probe)))
+
+
+def _all_below(stage: str, proven: float = PROVEN) -> bool:
+    '''Whether the job measures once more: its shell test, run.'''
+    floor_bps = calibration.Calibration.floor(proven) * WIRE_MBps * 8e6
+    return subprocess.run(['sh', '-c', calibration.all_below_command(stage, floor_bps)]).returncode == 0
+
+
+def test_a_slow_link_is_slow_where_it_stays_slow(tmp_path):
+    '''Both runs around the benchmark below the floor on a quiet host: the
+    job measures once more, and the link is slow only where that run is
+    slow too; a moment of the host's other work that slowed both runs is
+    judged over iperf3 as always, its ratio bracketed by the two runs.'''
+    unshaped = (DATA / 'testbed-1gbit' / calibration.SHAPER_FILE).read_text()
+    at_the_wire = _stage(tmp_path / 'a', PROVEN, unshaped, QUIET)
+    assert not _all_below(at_the_wire)
+    # iperf3's JSON as it writes it (tab-indented), and as json.dumps does.
+    dipped = _stage(tmp_path / 'b', 0.85, unshaped, QUIET)
+    assert _all_below(dipped)
+    _measured_again(dipped, PROVEN - 0.02)
+    found = calibration.read(dipped)
+    assert found.again_MBps == pytest.approx((PROVEN - 0.02) * WIRE_MBps)
+    assert found.host_load[calibration.CONFIRM_PHASE] is not None
+    assert _verdict_of_the_check(found) is None
+    assert found.ratio(0.85 * WIRE_MBps) == 1.0
+    assert found.ratio(0.80 * WIRE_MBps) == pytest.approx(0.80 / 0.85)
+
+    slow = _stage(tmp_path / 'c', 0.85, unshaped, QUIET)
+    _measured_again(slow, 0.85)
+    with pytest.raises(PerformanceError, match=r'the link measured slower than the wire: iperf3 '
+                       r'100\.0 MB/s at best, 0\.85 of'):
+        _verdict_of_the_check(calibration.read(slow))
+    # iperf3's own layout (tab-indented) read as the compact one.
+    for phase in calibration.PHASES:
+        path = Path(at_the_wire) / calibration.file_name(phase)
+        path.write_text(json.dumps(json.loads(path.read_text()), indent='\t'))
+    assert not _all_below(at_the_wire)
+    # A run that ended in iperf3's error holds no rate: measured once more.
+    failed = Path(_stage(tmp_path / 'd', PROVEN, unshaped, QUIET))
+    (failed / calibration.file_name('before')).write_text('{"error": "unable to connect"}')
+    (failed / calibration.file_name('after')).write_text('{"error": "unable to connect"}')
+    assert _all_below(str(failed))
+
+
+def test_a_host_busy_while_measured_once_more_withholds(tmp_path):
+    '''The confirmation measured on a busy host decides nothing: the
+    measurement is withheld, as for the two runs around the benchmark.'''
+    unshaped = (DATA / 'testbed-1gbit' / calibration.SHAPER_FILE).read_text()
+    stage = _stage(tmp_path, 0.85, unshaped, QUIET)
+    shutil.copyfile(BUSY / calibration.LOG_FILE, Path(stage) / calibration.LOG_FILE)
+    _measured_again(stage, 0.85, recorded_phase='before')
+    (Path(stage) / calibration.LOG_FILE).write_text(
+        (QUIET / calibration.LOG_FILE).read_text() + ''.join(
+            line.replace('hpcnet-host-load before ', f'hpcnet-host-load {calibration.CONFIRM_PHASE} ')
+            + '\n' for line in (BUSY / calibration.LOG_FILE).read_text().splitlines()
+            if line.startswith('hpcnet-host-load before ')))
+    found = calibration.read(stage)
+    assert found.host_load[calibration.CONFIRM_PHASE].busy()
+    assert _verdict_of_the_check(found).startswith(f'{MEASUREMENT_WITHHELD} (host busy')
 
 
 def _ratio_report(path: Path, uuid: str, runs: list) -> str:

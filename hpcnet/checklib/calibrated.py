@@ -66,6 +66,8 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
                                  'shaped_by': found.shaped_by,
                                  'host_load': {phase: load and load.describe() for phase, load
                                                in found.host_load.items()}}
+        if found.again_MBps is not None:
+            self.link_calibration['iperf3_again_MBps'] = found.again_MBps
         limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu,
                                           self.partition.wire_efficiency)
         if limited:

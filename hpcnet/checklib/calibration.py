@@ -14,7 +14,9 @@ Three findings come before any ratio:
   host more than :data:`SLOW_LINK_MARGIN` below what the clean link measured:
   the link is slow, measured, and the case fails; the shaping read on the
   path (any tc qdisc or class on either node's interface on the way to the
-  other: hpcnet.checklib.qdiscs) may explain it, never decides it;
+  other: hpcnet.checklib.qdiscs) may explain it, never decides it; where both
+  runs are that slow, the job measures once more right after them
+  (:data:`CONFIRM_PHASE`), and the link is slow only where that run is too;
 - without that proof, a shaper below the declared rate on the path: a slow
   link cannot be told from the host, and the measurement is withheld;
 - iperf3 below the floor (proven: the same margin; else :data:`HOST_FLOOR`
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -73,6 +76,27 @@ ABOVE_WIRE = 0.02
 IPERF3_SECONDS = 1
 IPERF3_PORT = 5202
 PHASES = ('before', 'after')
+#: The run measured once more, right after the 'after' one, where neither
+#: of the two reached the slow-link floor: a link is slow where it stays
+#: slow, not where one moment of the host's other work slowed both runs.
+CONFIRM_PHASE = 'again'
+#: The receiver's rate (bit/s) of each iperf3 client JSON result given, as
+#: awk reads it: exit 0 where none reached ``floor_bps`` (or none held one),
+#: 1 where one did.
+_ALL_BELOW_AWK = r'''
+function judge(text,   at, rate) {
+  at = index(text, "\"sum_received\"")
+  if (at == 0) return
+  text = substr(text, at)
+  if (!match(text, /"bits_per_second"[ \t]*:[ \t]*[0-9.eE+]+/)) return
+  rate = substr(text, RSTART, RLENGTH)
+  sub(/.*:[ \t]*/, "", rate)
+  if (rate + 0 >= floor_bps) reached = 1
+}
+FNR == 1 && NR > 1 { judge(text); text = "" }
+{ text = text $0 " " }
+END { judge(text); exit reached }
+'''
 #: A shaper within this fraction below the declared rate is the declared rate
 #: (tc rounds rates to its clock).
 RATE_ROUNDING = 0.001
@@ -97,7 +121,7 @@ def file_name(phase: str) -> str:
 SHAPER_FILE = 'calibration-shaper.txt'
 LOG_FILE = 'calibration.log'
 #: What a calibrated case keeps in its output directory, as evidence.
-FILES = [SHAPER_FILE, LOG_FILE, *(file_name(phase) for phase in PHASES)]
+FILES = [SHAPER_FILE, LOG_FILE, *(file_name(phase) for phase in (*PHASES, CONFIRM_PHASE))]
 
 
 def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
@@ -135,6 +159,22 @@ def iperf3_command(phase: str, stagedir: str, iface: str, launcher: str) -> str:
         SERVER_LOG=f'{stagedir}/calibration-iperf3-server-{phase}.log')
     return ('{ ' + load_command(phase) + '; '
             + per_node(f'sh -c {shlex.quote(script)}', launcher, 2) + '; }')
+
+
+def confirm_command(stagedir: str, iface: str, launcher: str, link_rate_bps: int,
+                    mtu: int | None, proven: float) -> str:
+    '''iperf3 once more (CONFIRM_PHASE) where neither run before and after
+    the benchmark reached the slow-link floor: the slow link's confirmation.'''
+    floor_bps = Calibration.floor(proven) * tcp_payload_MBps(link_rate_bps, mtu) * 8e6
+    return (f'if {all_below_command(stagedir, floor_bps)}; '
+            f'then {iperf3_command(CONFIRM_PHASE, stagedir, iface, launcher)}; fi')
+
+
+def all_below_command(stagedir: str, floor_bps: float) -> str:
+    '''A command whose status is 0 where neither iperf3 run before and after
+    the benchmark reached ``floor_bps`` (or neither held a rate).'''
+    files = ' '.join(shlex.quote(f'{stagedir}/{file_name(phase)}') for phase in PHASES)
+    return f'awk -v floor_bps={floor_bps:.0f} {shlex.quote(_ALL_BELOW_AWK)} {files}'
 
 
 def iperf3_received_MBps(result, where: str) -> float:
@@ -210,12 +250,16 @@ class Calibration:
     shaped_bps: dict        #: host -> the lowest shaped rate toward the path's other end, or None
     shaped_by: dict = field(default_factory=dict)   #: host -> the tc shaper(s) setting that rate
     host_load: dict = field(default_factory=dict)   #: phase -> HostLoad, or None where unread
+    #: iperf3 once more after the run, where the two runs were below the
+    #: slow-link floor (CONFIRM_PHASE); None where it did not run.
+    again_MBps: float | None = None
 
     @property
     def link_MBps(self) -> float:
-        '''The link's rate: the faster iperf3 run, since a busy host only ever
+        '''The link's rate: the fastest iperf3 run, since a busy host only ever
         slows iperf3 down.'''
-        return max(self.before_MBps, self.after_MBps)
+        return max(self.before_MBps, self.after_MBps,
+                   *(() if self.again_MBps is None else (self.again_MBps,)))
 
     def over(self, value_MBps: float) -> float:
         '''``value_MBps`` over the link as the two iperf3 runs bracket it: over
@@ -223,9 +267,9 @@ class Calibration:
         between them.  The host's state during the run lies between the two
         it was measured in: a host that slowed down during the run slows the
         run after it, and a figure it slowed is not held to the faster run.'''
-        slower = min(self.before_MBps, self.after_MBps)
-        if value_MBps > self.link_MBps:
-            return value_MBps / self.link_MBps
+        slower, faster = sorted((self.before_MBps, self.after_MBps))
+        if value_MBps > faster:
+            return value_MBps / faster
         if value_MBps < slower:
             return value_MBps / slower
         return 1.0
@@ -246,7 +290,7 @@ class Calibration:
 
     def loads(self) -> list:
         '''(phase, HostLoad) of the phases whose load was read.'''
-        return [(phase, self.host_load[phase]) for phase in PHASES
+        return [(phase, self.host_load[phase]) for phase in (*PHASES, CONFIRM_PHASE)
                 if self.host_load.get(phase) is not None]
 
     def host_busy(self) -> bool | None:
@@ -339,6 +383,10 @@ def read(stagedir: str) -> Calibration:
     figures = {phase: iperf3_received_MBps(read_iperf3(f'{stagedir}/{file_name(phase)}'),
                                            f'iperf3 {phase} the run')
                for phase in PHASES}
+    again = f'{stagedir}/{file_name(CONFIRM_PHASE)}'
+    if os.path.exists(again):
+        figures[CONFIRM_PHASE] = iperf3_received_MBps(read_iperf3(again),
+                                                      f'iperf3 {CONFIRM_PHASE} after the run')
     try:
         with open(f'{stagedir}/{SHAPER_FILE}', errors='replace') as fp:
             text = fp.read()
@@ -358,4 +406,5 @@ def read(stagedir: str) -> Calibration:
     return Calibration(figures['before'], figures['after'],
                        {host: rate for host, (rate, _) in rates.items()},
                        {host: what for host, (rate, what) in rates.items() if rate is not None},
-                       {phase: host_load(log, phase) for phase in PHASES})
+                       {phase: host_load(log, phase) for phase in figures},
+                       figures.get(CONFIRM_PHASE))

@@ -257,6 +257,12 @@ class NetworkRun(rfm.RunOnlyRegressionTest, JudgedOverIperf3, JudgedByReferences
                       f'> {log} 2>&1']
             after = [f'{calibration.iperf3_command("after", self.stagedir, iface, launcher)} '
                      f'>> {log} 2>&1']
+            part = self.partition
+            if part.wire_efficiency is not None:
+                confirm = calibration.confirm_command(self.stagedir, iface, launcher,
+                                                      part.link_rate_bps, part.mtu,
+                                                      part.wire_efficiency)
+                after.append(f'{{ {confirm}; }} >> {log} 2>&1')
             self.keep_files += calibration.FILES
         self.prerun_cmds += before + [fabrics.per_node(
             fabrics.snapshot_command('before', iface), launcher, self.num_nodes)]
