@@ -52,6 +52,15 @@ HOST_SCALED_UNITS = frozenset({Unit.US, Unit.MBPS, Unit.MSG_RATE, Unit.MBIT, Uni
 #: Suffix of a metric judged over iperf3 on the same link, where a partition's
 #: nodes share the host's cores (hpcnet.checklib.calibration): bandwidth_4MiB_over_iperf3.
 CALIBRATED_SUFFIX = '_over_iperf3'
+#: The link's own rate as a calibrated case measured it (iperf3, the fastest
+#: of its runs) over the wire's TCP payload rate, on a partition proven to
+#: emulate the wire: a figure of the case's link_calibration that compare
+#: judges like any metric (hpcnet.acceptance.comparison.compare), so that a
+#: slower link is found by measuring it.
+LINK_OVER_WIRE = 'link_over_wire'
+#: The checks with calibrated metrics (hpcnet.checklib.calibrated).
+_CALIBRATED_TESTS = ('hpcnet_p2p', 'hpcnet_imb', 'hpcnet_imb_nbc', 'hpcnet_iperf3',
+                     'hpcnet_pairs', 'hpcnet_sockets')
 
 # Sizes (bytes) with their own performance variables; every check keeps the
 # whole table in its ``curve`` variable regardless.
@@ -196,6 +205,8 @@ _COUNT = dict(kind=Kind.COUNT, can_be_zero=True)
 _PAIR = ('median_pair', 'worst_pair')
 
 CATALOGUE: tuple = (
+    *(entry for test in _CALIBRATED_TESTS
+      for entry in _entries(test, LINK_OVER_WIRE, Unit.RATIO, Better.HIGHER, _NETWORK)),
     *_entries('hpcnet_p2p', 'latency', Unit.US, Better.LOWER, sizes=P2P_LATENCY_SIZES),
     *_entries('hpcnet_p2p', 'bandwidth', Unit.MBPS, Better.HIGHER, sizes=P2P_BANDWIDTH_SIZES,
               judged_over='='),

@@ -13,7 +13,8 @@ from helpers import record_fault, report_case
 from hpcnet import fabrics
 from hpcnet.session import verdict
 from hpcnet.acceptance.references.references import Basis
-from hpcnet.checklib import calibration, qdiscs
+from hpcnet.checklib import calibration
+from hpcnet.parsers import qdiscs
 from hpcnet.constants import MEASUREMENT_WITHHELD
 from hpcnet.exitcodes import Exit
 

@@ -20,7 +20,8 @@ from hpcnet import fabrics
 from hpcnet.session import verdict
 from hpcnet.acceptance.comparison import compare, comparetext, sides, statcompare
 from hpcnet.acceptance.references.references import Basis
-from hpcnet.checklib import calibration, testlib
+from hpcnet import metrics
+from hpcnet.checklib import calibrated, calibration, testlib
 from hpcnet.exitcodes import Exit
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
@@ -311,3 +312,62 @@ def test_a_host_slower_than_at_the_baseline_is_judged_over_iperf3(tmp_path):
     assert outcome.exit_code == Exit.FAILED
     record_fault('verdict #11: host 5 % slower than at the baseline, link the same', Exit.OK,
                  healthy)
+
+
+def _link_report(path: Path, uuid: str, runs: list) -> str:
+    '''A report of one calibrated case per run: (absolute MB/s, ratio to
+    iperf3, link_over_wire, shaped rate), or (None, None, link_over_wire,
+    shaped rate) for a repeat that failed on a slow link (no values).'''
+    def case(absolute, ratio, link, shaped):
+        calibration_fields = {'link_calibration': {metrics.LINK_OVER_WIRE: link,
+                                                   'shaped_bps': {'cn1': shaped, 'cn2': GBIT}},
+                              'link_rate_bps': GBIT}
+        if absolute is None:
+            return report_case({}, result='fail', fail_phase='performance',
+                               fail_reason='performance error: the link measured slower than '
+                                           'the wire', **calibration_fields)
+        return report_case({'bandwidth_4MiB': absolute, METRIC: ratio},
+                           judgement_basis=Basis.REFERENCES, **calibration_fields)
+    return write_report(path, [case(*run) for run in runs], uuid)
+
+
+def test_a_slower_link_is_found_by_measuring_it_not_by_its_shaper(tmp_path):
+    '''The link's own measured figure (iperf3 over the wire's payload rate,
+    link_over_wire) is judged like any metric: a link slow in every repeat,
+    whose cases failed on it and left no benchmark figure, is REGRESSED by
+    the statistics; a shaper that appears on the path while the link
+    measures the same decides nothing (it is shown in what changed).'''
+    clean = [(110.0 + i / 10, 1.0 - i / 1000, 1.00 + i / 1000, GBIT) for i in range(5)]
+    before = _link_report(tmp_path / 'b.json', 'b', clean)
+    slow = _link_report(tmp_path / 's.json', 's',
+                        [(None, None, 0.74 + i / 1000, 850 * 10**6) for i in range(5)])
+    outcome = compare.compare(sides.load_side(before), sides.load_side(slow))
+    rows = {row.metric: row.result for row in outcome.rows}
+    assert rows[metrics.LINK_OVER_WIRE].verdict == statcompare.Verdict.REGRESSED
+    assert outcome.exit_code == Exit.FAILED
+    # A shaper read on the path, the link measuring as before: no verdict of its own.
+    shaped = _link_report(tmp_path / 'h.json', 'h',
+                          [(109.0 + i / 10, 1.0 + i / 1000, 1.00 - i / 1000, 900 * 10**6)
+                           for i in range(5)])
+    outcome = compare.compare(sides.load_side(before), sides.load_side(shaped))
+    rows = {row.metric: row for row in outcome.rows}
+    assert rows['bandwidth_4MiB'].result.verdict == statcompare.Verdict.SHOWN
+    assert any(line.startswith('link shaped (tc): ') for line in rows['bandwidth_4MiB'].changed)
+    assert rows[metrics.LINK_OVER_WIRE].result.verdict == statcompare.Verdict.UNCHANGED
+    assert outcome.exit_code == Exit.OK
+
+
+def test_the_case_records_its_link_over_the_wire_where_the_wire_is_proven(tmp_path):
+    '''What a calibrated case keeps in link_calibration: the link's fastest
+    run over the wire's payload rate, on a partition proven to emulate the
+    wire only (elsewhere the host's limit cannot be told from the link's).'''
+    unshaped = (DATA / 'testbed-1gbit' / calibration.SHAPER_FILE).read_text()
+    stage = _stage(tmp_path, 0.97, unshaped, QUIET)
+    for proven, recorded in ((PROVEN, True), (None, False)):
+        case = SimpleNamespace(stagedir=stage, link_calibration={},
+                               partition=SimpleNamespace(iface='eth0', link_rate_bps=GBIT,
+                                                         mtu=1500, wire_efficiency=proven))
+        calibrated.JudgedOverIperf3.calibration.__wrapped__(case)
+        assert (metrics.LINK_OVER_WIRE in case.link_calibration) == recorded
+        if recorded:
+            assert case.link_calibration[metrics.LINK_OVER_WIRE] == pytest.approx(0.97)

@@ -12,6 +12,7 @@ from reframe.core.exceptions import PerformanceError
 
 from hpcnet.checklib import calibration
 from hpcnet import metrics
+from hpcnet.fabrics import tcp_payload_MBps
 from hpcnet.parsers import parsed_once
 
 
@@ -68,6 +69,10 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
                                                in found.host_load.items()}}
         if found.again_MBps is not None:
             self.link_calibration['iperf3_again_MBps'] = found.again_MBps
+        part = self.partition
+        if part.wire_efficiency is not None:
+            self.link_calibration[metrics.LINK_OVER_WIRE] = (
+                found.link_MBps / tcp_payload_MBps(part.link_rate_bps, part.mtu))
         limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu,
                                           self.partition.wire_efficiency)
         if limited:

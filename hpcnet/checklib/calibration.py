@@ -14,7 +14,7 @@ Three findings come before any ratio:
   host more than :data:`SLOW_LINK_MARGIN` below what the clean link measured:
   the link is slow, measured, and the case fails; the shaping read on the
   path (any tc qdisc or class on either node's interface on the way to the
-  other: hpcnet.checklib.qdiscs) may explain it, never decides it; where both
+  other: hpcnet.parsers.qdiscs) may explain it, never decides it; where both
   runs are that slow, the job measures once more right after them
   (:data:`CONFIRM_PHASE`), and the link is slow only where that run is too;
 - without that proof, a shaper below the declared rate on the path: a slow
@@ -46,7 +46,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from hpcnet import templates
-from hpcnet.checklib import qdiscs
+from hpcnet.parsers import qdiscs
 from hpcnet.fabrics import per_node, tcp_payload_MBps
 from hpcnet.constants import MEASUREMENT_WITHHELD
 
@@ -126,7 +126,7 @@ FILES = [SHAPER_FILE, LOG_FILE, *(file_name(phase) for phase in (*PHASES, CONFIR
 
 def shaper_command(iface: str, launcher: str, num_nodes: int) -> str:
     '''A command printing, from each node, every tc view of ``iface`` that
-    hpcnet.checklib.qdiscs reads and the node's address on it, one tagged
+    hpcnet.parsers.qdiscs reads and the node's address on it, one tagged
     line each.'''
     dev = shlex.quote(iface)
     views = (('shaper', f'tc -j qdisc show dev {dev} 2>&1 | tr -d "\\n"'),

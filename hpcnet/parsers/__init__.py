@@ -1,4 +1,5 @@
-"""Parsers of benchmark outputs: our kernels, IMB, OSU.
+"""Parsers of benchmark outputs (our kernels, IMB, OSU) and of what tc prints of a
+node's shaping (qdiscs).
 
 Every parser returns a :class:`~hpcnet.parsers.table.ParsedTable` (size column
 ``size_bytes``) and raises :class:`~hpcnet.parsers.errors.BenchmarkOutputError`.

@@ -9,7 +9,7 @@ state, addresses), each interface's speed from sysfs (what ethtool prints),
 the format of Mellanox's ``show_gids`` (read from the same sysfs files it
 reads), so recorded outputs of those tools are parsed as they are; and each
 interface's root qdisc (``tc -j qdisc show``), as the calibration reads it
-(hpcnet.checklib.qdiscs): a tbf there sends slower than the link.
+(hpcnet.parsers.qdiscs): a tbf there sends slower than the link.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from hpcnet.checklib import qdiscs
+from hpcnet.parsers import qdiscs
 
 _MARK = '@@hpcnet-site-init'
 

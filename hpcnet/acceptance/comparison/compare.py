@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from hpcnet.acceptance.comparison import failedrepeats, metricjudge, noisy_before, statcompare
 from hpcnet.acceptance.comparison.sides import CompareError, Side, case_key
 from hpcnet.acceptance.references.baseline import measured_cases
-from hpcnet.acceptance.references.casevalues import recorded_values
+from hpcnet.acceptance.references.casevalues import link_values, recorded_values
 from hpcnet.acceptance.references.references import withheld, withheld_reason
 from hpcnet.exitcodes import Exit
 
@@ -76,7 +76,7 @@ def samples(side: Side) -> Samples:
         for tc in [*measured_cases([report]), *retried]:
             key = case_key(tc)
             families[key[1:]] = (tc.get('mpi_family') or '?', compiler_family(tc['environ']))
-            for var, value, unit, _ in recorded_values(tc):
+            for var, value, unit, _ in (*recorded_values(tc), *link_values(tc)):
                 if not math.isfinite(value):
                     raise CompareError(f'{side.spec}: session {session}: {key[0]} @{key[1]} '
                                        f'+{key[2]}: {var} is {value}: not a measurement '
@@ -154,13 +154,16 @@ def provenance(side: Side) -> dict:
     return {k: {w: sorted(v) for w, v in facts.items()} for k, facts in out.items()}
 
 
-#: The facts of a case's own link: where one changed, a figure judged over
-#: iperf3 is judged on its own too, since a slower wire slows iperf3 alike.
-LINK_FACTS = ('link rate', 'link shaped (tc)')
+#: The fact of a case's own link that is configuration: where the declared
+#: rate changed, a figure judged over iperf3 is judged on its own too, since
+#: a slower wire slows iperf3 alike.  The shaping read on the path is no
+#: such fact: it may explain a verdict, never decide one (the link's own
+#: measured figure, hpcnet.metrics.LINK_OVER_WIRE, does).
+LINK_FACTS = ('link rate',)
 
 
 def link_changed(changed: tuple) -> bool:
-    """Whether the what_changed lines of a case name its link's rate or shaping."""
+    """Whether the what_changed lines of a case name its link's declared rate."""
     return any(line.startswith(f'{fact}: ') for line in changed for fact in LINK_FACTS)
 
 

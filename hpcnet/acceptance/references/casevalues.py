@@ -8,6 +8,8 @@ there and not in ``perfvalues``; such a value is read from there.
 """
 from __future__ import annotations
 
+from hpcnet import metrics
+
 
 def recorded_values(tc: dict):
     """(variable, value, unit, not asserted) of every value a case recorded
@@ -31,3 +33,12 @@ def perf_samples(tc: dict):
     for var, value, unit, unasserted in recorded_values(tc):
         if not unasserted:
             yield var, value, unit
+
+
+def link_values(tc: dict):
+    """(variable, value, unit, not asserted) of the link's own measured figure
+    a calibrated case recorded (hpcnet.metrics.LINK_OVER_WIRE), where it did:
+    judged by compare, asserted by no reference."""
+    value = (tc.get('link_calibration') or {}).get(metrics.LINK_OVER_WIRE)
+    if value is not None:
+        yield metrics.LINK_OVER_WIRE, float(value), metrics.Unit.RATIO, True
