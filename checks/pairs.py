@@ -220,7 +220,7 @@ class hpcnet_pairs(KernelRun):
         tree = self.partition.topology
         if tree is not None:
             treeschedule.write_rounds(treeschedule.tree_rounds(tree),
-                                      os.path.join(self.stagedir, PAIR_ROUNDS_FILE))
+                                      os.path.join(self.stagedir, PAIR_ROUNDS_FILE), tree)
 
     @run_before('run')
     def log_schedule(self):

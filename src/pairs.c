@@ -305,14 +305,15 @@ typedef struct {
 
 /* The rule's thresholds from the first pass (rank 0), and the second pass
  * over the pairs it selects; without a rule nothing is an outlier. */
-static judgement second_pass(pairs_run *run, const pair_options *opt, const outlier_options *rule)
+static judgement second_pass(pairs_run *run, const pair_options *opt, const outlier_options *rule,
+                             const unsigned char *reference)
 {
-    judgement j = {{INFINITY, 0.0}, 0, 0};
+    judgement j = {{INFINITY, 0.0, 0}, 0, 0};
     const long npairs = run->npairs;
     if (rule->rule == RULE_NONE)
         return j;
     if (hk_rank == 0) {
-        j.limit = outlier_thresholds(run->all, run->measured, npairs, rule, run->scratch);
+        j.limit = outlier_thresholds(run->all, run->measured, reference, npairs, rule, run->scratch);
         j.retested = retest_selection(run->all, run->measured, &j.limit, run->n, run->why);
     }
     MPI_Bcast(run->why, (int)npairs, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
@@ -350,6 +351,7 @@ static void print_header(const schedule *sc, double first_pass_seconds, const pa
     if (rule->rule == RULE_MAD) {
         printf("mad-k: %g\n", rule->mad_k);
         printf("outlier-floor: %g\n", rule->floor);
+        printf("reference-pairs: %ld\n", j->limit.reference_pairs);
     }
     if (rule->rule == RULE_CLUSTERKIT)
         printf("bw-of-best: %g\n", rule->bw_of_best);
@@ -420,7 +422,7 @@ int main(int argc, char **argv)
     print_schedule(&sc, &opt, pair_seconds);
 
     const double first_pass_seconds = first_pass(&run, &opt, &sc);
-    const judgement j = second_pass(&run, &opt, &rule);
+    const judgement j = second_pass(&run, &opt, &rule, sc.fr ? fr.reference : NULL);
 
     char *hosts = hk_gather_hosts();
     hk_print_preamble(hosts);

@@ -44,6 +44,7 @@ typedef struct {
  * healthy pair, and the median holds against them where the mean does not. */
 typedef struct {
     double lat_us, bw_MBps;
+    long reference_pairs; /* mad: the reference pairs its median is of; 0: every measured pair */
 } thresholds;
 
 /* Median of v[0..n) and its median absolute deviation scaled to a standard
@@ -56,15 +57,22 @@ static inline void median_mad(double *v, long n, double *median, double *mad)
     *mad = MAD_NORMAL_SCALE * hk_median(v, n);
 }
 
+/* Reference pairs fewer than this leave the mad rule's median to all
+ * measured pairs: a median and MAD of two pairs say little. */
+#define MIN_REFERENCE_PAIRS 3
+
 /* The outlier thresholds of the first pass's results (npairs x NRES).
  * mad: one-sided, since a pair faster than the rest is no fault: latency
  * above median + max(k x MAD, floor x median), bandwidth below median minus
  * the same; the floor keeps a uniform matrix (MAD near 0) from calling a
- * wobble an outlier.  clusterkit: its ratios to the best pair. */
-static inline thresholds outlier_thresholds(const double *all, const unsigned char *measured, long npairs,
+ * wobble an outlier.  The median and MAD are those of the measured
+ * 'reference' pairs where at least MIN_REFERENCE_PAIRS were (NULL: every
+ * measured pair).  clusterkit: its ratios to the best pair. */
+static inline thresholds outlier_thresholds(const double *all, const unsigned char *measured,
+                                            const unsigned char *reference, long npairs,
                                             const outlier_options *o, double *scratch)
 {
-    thresholds t;
+    thresholds t = {0.0, 0.0, 0};
     if (o->rule == RULE_CLUSTERKIT) {
         double least_lat = INFINITY, most_bw = 0.0;
         for (long p = 0; p < npairs; p++) {
@@ -77,16 +85,24 @@ static inline thresholds outlier_thresholds(const double *all, const unsigned ch
         t.bw_MBps = o->bw_of_best * most_bw;
         return t;
     }
+    long references = 0;
+    for (long p = 0; reference && p < npairs; p++)
+        references += measured[p] && reference[p];
+    if (references < MIN_REFERENCE_PAIRS) {
+        reference = NULL;
+        references = 0;
+    }
+    t.reference_pairs = references;
     double median, mad;
     long m = 0;
     for (long p = 0; p < npairs; p++)
-        if (measured[p])
+        if (measured[p] && (!reference || reference[p]))
             scratch[m++] = all[p * NRES + R_LMEAN];
     median_mad(scratch, m, &median, &mad);
     t.lat_us = median + fmax(o->mad_k * mad, o->floor * median);
     m = 0;
     for (long p = 0; p < npairs; p++)
-        if (measured[p])
+        if (measured[p] && (!reference || reference[p]))
             scratch[m++] = all[p * NRES + R_BMED];
     median_mad(scratch, m, &median, &mad);
     t.bw_MBps = median - fmax(o->mad_k * mad, o->floor * median);

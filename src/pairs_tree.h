@@ -5,7 +5,10 @@
  * concurrent pairs than they can.  One round a line, its pairs as
  * "hostA:hostB" separated by blanks; pairs of hosts outside this job are
  * left out (the file covers the partition), rounds left empty are skipped.
- * Every pair of the job's ranks must be in it exactly once.
+ * Every pair of the job's ranks must be in it exactly once.  A line whose
+ * first word is "reference" holds reference pairs (leaf-local ones, which
+ * cross no uplink): the outlier rule's median is theirs, so that a slow
+ * uplink, whose pairs may be most of the matrix, cannot set it.
  *
  * Every rank reads the file and needs every rank's host: the host names are
  * all-gathered before the first round, so the first exchange of the pairs
@@ -26,6 +29,8 @@ typedef struct {
     long pairs;
     long *start;
     int *lo, *hi;
+    unsigned char *reference; /* per pair (pair_index): on a "reference" line */
+    long reference_pairs;
 } file_rounds;
 
 /* Every rank's host name, on every rank (hk_host_of reads it). */
@@ -87,10 +92,18 @@ static void read_pair_rounds(const char *path, const char *hosts, int n, file_ro
     static char text[1 << 20];
     if (!seen || !busy)
         hk_fatal("out of memory (%d ranks)", n);
+    fr->reference = (unsigned char *)calloc((size_t)n * (size_t)(n - 1) / 2, 1);
+    if (!fr->reference)
+        hk_fatal("out of memory (%d ranks)", n);
     for (int line = 1; fgets(text, sizeof text, in); line++) {
         const long first = fr->pairs;
+        int reference_line = 0;
         for (char *word = strtok(text, " \t\r\n"); word; word = strtok(NULL, " \t\r\n")) {
             int a, b;
+            if (fr->pairs == first && !reference_line && strcmp(word, "reference") == 0) {
+                reference_line = 1;
+                continue;
+            }
             pair_of_word(word, path, line, hosts, n, &a, &b);
             if (a < 0 || b < 0)
                 continue; /* a host of the partition this job does not run on */
@@ -99,6 +112,8 @@ static void read_pair_rounds(const char *path, const char *hosts, int n, file_ro
                 hk_usage_error("--pair-rounds %s:%d: ranks %d and %d: a pair twice, or a rank twice in "
                                "one round", path, line, a, b);
             seen[p] = 1;
+            fr->reference[p] = (unsigned char)reference_line;
+            fr->reference_pairs += reference_line;
             busy[a] = busy[b] = line;
             add_pair(fr, &cap, a, b);
         }
@@ -126,6 +141,7 @@ static void read_pair_rounds(const char *path, const char *hosts, int n, file_ro
 static void free_pair_rounds(file_rounds *fr)
 {
     free(fr->start);
+    free(fr->reference);
     free(fr->lo);
     free(fr->hi);
 }

@@ -3,6 +3,7 @@ topology`` and ``topology.conf`` read, a site file's own tree, each bad input
 one line naming it; the tree's pair schedule (hpcnet.checklib.treeschedule)
 on trees of several shapes; and culprits put on the links a pair crosses."""
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,76 @@ def test_the_uplink_counts_of_a_tree_are_in_the_metric_catalogue():
     for quantity in ('latency', 'bandwidth'):
         entry = metrics.metric('hpcnet_pairs', f'{quantity}_outlier_uplinks')
         assert entry.unit == metrics.Unit.COUNT and entry.can_be_zero
+
+
+def test_the_rounds_file_marks_the_leaf_local_rounds_as_reference(tmp_path):
+    '''The kernel's --pair-rounds file: each leaf-local round's line begins
+    with "reference" (src/pairs_tree.h), no cross-leaf round's does.'''
+    tree = _tree([4, 4], [2, 2])
+    rounds = treeschedule.tree_rounds(tree)
+    path = tmp_path / 'pair-rounds.txt'
+    treeschedule.write_rounds(rounds, path, tree)
+    lines = path.read_text().splitlines()
+    assert len(lines) == len(rounds)
+    for line, pairs in zip(lines, rounds):
+        local = all(tree.leaf_of[a] == tree.leaf_of[b] for a, b in pairs)
+        words = line.split()
+        assert (words[0] == treeschedule.REFERENCE_ROUND) == local, line
+        assert words[local:] == [f'{a}:{b}' for a, b in pairs]
+    assert sum(line.startswith('reference ') for line in lines) == 3   # 4 nodes a leaf
+
+
+#: A C driver of the outlier rule (src/pairs_outliers.h): the pair matrix of
+#: 8 nodes in 2 leaves of 4, its 12 leaf-local pairs at 100 MB/s (+-1) and its
+#: 16 cross-leaf pairs through an uplink at 85 %; it prints the bandwidth
+#: threshold and how many pairs fall below it, with and without the
+#: leaf-local pairs as reference.
+OUTLIER_DRIVER = r'''
+#include "pairs_outliers.h"
+#include <stdio.h>
+int main(void)
+{
+    enum { N = 8, NPAIRS = N * (N - 1) / 2 };
+    static double all[NPAIRS * NRES], scratch[NPAIRS];
+    static unsigned char measured[NPAIRS], reference[NPAIRS];
+    for (int a = 0; a < N; a++)
+        for (int b = a + 1; b < N; b++) {
+            const long p = pair_index(a, b, N);
+            const int local = a / 4 == b / 4;
+            measured[p] = 1;
+            reference[p] = (unsigned char)local;
+            all[p * NRES + R_LMEAN] = 30.0;
+            all[p * NRES + R_BMED] = local ? 100.0 + (p % 3) - 1.0 : 85.0 + (p % 3) - 1.0;
+        }
+    const outlier_options mad = {RULE_MAD, 3.0, 0.10, 0.0};
+    for (int with_reference = 0; with_reference < 2; with_reference++) {
+        thresholds t = outlier_thresholds(all, measured, with_reference ? reference : NULL, NPAIRS,
+                                          &mad, scratch);
+        int below = 0;
+        for (long p = 0; p < NPAIRS; p++)
+            below += bandwidth_outlier(all + p * NRES, &t);
+        printf("%d %ld %.3f %d\n", with_reference, t.reference_pairs, t.bw_MBps, below);
+    }
+    return 0;
+}
+'''
+
+
+def test_a_slow_uplink_cannot_set_the_median_of_the_leaf_local_pairs(tmp_path):
+    '''Most of the matrix crosses the slow uplink (16 of 28 pairs): judged
+    against the median of every pair, none is an outlier; against the
+    leaf-local pairs' (the reference lines), all 16 are.'''
+    mpicc = shutil.which('mpicc')
+    if mpicc is None:
+        pytest.skip('mpicc not installed (the outlier rule is C: src/pairs_outliers.h)')
+    source = tmp_path / 'driver.c'
+    source.write_text(OUTLIER_DRIVER)
+    binary = tmp_path / 'driver'
+    subprocess.run([mpicc, '-O2', '-I', str(PROJECT_ROOT / 'src'), '-o', str(binary), str(source),
+                    '-lm'], check=True)
+    rows = [line.split() for line in subprocess.run(
+        [str(binary)], check=True, text=True, stdout=subprocess.PIPE).stdout.splitlines()]
+    (_, every_pair, _, below_every), (_, references, threshold, below_reference) = rows
+    assert (every_pair, below_every) == ('0', '0')
+    assert references == '12' and float(threshold) == pytest.approx(90.0)
+    assert below_reference == '16'

@@ -121,9 +121,18 @@ def uplink_loads(tree: Tree, rounds: list) -> list:
     return loads
 
 
-def write_rounds(rounds: list, path) -> None:
+#: The first word of a --pair-rounds line whose pairs are the outlier
+#: rule's reference (src/pairs_tree.h).
+REFERENCE_ROUND = 'reference'
+
+
+def write_rounds(rounds: list, path, tree: Tree) -> None:
     '''The rounds as the pairs kernel's --pair-rounds file: one round a
-    line, its pairs as "hostA:hostB" separated by blanks.'''
+    line, its pairs as "hostA:hostB" separated by blanks; a leaf-local
+    round's line first says REFERENCE_ROUND: its pairs cross no uplink, so
+    a slow uplink, whose pairs may be most of the matrix, cannot set the
+    median the outlier rule judges every pair against.'''
     with open(path, 'w') as out:
         for pairs in rounds:
-            out.write(' '.join(f'{a}:{b}' for a, b in pairs) + '\n')
+            local = all(len(tree.links(a, b)) <= 2 for a, b in pairs)
+            out.write(' '.join([REFERENCE_ROUND] * local + [f'{a}:{b}' for a, b in pairs]) + '\n')

@@ -78,7 +78,7 @@ KNOWN_KEYS = frozenset({
     'pairs', 'rounds', 'schedule', 'lat-size', 'bw-size', 'samples', 'bw-samples',
     'outlier-rule', 'mad-k', 'outlier-floor', 'bw-of-best', 'lat-threshold-us', 'bw-threshold-mbps',
     'retested',
-    'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds',
+    'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds', 'reference-pairs',
     # sockets (src/sockets.c: TCP/UDP without MPI, same output format)
     'test', 'transport', 'server', 'client-host', 'server-host', 'role-from',
     'sndbuf-requested', 'rcvbuf-requested', 'sndbuf', 'rcvbuf', 'server-sndbuf', 'server-rcvbuf',
@@ -93,6 +93,7 @@ NUMERIC_HEADER_KEYS = frozenset({
     'first-exchange-us', 'second-exchange-us', 'pairs', 'rounds', 'lat-size', 'bw-size',
     'samples', 'bw-samples', 'windows', 'mad-k', 'outlier-floor', 'bw-of-best', 'lat-threshold-us',
     'bw-threshold-mbps', 'retested', 'retest-rounds', 'rounds-of-all-pairs', 'first-pass-seconds',
+    'reference-pairs',
 })
 
 #: pairs: the outlier rules its second pass knows (src/pairs.c).
