@@ -154,8 +154,7 @@ class hpcnet_pairs(KernelRun):
     pair_table = variable(typ.List[typ.Dict[str, object]], value=[], loggable=True)
     #: By quantity, what the bad pairs blame: {'bandwidth': {'nodes': ['cn3'],
     #: 'links': [['cn1', 'cn2']], 'inconclusive': []}, 'latency': {...}}.
-    culprits = variable(typ.Dict[str, typ.Dict[str, typ.List[object]]], value={},
-                        loggable=True)
+    culprits = variable(analysis.CULPRITS_TYPE, value={}, loggable=True)
     #: The verdict in words: the rule and what it blamed, or why nothing can be.
     attribution = variable(str, value='', loggable=True)
     tags = {'pairs', 'mpi'}

@@ -12,7 +12,7 @@ import runpy
 import pytest
 
 from hpcnet import topology
-from hpcnet.checklib.analysis import RETEST_OUTLIER, Culprits, culprits
+from hpcnet.checklib.analysis import CULPRITS_TYPE, RETEST_OUTLIER, Culprits, culprits
 from hpcnet.commands.testbed import testbed_main as run_cli
 from hpcnet.constants import CONFIG_DIR
 from hpcnet.paths import DATA_DIR
@@ -243,8 +243,12 @@ def test_two_leaves_name_both_uplinks_as_alike_three_the_one():
         assert found == expected
     two = Culprits(uplinks=('leaf1', 'leaf2'), uplinks_alike=True)
     assert two.describe().startswith('uplink leaf1 or leaf2 (the pairs cannot tell them apart')
-    assert two.as_dict()['uplinks_alike'] is True
+    assert two.as_dict()['uplinks_alike'] == ['leaf1', 'leaf2']
     assert 'uplinks_alike' not in Culprits(uplinks=('leaf2',)).as_dict()
+    # What the check sets its culprits variable to, of the type it declares
+    # (a bool there failed every trial of two leaves in sanity).
+    for found in (two, Culprits(uplinks=('leaf2',)), Culprits(nodes=('cn3',))):
+        assert isinstance({'bandwidth': found.as_dict()}, CULPRITS_TYPE), found
 
 
 def test_the_benchmark_counts_either_uplink_right_on_two_leaves_only():

@@ -14,6 +14,8 @@ import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+import reframe.utility.typecheck as typ
+
 #: The pairs kernel's column prefix of each quantity it judges.
 QUANTITY_PREFIX = {'bandwidth': 'bw', 'latency': 'lat'}
 #: Why a pair was measured again (the kernel's ``retest`` column).
@@ -25,6 +27,10 @@ NODES_FOR_ATTRIBUTION = 3
 
 class AttributionError(ValueError):
     '''A matrix too small to attribute anything.'''
+
+
+#: The check's ``culprits`` variable: by quantity, Culprits.as_dict().
+CULPRITS_TYPE = typ.Dict[str, typ.Dict[str, typ.List[object]]]
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,8 @@ class Culprits:
     def as_dict(self) -> dict:
         found = {'nodes': list(self.nodes), 'links': [list(p) for p in self.links],
                  'inconclusive': [list(p) for p in self.inconclusive]}
-        alike = {'uplinks_alike': True} if self.uplinks_alike else {}
+        # The uplinks the pairs cannot tell apart, a list as every value is.
+        alike = {'uplinks_alike': list(self.uplinks)} if self.uplinks_alike else {}
         return found if self.uplinks is None else dict(found, uplinks=list(self.uplinks), **alike)
 
     def describe(self) -> str:
