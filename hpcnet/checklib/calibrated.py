@@ -39,6 +39,11 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
     def add_calibrated_metrics(self):
         if not self.calibrates_link():
             return
+        if metrics.lookup(type(self).__name__, metrics.LINK_OVER_WIRE) is None:
+            raise metrics.CatalogueError(
+                f'{type(self).__name__} calibrates its link, whose {metrics.LINK_OVER_WIRE} '
+                'compare judges, but the metric catalogue has no entry of it (hpcnet.metrics: '
+                '_CALIBRATED_TESTS)')
         for name in self.calibrated_metrics:
             if name in self.perf_variables:
                 # The ratio's entry: the catalogue holds it beside the metric's.
