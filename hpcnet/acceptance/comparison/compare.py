@@ -154,16 +154,15 @@ def provenance(side: Side) -> dict:
     return {k: {w: sorted(v) for w, v in facts.items()} for k, facts in out.items()}
 
 
-#: The fact of a case's own link that is configuration: where the declared
-#: rate changed, a figure judged over iperf3 is judged on its own too, since
-#: a slower wire slows iperf3 alike.  The shaping read on the path is no
-#: such fact: it may explain a verdict, never decide one (the link's own
-#: measured figure, hpcnet.metrics.LINK_OVER_WIRE, does).
-LINK_FACTS = ('link rate',)
+#: The facts of a case's own link: where one changed, a figure judged over
+#: iperf3 is judged on its own too, since a slower wire slows iperf3 alike
+#: (the figure's own samples decide; the link's measured figure,
+#: hpcnet.metrics.LINK_OVER_WIRE, is judged besides, and needs no fact).
+LINK_FACTS = ('link rate', 'link shaped (tc)')
 
 
 def link_changed(changed: tuple) -> bool:
-    """Whether the what_changed lines of a case name its link's declared rate."""
+    """Whether the what_changed lines of a case name its link's rate or shaping."""
     return any(line.startswith(f'{fact}: ') for line in changed for fact in LINK_FACTS)
 
 
