@@ -30,7 +30,6 @@ typedef struct {
     long *start;
     int *lo, *hi;
     unsigned char *reference; /* per pair (pair_index): on a "reference" line */
-    long reference_pairs;
 } file_rounds;
 
 /* Every rank's host name, on every rank (hk_host_of reads it). */
@@ -113,7 +112,6 @@ static void read_pair_rounds(const char *path, const char *hosts, int n, file_ro
                                "one round", path, line, a, b);
             seen[p] = 1;
             fr->reference[p] = (unsigned char)reference_line;
-            fr->reference_pairs += reference_line;
             busy[a] = busy[b] = line;
             add_pair(fr, &cap, a, b);
         }

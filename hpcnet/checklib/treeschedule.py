@@ -134,5 +134,5 @@ def write_rounds(rounds: list, path, tree: Tree) -> None:
     median the outlier rule judges every pair against.'''
     with open(path, 'w') as out:
         for pairs in rounds:
-            local = all(len(tree.links(a, b)) <= 2 for a, b in pairs)
+            local = all(tree.leaf_of[a] == tree.leaf_of[b] for a, b in pairs)
             out.write(' '.join([REFERENCE_ROUND] * local + [f'{a}:{b}' for a, b in pairs]) + '\n')
