@@ -119,49 +119,85 @@ def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
     return None
 
 
+@dataclass
+class _Again:
+    '''One repeat of a case that why_again() names: its latest result and
+    the attempts it has had.'''
+    key: tuple
+    number: int             #: the repeat's number, 1-based
+    repeats: int            #: the case's repeats
+    first: dict             #: its first attempt
+    allowed: int            #: attempts allowed in all
+    tc: dict = None         #: its latest attempt
+    attempts: int = 1
+    ran_nothing: bool = False
+
+    @property
+    def target(self) -> tuple:
+        return self.tc['system'], self.tc['partition'], self.tc['environ']
+
+    def where(self) -> str:
+        return f' (repeat {self.number} of {self.repeats})' if self.repeats > 1 else ''
+
+
 def _run_again(name: str, repeats: dict, reframe_args: list, prefix, env,
                remeasure: bool) -> list:
     '''Run again each repeat of a case why_again() names, as often as it
     allows while the reason holds (``repeats``: case key -> its result in
-    each repeat).  Returns the last attempt of each repeat run again, with
-    its repeat's number (1-based) and the count of repeats.'''
-    retried = []
-    for key, results in sorted(repeats.items()):
-        for number, first in enumerate(results, 1):
-            reason = why_again(first, remeasure)
-            if reason is None:
-                continue
-            where = f' (repeat {number} of {len(results)})' if len(results) > 1 else ''
-            tc, attempts = _attempts(name, key, first, reason[1], where, reframe_args, prefix,
-                                     env, remeasure)
-            if attempts > 1:
-                retried.append({**tc, 'first_attempt': first.get('fail_reason') or first.get('judgement'),
-                                'attempts': attempts, 'retried_for': reason[0],
-                                'repeat': number, 'repeats': len(results)})
-    return retried
+    each repeat).  The repeats run again together: one ReFrame session per
+    partition and environment in each round, a case at most once a session
+    (a second repeat of it waits for the next round), since a session's
+    start and its build fixtures cost more than a case.  Returns the last
+    attempt of each repeat run again, with its repeat's number (1-based)
+    and the count of repeats.'''
+    pending = [_Again(key, number, len(results), first, reason[1], first)
+               for key, results in sorted(repeats.items())
+               for number, first in enumerate(results, 1)
+               if (reason := why_again(first, remeasure)) is not None]
+    finished = []
+    while pending:
+        batch, later, keys = [], [], set()
+        for again in pending:
+            (later if again.key in keys else batch).append(again)
+            keys.add(again.key)
+        sessions: dict = {}
+        for again in batch:
+            sessions.setdefault(again.target, []).append(again)
+        for (system, partition, environ), group in sessions.items():
+            _attempt_together(name, group, f'{system}:{partition}', environ, reframe_args,
+                              prefix, env, remeasure)
+        still = [a for a in batch if not a.ran_nothing and a.attempts < a.allowed
+                 and why_again(a.tc, remeasure) is not None]
+        finished += [a for a in batch if a not in still]
+        pending = still + later
+    return [{**a.tc, 'first_attempt': a.first.get('fail_reason') or a.first.get('judgement'),
+             'attempts': a.attempts, 'retried_for': why_again(a.first, remeasure)[0],
+             'repeat': a.number, 'repeats': a.repeats}
+            for a in sorted(finished, key=lambda a: (a.key, a.number)) if a.attempts > 1]
 
 
-def _attempts(name: str, key: tuple, tc: dict, allowed: int, where: str, reframe_args: list,
-              prefix, env, remeasure: bool) -> tuple:
-    '''(last result, attempts) of one repeat of a case run again, once per
-    ReFrame session, while why_again() still names it and ``allowed``
-    attempts in all are not spent.'''
-    attempts = 1
-    while attempts < allowed and (now := why_again(tc, remeasure)) is not None:
-        attempts += 1
-        say(f'retrying (attempt {attempts} of {allowed}), {now[0]}: {case_name(tc)}{where}')
-        cmd, report = reframe_cmd(f'{name}-retry', [
-            *option_values_removed(reframe_args, (*_SELECTION_OPTIONS, *_SESSION_FILE_OPTIONS)),
-            '-n', f'/{tc["hashcode"]}',
-            '-p', f'^{re.escape(tc["environ"])}$',
-            '--system', f'{tc["system"]}:{tc["partition"]}'])
-        _run_reframe([*prefix, *cmd], env)
-        again = final_cases_of([references.load_report(report)]).get(key) \
-            if report.exists() else None
-        if again is None:       # the retry ran nothing: the last attempt is the last word
-            break
-        tc = again
-    return tc, attempts
+def _attempt_together(name: str, group: list, where: str, environ: str, reframe_args: list,
+                      prefix, env, remeasure: bool) -> None:
+    '''One more attempt of each repeat of ``group`` (distinct cases on one
+    partition and environment) in one ReFrame session; each _Again takes
+    its new result, or is marked as having run nothing (its last attempt
+    is then the last word).'''
+    names = []
+    for again in group:
+        again.attempts += 1
+        say(f'retrying (attempt {again.attempts} of {again.allowed}), '
+            f'{why_again(again.tc, remeasure)[0]}: {case_name(again.tc)}{again.where()}')
+        names += ['-n', f'/{again.tc["hashcode"]}']
+    cmd, report = reframe_cmd(f'{name}-retry', [
+        *option_values_removed(reframe_args, (*_SELECTION_OPTIONS, *_SESSION_FILE_OPTIONS)),
+        *names, '-p', f'^{re.escape(environ)}$', '--system', where])
+    _run_reframe([*prefix, *cmd], env)
+    got = final_cases_of([references.load_report(report)]) if report.exists() else {}
+    for again in group:
+        if again.key in got:
+            again.tc = got[again.key]
+        else:
+            again.ran_nothing = True
 
 
 def _run_reframe(cmd: list, env: dict | None) -> int:
