@@ -251,6 +251,7 @@ def test_accept_repeats_until_decided_or_budget(one_env_per_stack, tmp_path):
     assert (res.returncode == 3) == (undecided > 0 and 'FAILED' not in verdict_line), summary
     if 'more repeats of the cases that hold them' in out:
         assert ' -n /' in out           # only the undecided cases, by hash
+        assert ' metrics not decided (' in out and ' of hpcnet_p2p ' in out   # named
     assert 'after:  accept: ' in out and 'repeats in ' in out
     page = Path(os.environ['HPCNET_REPORTS_DIR']) / 'accept-latest.html'
     assert page.exists() and 'Before and after' in page.read_text()

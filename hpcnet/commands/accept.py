@@ -47,6 +47,12 @@ class Budget:
     time_budget_s: float  #: wall time after which no new round starts
 
 
+def _named(rows: list) -> str:
+    '''The metrics of verdict rows, each with its case and ratio.'''
+    return '; '.join(f'{r.metric} of {r.test} @{r.partition}+{r.environ} at {r.result.ratio:.3f}'
+                     for r in rows)
+
+
 def _failed_cases(reports: list) -> set:
     '''(test, system:partition, environ) of each case that failed a repeat
     (an attempt of a known issue that ReFrame retried aside): the acceptance
@@ -137,8 +143,8 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BAS
                        'more rounds (a failed case fails the acceptance whatever its samples)')
             break
         extra = min(more, room)
-        runner.say(f'{len(undecided)} metrics not decided: {extra} more repeats of the cases '
-                   f'that hold them (the statistics ask for about {more})')
+        runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}): {extra} more '
+                   f'repeats of the cases that hold them (the statistics ask for about {more})')
         code, report = _round([*runner.option_values_removed(reframe_args, ('-n', '--name')),
                                *selection], extra)
         run_codes.append(code)
