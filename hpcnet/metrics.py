@@ -58,6 +58,12 @@ CALIBRATED_SUFFIX = '_over_iperf3'
 #: judges like any metric (hpcnet.acceptance.comparison.compare), so that a
 #: slower link is found by measuring it.
 LINK_OVER_WIRE = 'link_over_wire'
+#: 1 where a calibrated case's link measured slower than the wire (below the
+#: floor proven at bring-up, in every iperf3 run of the repeat, the host
+#: quiet: hpcnet.checklib.calibration.Calibration.slow_link), else 0: a count
+#: judged repeat by repeat (hpcnet.acceptance.comparison.countjudge), so a
+#: node slow in one allocation of five is "errors where there were none".
+LINK_BELOW_WIRE = 'link_below_wire'
 #: The checks with calibrated metrics (hpcnet.checklib.calibrated).
 _CALIBRATED_TESTS = ('hpcnet_p2p', 'hpcnet_imb', 'hpcnet_imb_nbc', 'hpcnet_iperf3',
                      'hpcnet_pairs', 'hpcnet_sockets')
@@ -207,6 +213,8 @@ _PAIR = ('median_pair', 'worst_pair')
 CATALOGUE: tuple = (
     *(entry for test in _CALIBRATED_TESTS
       for entry in _entries(test, LINK_OVER_WIRE, Unit.RATIO, Better.HIGHER, _NETWORK)),
+    *(entry for test in _CALIBRATED_TESTS
+      for entry in _entries(test, LINK_BELOW_WIRE, Unit.COUNT, Better.LOWER, _NETWORK, **_COUNT)),
     *_entries('hpcnet_p2p', 'latency', Unit.US, Better.LOWER, sizes=P2P_LATENCY_SIZES),
     *_entries('hpcnet_p2p', 'bandwidth', Unit.MBPS, Better.HIGHER, sizes=P2P_BANDWIDTH_SIZES,
               judged_over='='),

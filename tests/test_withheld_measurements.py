@@ -320,6 +320,7 @@ def _link_report(path: Path, uuid: str, runs: list) -> str:
     shaped rate) for a repeat that failed on a slow link (no values).'''
     def case(absolute, ratio, link, shaped):
         calibration_fields = {'link_calibration': {metrics.LINK_OVER_WIRE: link,
+                                                   metrics.LINK_BELOW_WIRE: int(absolute is None),
                                                    'shaped_bps': {'cn1': shaped, 'cn2': GBIT}},
                               'link_rate_bps': GBIT}
         if absolute is None:
@@ -355,7 +356,25 @@ def test_a_slower_link_is_found_by_measuring_it(tmp_path):
     assert rows['bandwidth_4MiB'].result.verdict == statcompare.Verdict.UNCHANGED
     assert any(line.startswith('link shaped (tc): ') for line in rows['bandwidth_4MiB'].changed)
     assert rows[metrics.LINK_OVER_WIRE].result.verdict == statcompare.Verdict.UNCHANGED
+    assert rows[metrics.LINK_BELOW_WIRE].result.verdict == statcompare.Verdict.UNCHANGED
     assert outcome.exit_code == Exit.OK
+
+
+def test_a_link_slow_in_one_allocation_of_five_is_a_regression_of_the_statistics(tmp_path):
+    '''A node slow in one allocation of five: one repeat failed on its slow
+    link, whose one low link_over_wire is a lone sample the continuous rule
+    cannot tell from a glitch; link_below_wire counts it, and a slow link
+    where there was none is a regression of the counts' rule.'''
+    clean = [(110.0 + i / 10, 1.0 - i / 1000, 1.00 + i / 1000, GBIT) for i in range(5)]
+    before = _link_report(tmp_path / 'b.json', 'b', clean)
+    one_slow = clean[:2] + [(None, None, 0.73, GBIT)] + clean[3:]
+    outcome = compare.compare(sides.load_side(before),
+                              sides.load_side(_link_report(tmp_path / 'o.json', 'o', one_slow)))
+    rows = {row.metric: row.result for row in outcome.rows}
+    assert rows[metrics.LINK_OVER_WIRE].verdict == statcompare.Verdict.INCONCLUSIVE
+    assert rows[metrics.LINK_BELOW_WIRE].verdict == statcompare.Verdict.REGRESSED
+    assert 'in 1 of 5 repeats after' in rows[metrics.LINK_BELOW_WIRE].reason
+    assert outcome.exit_code == Exit.FAILED
 
 
 def test_the_case_records_its_link_over_the_wire_where_the_wire_is_proven(tmp_path):
@@ -370,5 +389,14 @@ def test_the_case_records_its_link_over_the_wire_where_the_wire_is_proven(tmp_pa
                                                          mtu=1500, wire_efficiency=proven))
         calibrated.JudgedOverIperf3.calibration.__wrapped__(case)
         assert (metrics.LINK_OVER_WIRE in case.link_calibration) == recorded
+        assert (metrics.LINK_BELOW_WIRE in case.link_calibration) == recorded
         if recorded:
             assert case.link_calibration[metrics.LINK_OVER_WIRE] == pytest.approx(0.97)
+            assert case.link_calibration[metrics.LINK_BELOW_WIRE] == 0
+    # Below the floor proven at bring-up, the host quiet: a slow link, counted.
+    case = SimpleNamespace(stagedir=_stage(tmp_path / 'slow', 0.80, unshaped, QUIET),
+                           link_calibration={},
+                           partition=SimpleNamespace(iface='eth0', link_rate_bps=GBIT, mtu=1500,
+                                                     wire_efficiency=PROVEN))
+    calibrated.JudgedOverIperf3.calibration.__wrapped__(case)
+    assert case.link_calibration[metrics.LINK_BELOW_WIRE] == 1

@@ -78,6 +78,10 @@ class JudgedOverIperf3(rfm.RegressionTestPlugin):
         if part.wire_efficiency is not None:
             self.link_calibration[metrics.LINK_OVER_WIRE] = (
                 found.link_MBps / tcp_payload_MBps(part.link_rate_bps, part.mtu))
+            if found.host_busy() is False:
+                # On a busy host a slow link cannot be told from the host.
+                self.link_calibration[metrics.LINK_BELOW_WIRE] = int(found.slow_link(
+                    part.iface, part.link_rate_bps, part.mtu, part.wire_efficiency) is not None)
         limited = found.host_limited_note(self.partition.link_rate_bps, self.partition.mtu,
                                           self.partition.wire_efficiency)
         if limited:

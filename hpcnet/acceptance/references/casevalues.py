@@ -35,10 +35,16 @@ def perf_samples(tc: dict):
             yield var, value, unit
 
 
+#: The link's own figures a calibrated case records, with their units.
+LINK_FIGURES = ((metrics.LINK_OVER_WIRE, metrics.Unit.RATIO),
+                (metrics.LINK_BELOW_WIRE, metrics.Unit.COUNT))
+
+
 def link_values(tc: dict):
-    """(variable, value, unit, not asserted) of the link's own measured figure
-    a calibrated case recorded (hpcnet.metrics.LINK_OVER_WIRE), where it did:
-    judged by compare, asserted by no reference."""
-    value = (tc.get('link_calibration') or {}).get(metrics.LINK_OVER_WIRE)
-    if value is not None:
-        yield metrics.LINK_OVER_WIRE, float(value), metrics.Unit.RATIO, True
+    """(variable, value, unit, not asserted) of the link's own measured
+    figures a calibrated case recorded (LINK_FIGURES), where it did: judged
+    by compare, asserted by no reference."""
+    recorded = tc.get('link_calibration') or {}
+    for name, unit in LINK_FIGURES:
+        if recorded.get(name) is not None:
+            yield name, float(recorded[name]), unit, True
