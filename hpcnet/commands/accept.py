@@ -2,8 +2,9 @@
 
 Run the selection K times, compare with the system's baseline, and where a
 metric is still not decided, run only the cases that hold such metrics
-again, as many repeats as the statistics say would decide them (a case that
-failed a repeat has failed the acceptance: it is not run again), until every
+again, as many repeats as the statistics say would decide them and never
+fewer than K (a case that failed a repeat has failed the acceptance: it is
+not run again), until every
 metric is decided (each judged one-sided against its own tolerance:
 hpcnet.acceptance.comparison.statcompare), more samples of the after side would decide
 none of those left, or a budget (``--max-repeats``, ``--time-budget``) is
@@ -142,7 +143,10 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BAS
             runner.say(f'{len(undecided)} metrics not decided, of cases that failed a repeat: no '
                        'more rounds (a failed case fails the acceptance whatever its samples)')
             break
-        extra = min(more, room)
+        # A round is never smaller than the first: near the tolerance's edge
+        # the statistics' estimate is optimistic, and a round of 2 that
+        # falls short costs a third round's session (issue 47's trials).
+        extra = min(max(more, budget.repeats), room)
         runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}): {extra} more '
                    f'repeats of the cases that hold them (the statistics ask for about {more})')
         code, report = _round([*runner.option_values_removed(reframe_args, ('-n', '--name')),
