@@ -119,7 +119,7 @@ def why_again(tc: dict, remeasure: bool = True) -> tuple | None:
     return None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Again:
     '''One repeat of a case that why_again() names: its latest result and
     the attempts it has had.'''
