@@ -120,95 +120,25 @@ _AFTER = re.compile(r'^after: +\S+: (\d+) repeats in (\d+) sessions', re.M)
 _REPORT = re.compile(r'^hpcnet: report: \S+ \(copy of (\S+)\)$', re.M)
 
 
-class Intermittent:
-    '''Runs ``slow()`` for ``slow_s`` out of every ``3 * slow_s`` seconds
-    until stopped, then ``restore()``: a fault present in about one repeat of
-    three (a flapping link, a node slow in one allocation of three).  An error
-    of either action, raised in its thread, is raised again on leaving.'''
+class PlantedFault:
+    '''A fault planted by a thread of its own while the block runs:
+    ``_plant()`` (a subclass's) calls ``slow()`` and ``restore()`` until
+    ``_stop`` is set; ``restore()`` runs again on leaving.  An error of
+    either action, raised in the thread, is raised again on leaving.'''
 
-    def __init__(self, slow, restore, slow_s: float):
-        self.slow, self.restore, self.slow_s = slow, restore, slow_s
+    def __init__(self, slow, restore):
+        self.slow, self.restore = slow, restore
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _cycle(self):
-        while True:
-            self.slow()
-            if self._stop.wait(self.slow_s):
-                return
-            self.restore()
-            if self._stop.wait(2 * self.slow_s):
-                return
+    def _plant(self):
+        raise NotImplementedError
 
     def _run(self):
         # The thread's errors are the caller's: kept for __exit__ to raise.
         try:
-            self._cycle()
-        except BaseException as err:
-            self.error = err
-        try:
-            self.restore()
-        except BaseException as err:
-            if self.error is None:
-                self.error = err
-            else:
-                self.error.add_note(f'restoring afterwards failed too: {err!r}')
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        if self.error is not None:
-            raise self.error
-
-
-class EveryThirdAllocation:
-    '''``slow()`` for each job of ``check`` whose ordinal in the block
-    (from 0) is ``phase`` modulo 3, ``restore()`` for the others and on
-    leaving: a node slow in one allocation of three, for the whole of that
-    allocation (both iperf3 runs and the benchmark), as a bad node is on a
-    real cluster.  The testbed's squeue is read every POLL_S: a job is seen
-    within that of its start, before its first measurement.  ``jobs`` and
-    ``slowed`` count what it saw; an error of either action, raised in its
-    thread, is raised again on leaving.'''
-
-    POLL_S = 0.05
-
-    def __init__(self, tb, check: str, slow, restore, phase: int):
-        self.tb, self.check, self.slow, self.restore = tb, check, slow, restore
-        self.phase = phase % 3
-        self.jobs = self.slowed = 0
-        self.error: BaseException | None = None
-        self._seen: set = set()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _new_jobs(self) -> list:
-        listed = self.tb.run(self.tb.head, ['squeue', '--noheader', '--format=%i %j'],
-                             check=True).stdout.split('\n')
-        found = [line.split(None, 1) for line in listed if line.strip()]
-        new = sorted((int(job) for job, name in found
-                      if self.check in name and int(job) not in self._seen))
-        self._seen.update(new)
-        return new
-
-    def _watch(self):
-        self._seen.update(self._new_jobs())     # jobs from before the block are not its
-        while not self._stop.wait(self.POLL_S):
-            for _ in self._new_jobs():
-                bad = self.jobs % 3 == self.phase
-                self.jobs += 1
-                self.slowed += bad
-                (self.slow if bad else self.restore)()
-
-    def _run(self):
-        # The thread's errors are the caller's: kept for __exit__ to raise.
-        try:
-            self._watch()
+            self._plant()
         except BaseException as err:
             self.error = err
         try:
@@ -220,7 +150,8 @@ class EveryThirdAllocation:
                 self.error.add_note(f'restoring afterwards failed too: {err!r}')
 
     def words(self) -> str:
-        return f'; {SLOW_NODE} slow in {self.slowed} of {self.jobs} jobs'
+        '''What the trial's line says of the fault as planted.'''
+        return ''
 
     def __enter__(self):
         self._thread.start()
@@ -231,6 +162,64 @@ class EveryThirdAllocation:
         self._thread.join()
         if self.error is not None:
             raise self.error
+
+
+class Intermittent(PlantedFault):
+    '''``slow()`` for ``slow_s`` out of every ``3 * slow_s`` seconds, on a
+    timer: a flapping link, present in about one repeat of three.'''
+
+    def __init__(self, slow, restore, slow_s: float):
+        super().__init__(slow, restore)
+        self.slow_s = slow_s
+
+    def _plant(self):
+        while True:
+            self.slow()
+            if self._stop.wait(self.slow_s):
+                return
+            self.restore()
+            if self._stop.wait(2 * self.slow_s):
+                return
+
+
+class EveryThirdAllocation(PlantedFault):
+    '''``slow()`` for each job of ``check`` whose ordinal in the block
+    (from 0) is ``phase`` modulo 3, ``restore()`` for the others: a node
+    slow in one allocation of three, for the whole of that allocation (both
+    iperf3 runs and the benchmark), as a bad node is on a real cluster.  The
+    testbed's squeue is read every POLL_S: a job is seen within that of its
+    start, before its first measurement.  ``jobs`` and ``slowed`` count what
+    it saw.'''
+
+    POLL_S = 0.05
+
+    def __init__(self, tb, check: str, slow, restore, phase: int):
+        super().__init__(slow, restore)
+        self.tb, self.check = tb, check
+        self.phase = phase % 3
+        self.jobs = self.slowed = 0
+        self._seen: set = set()
+
+    def _new_jobs(self) -> list:
+        listed = self.tb.run(self.tb.head, ['squeue', '--noheader', '--format=%i %j'],
+                             check=True).stdout.split('\n')
+        found = [line.split(None, 1) for line in listed if line.strip()]
+        new = sorted((int(job) for job, name in found
+                      if self.check in name and int(job) not in self._seen))
+        self._seen.update(new)
+        return new
+
+    def _plant(self):
+        self._seen.update(self._new_jobs())     # jobs from before the block are not its
+        while not self._stop.wait(self.POLL_S):
+            for _ in self._new_jobs():
+                bad = self.jobs % 3 == self.phase
+                self.jobs += 1
+                self.slowed += bad
+                (self.slow if bad else self.restore)()
+
+    def words(self) -> str:
+        return f'; {SLOW_NODE} slow in {self.slowed} of {self.jobs} jobs'
 
 
 def hpcnet_on_testbed(tb, argv: list) -> tuple:
@@ -466,7 +455,7 @@ def main(argv=None) -> int:
                 evidence = next(iter(decided.values()))
                 ok = (code == Exit.OK if scenario == 'clean'
                       else code == Exit.FAILED and 'none' not in decided)
-                note = fault.words() if isinstance(fault, EveryThirdAllocation) else ''
+                note = fault.words() if isinstance(fault, PlantedFault) else ''
                 if scenario == 'mpi-setting':
                     seen, read = settings_seen(round_reports(text), check, mpi_setting)
                     note = f'; the setting in {seen} of {read} job outputs'
