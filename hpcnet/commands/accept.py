@@ -144,8 +144,8 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BAS
                        'more rounds (a failed case fails the acceptance whatever its samples)')
             break
         # A round is never smaller than the first: near the tolerance's edge
-        # the statistics' estimate is optimistic, and a round of 2 that
-        # falls short costs a third round's session (issue 47's trials).
+        # the statistics' estimate is optimistic, and a round that falls
+        # short costs another round's session.
         extra = min(max(more, budget.repeats), room)
         runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}): {extra} more '
                    f'repeats of the cases that hold them (the statistics ask for about {more})')
