@@ -186,6 +186,17 @@ class Metric:
         return '_'.join(parts) + CALIBRATED_SUFFIX
 
 
+    def figure(self, name: str) -> tuple:
+        '''What the value of ``name`` (a name of this entry) is read from: the
+        quantity measured (a ratio over iperf3 and an efficiency are its
+        bandwidth's or throughput's), its qualifier and its size.  Names of
+        one figure move together in a glitch of its measurement.'''
+        found = re.fullmatch(self._regex(named=True), name)
+        groups = found.groupdict() if found is not None else {}
+        return (self.judged_over or self.quantity, groups.get('qualifier') or '',
+                groups.get('size') or '')
+
+
 def _labels(sizes) -> str:
     return '|'.join(size_label(s) for s in sorted(set(sizes)))
 
@@ -331,6 +342,13 @@ def counterpart(test: str, name: str, ratios: set) -> str | None:
     if entry is not None and entry.unit not in HOST_SCALED_UNITS and not entry.judged_over:
         return None
     return f'the case\'s ratios over iperf3 ({", ".join(sorted(ratios))})'
+
+
+def figure(test: str, name: str) -> tuple:
+    '''What the value of metric ``name`` of ``test`` is read from
+    (Metric.figure); a name the catalogue does not know is a figure of its own.'''
+    entry = lookup(test, name)
+    return entry.figure(name) if entry is not None else (name, '', '')
 
 
 def is_known(test: str, metric: str) -> bool:

@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from hpcnet.acceptance.comparison import failedrepeats, metricjudge, noisy_before, statcompare
+from hpcnet.acceptance.comparison import (failedrepeats, glitches, metricjudge, noisy_before,
+                                          statcompare)
 from hpcnet.acceptance.comparison.sides import CompareError, Side, case_key
 from hpcnet.acceptance.references.baseline import measured_cases
 from hpcnet.acceptance.references.casevalues import link_values, recorded_values
@@ -48,6 +49,9 @@ class Samples:
     withheld: dict = field(default_factory=dict)
     #: {key: {why withheld ("host busy"): how many samples}}
     why_withheld: dict = field(default_factory=dict)
+    #: {key: [the run of each of its values]}: a run is one repeat of one
+    #: case in one report, so the figures one run measured can be told.
+    runs: dict = field(default_factory=dict)
 
     def keys(self) -> set:
         """Every metric the side measured, fairly or not."""
@@ -69,12 +73,16 @@ def samples(side: Side) -> Samples:
     withheld_values: dict = {}
     why: dict = {}
     families: dict = {}
-    for report in side.reports:
+    runs: dict = {}
+    for number, report in enumerate(side.reports):
         session = report.get('session_info', {}).get('uuid', side.spec)
         # A case that passed only on a known-issue retry has its figures there.
         retried = [tc for tc in report.get('hpcnet_retried') or [] if tc.get('result') == 'pass']
+        repeats_seen: dict = {}
         for tc in [*measured_cases([report]), *retried]:
             key = case_key(tc)
+            repeats_seen[key] = repeats_seen.get(key, 0) + 1
+            run = (number, *key, repeats_seen[key])
             families[key[1:]] = (tc.get('mpi_family') or '?', compiler_family(tc['environ']))
             for var, value, unit, _ in (*recorded_values(tc), *link_values(tc)):
                 if not math.isfinite(value):
@@ -86,7 +94,9 @@ def samples(side: Side) -> Samples:
                 if withheld(tc):
                     reasons = why.setdefault((*key, var), {})
                     reasons[withheld_reason(tc)] = reasons.get(withheld_reason(tc), 0) + 1
-    return Samples(values, families, withheld_values, why)
+                else:
+                    runs.setdefault((*key, var), []).append(run)
+    return Samples(values, families, withheld_values, why, runs)
 
 
 def pair_environments(before: Samples, after: Samples, explicit: dict | None = None) -> dict:
@@ -287,25 +297,32 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
                 out[test, partition, environ, metric] = out.pop((test, partition, new, metric))
         return out
     values_after, withheld_after = as_before(s_after.values), as_before(s_after.withheld)
-    why_after = as_before(s_after.why_withheld)
+    why_after, runs_after = as_before(s_after.why_withheld), as_before(s_after.runs)
     measured_after = set(values_after) | set(withheld_after)
     p_before, p_after = provenance(before), provenance(after)
     rows = []
     ratios = metricjudge.calibrated_ratios(s_before.values, values_after)
+    changes = {}
+
+    def judged(key: tuple, glitch: str = '') -> statcompare.Comparison:
+        '''The verdict on a metric both sides measured fairly.'''
+        result = noisy_before.too_noisy(metricjudge.judge(
+            key[0], key[3], screened.values[key], values_after[key], alpha,
+            statcompare.tolerance_of(screened.medians[key], threshold), glitch=glitch),
+            screened.refused.get(key))
+        decider = metricjudge.calibrated_counterpart(key, ratios)
+        if decider is not None and not link_changed(changes[key]):
+            result = metricjudge.shown_for(result, decider)
+        return result
     for key in sorted(measured_before & measured_after):
         new = renamed.get(key[1:3])
         after_case = (key[0], key[1], new or key[2])
         label = (*key[:2], f'{key[2]} -> {new}' if new else key[2], key[3])
-        changed = tuple(what_changed(p_before.get(key[:3], {}), p_after.get(after_case, {})))
+        changed = changes[key] = tuple(what_changed(p_before.get(key[:3], {}),
+                                                    p_after.get(after_case, {})))
         if key in s_before.values and key in values_after:
             unit = s_before.values[key][0]
-            result = noisy_before.too_noisy(metricjudge.judge(
-                key[0], key[3], screened.values[key], values_after[key], alpha,
-                statcompare.tolerance_of(screened.medians[key], threshold)),
-                screened.refused.get(key))
-            decider = metricjudge.calibrated_counterpart(key, ratios)
-            if decider is not None and not link_changed(changed):
-                result = metricjudge.shown_for(result, decider)
+            result = judged(key)
         else:
             unit, values_before = s_before.values.get(key) or s_before.withheld[key]
             values_now = (values_after.get(key) or withheld_after[key])[1]
@@ -316,6 +333,11 @@ def compare(before: Side, after: Side, alpha: float = ALPHA, threshold: float = 
         rows.append(Row(*label, unit, result, changed,
                         withheld_note(s_before.why_withheld.get(key, {}), why_after.get(key, {})),
                         screened.notes.get(key, '')))
+    keys = sorted(measured_before & measured_after)
+    glitched = glitches.lone_glitches({key: row.result for key, row in zip(keys, rows)},
+                                      runs_after)
+    rows = [replace(row, result=judged(key, glitched[key])) if key in glitched else row
+            for key, row in zip(keys, rows)]
     return Outcome(rows, sorted(measured_before - measured_after),
                    sorted(measured_after - measured_before), renamed,
                    failedrepeats.of_side(after), failedrepeats.of_side(before))

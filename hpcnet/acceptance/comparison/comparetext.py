@@ -26,6 +26,8 @@ def table(rows: list, failed_cases: dict | None = None) -> str:
                      f'{row.metric} [{row.unit}]')
         if c.verdict != statcompare.Verdict.UNCHANGED:
             lines.append(f'{"":28}{c.reason}')
+        elif c.left_out_after:
+            lines.append(f'{"":28}left out after: {c.left_out_after}')
         if row.left_out:
             lines.append(f'{"":28}{row.left_out}')
         if row.withheld:

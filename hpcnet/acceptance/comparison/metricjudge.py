@@ -70,10 +70,10 @@ def _in_unit(side: str, unit: str, values: list, entry: metrics.Metric) -> list:
 
 
 def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: float,
-           tolerance: statcompare.Tolerance) -> statcompare.Comparison:
+          tolerance: statcompare.Tolerance, glitch: str = '') -> statcompare.Comparison:
     """One metric judged: its direction and unit from the metric catalogue
     (never from a unit's spelling), each side's (unit, values) converted
-    to the catalogue's unit first."""
+    to the catalogue's unit first; ``glitch``: statcompare.compare_samples'."""
     (unit_before, before), (unit_after, after) = before_side, after_side
     entry = metrics.lookup(test, metric)
     if entry is None:
@@ -98,7 +98,7 @@ def judge(test: str, metric: str, before_side: tuple, after_side: tuple, alpha: 
     before, after = floored_zeros(before, after, step)
     return statcompare.compare_samples(
         before, after, higher_better=higher_better, alpha=alpha,
-        tolerance=print_floor(tolerance, step, statistics.median(before)))
+        tolerance=print_floor(tolerance, step, statistics.median(before)), glitch=glitch)
 
 
 def judged_by_repeats(entry: metrics.Metric) -> bool:

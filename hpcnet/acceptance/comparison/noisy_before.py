@@ -59,5 +59,5 @@ def too_noisy(result: statcompare.Comparison, refused: str | None) -> statcompar
     why = refused or (f'its sessions before move more than the {TOLERANCE_CAP:.0%} tolerance cap '
                       'allows')
     return replace(result, verdict=statcompare.Verdict.INCONCLUSIVE, more_samples=None,
-                   reason=f'not decided: the before side is {TOO_NOISY}: {why}; '
+                   slow_after=None, reason=f'not decided: the before side is {TOO_NOISY}: {why}; '
                           f'after: {result.reason}')

@@ -35,7 +35,9 @@ may be", so improvements never block and a small wobble is decided.
   or the first sample of a mode: not decided until the after side has
   LONE_SAMPLE_RUNS samples (a mode met in one run in three shows at least
   twice in 15 runs with probability 0.98); then it is named beside the
-  verdict of the medians.
+  verdict of the medians. One the caller found a glitch of one measurement
+  (``glitch``: hpcnet.acceptance.comparison.glitches) is left out, named,
+  and the other samples decide at once.
 * **A slow mode that grew** (shares.mode_boundary): samples beyond the
   tolerance past the worse edge of the before side's main mode are in a
   slow mode; where the before side visited it too, a larger share after
@@ -55,7 +57,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -228,6 +230,18 @@ class Comparison:
     reason: str
     more_samples: int | None
     tolerance: float = float('nan')
+    #: The indices of the after samples in a slower mode (slow_mode) of a
+    #: comparison by compare_samples; None for any other kind of comparison.
+    slow_after: tuple | None = None
+    #: The after sample left out as a glitch of one measurement, and why ('': none).
+    left_out_after: str = ''
+
+    @property
+    def held_on_lone_sample(self) -> bool:
+        '''Not decided only for one slow sample: a glitch or the first of a
+        slower mode (module docstring, "Slow modes").'''
+        return (self.verdict == Verdict.INCONCLUSIVE and self.slow_after is not None
+                and len(self.slow_after) == 1 and self.n_after < LONE_SAMPLE_RUNS)
 
 
 @dataclass(frozen=True)
@@ -386,11 +400,15 @@ def _shift_words(worse: float) -> str:
 
 
 def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_better: bool,
-                    tolerance: Tolerance | None = None, alpha: float = 0.05) -> Comparison:
+                    tolerance: Tolerance | None = None, alpha: float = 0.05,
+                    glitch: str = '') -> Comparison:
     """The verdict on after versus before by the rule in the module docstring.
 
     ``tolerance`` is how far the metric may move (tolerance_of; default the
-    3 % floor alone); ``alpha`` the one-sided level of the bounds."""
+    3 % floor alone); ``alpha`` the one-sided level of the bounds;
+    ``glitch``: why one slow sample after is a glitch of one measurement,
+    not the first of a slower mode (its run's other figures were measured
+    at their level), '' where nothing says so: such a sample is left out."""
     tolerance = tolerance or Tolerance(0.03, 'the 3 % floor')
     for name, value in (('alpha', alpha), ('tolerance', tolerance.fraction)):
         if not 0 < value < 1:
@@ -412,12 +430,23 @@ def compare_samples(before: Sequence[float], after: Sequence[float], *, higher_b
     told = f'the {tol * 100:.1f} % tolerance ({tolerance.basis})'
     shift = f'after is {_shift_words(worse_by(ratio, higher_better))} (ratio {ratio:.3f}), {plausible}'
 
+    slow_at: tuple | None = None
+
     def result(verdict: str, reason: str, more: int | None = None) -> Comparison:
-        return Comparison(verdict, ratio, low, high, p_worse, n_before, n_after, reason, more, tol)
+        return Comparison(verdict, ratio, low, high, p_worse, n_before, n_after, reason, more, tol,
+                          slow_at)
 
     if min(n_before, n_after) < MIN_SAMPLES or not math.isfinite(worst):
         return _too_few(result, n_before, n_after, alpha, shift, counts)
     slow = slow_mode(before, after, higher_better, tol)
+    in_slow_mode = set(slow)
+    slow_at = tuple(i for i, value in enumerate(after) if value in in_slow_mode)
+    if glitch and len(slow) == 1 and n_after < LONE_SAMPLE_RUNS:
+        kept = [value for i, value in enumerate(after) if i not in slow_at]
+        rest = compare_samples(before, kept, higher_better=higher_better, tolerance=tolerance,
+                               alpha=alpha)
+        words = f'one lone slow sample in {n_after} ({slow[0]:g}), {glitch}'
+        return replace(rest, reason=f'{rest.reason}; left out: {words}', left_out_after=words)
     if best > tol:
         return result(Verdict.REGRESSED, f'{shift}: even the best plausible slowdown is beyond '
                                          f'{told}, with {counts}, p={p_worse:.3g}')
