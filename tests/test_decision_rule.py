@@ -127,6 +127,21 @@ def test_accept_passes_a_glitch_of_one_figure_in_its_first_round(tmp_path, monke
             and 'bandwidth_4MiB, latency_0B, latency_8B) were at their level' in row.result.reason)
 
 
+def test_accept_runs_no_further_round_once_a_metric_regressed(tmp_path, monkeypatch):
+    '''bandwidth_4MiB 20 % lower in every repeat is decided in the first
+    round; one repeat slow in bandwidth_1MiB and latency_8B (a slow run, not
+    decided in 5) does not buy a second round: the acceptance has failed.'''
+    baseline = _p2p_report(tmp_path / 'base.json', 'base', _runs(5, 1))
+
+    def regressed(number, n):
+        runs = _runs(n, 100 * number, {'bandwidth_4MiB': 0.8})
+        runs[0]['bandwidth_1MiB'] *= 0.85
+        runs[0]['latency_8B'] *= 1.3
+        return runs
+    code, rounds = _accept_with(tmp_path, monkeypatch, baseline, regressed)
+    assert (code, rounds) == (Exit.FAILED, [5])
+
+
 def test_accept_runs_no_further_round_of_a_case_that_failed_a_repeat(tmp_path, monkeypatch):
     '''A repeat that failed (the link found shaped below its declared rate
     while the flapping path was slow) fails the acceptance: the case's

@@ -6,7 +6,8 @@ again, as many repeats as the statistics say would decide them and never
 fewer than K (a case that failed a repeat has failed the acceptance: it is
 not run again), until every
 metric is decided (each judged one-sided against its own tolerance:
-hpcnet.acceptance.comparison.statcompare), more samples of the after side would decide
+hpcnet.acceptance.comparison.statcompare), a regression or a failed case
+has failed the acceptance, more samples of the after side would decide
 none of those left, or a budget (``--max-repeats``, ``--time-budget``) is
 spent (Chromium Pinpoint's "collect more data"). Then the verdict table,
 the HTML report with its before/after section, and the exit code of the
@@ -30,7 +31,7 @@ from hpcnet.commands.compare import parse_pairs
 from hpcnet.commands.parser import add_option, add_results_db_option, pass_through
 from hpcnet.commands.run import on_the_testbed_named
 from hpcnet.variables import REFERENCE_DIR_ENV
-from hpcnet.exitcodes import WORDS, worst
+from hpcnet.exitcodes import WORDS, Exit, worst
 from hpcnet.longwork.progress import phase
 from hpcnet.siteconfig.reframeargs import named_system
 
@@ -126,6 +127,13 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BAS
             raise runner.SelectionError(str(err)) from None
         undecided = outcome.undecided()
         if not undecided:
+            break
+        # The question is whether anything got worse: once something did,
+        # the acceptance has failed whatever the rest decide, and a further
+        # look at a decided metric would only spend its alpha again.
+        if outcome.exit_code == Exit.FAILED:
+            runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}) beside what '
+                       'failed: no more rounds (the acceptance has failed whatever they decide)')
             break
         more = outcome.more_samples()
         if not more:
