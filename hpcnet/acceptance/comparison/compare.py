@@ -49,8 +49,8 @@ class Samples:
     withheld: dict = field(default_factory=dict)
     #: {key: {why withheld ("host busy"): how many samples}}
     why_withheld: dict = field(default_factory=dict)
-    #: {key: [the run of each of its values]}: a run is one repeat of one
-    #: case in one report, so the figures one run measured can be told.
+    #: {key: [the run of each of its values]}: (the report's number, the
+    #: case's repeat in it), so the figures one run of a case measured can be told.
     runs: dict = field(default_factory=dict)
 
     def keys(self) -> set:
@@ -82,7 +82,7 @@ def samples(side: Side) -> Samples:
         for tc in [*measured_cases([report]), *retried]:
             key = case_key(tc)
             repeats_seen[key] = repeats_seen.get(key, 0) + 1
-            run = (number, *key, repeats_seen[key])
+            run = (number, repeats_seen[key])
             families[key[1:]] = (tc.get('mpi_family') or '?', compiler_family(tc['environ']))
             for var, value, unit, _ in (*recorded_values(tc), *link_values(tc)):
                 if not math.isfinite(value):
