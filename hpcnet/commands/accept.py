@@ -128,10 +128,11 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BAS
         undecided = outcome.undecided()
         if not undecided:
             break
-        # The question is whether anything got worse: once something did,
-        # the acceptance has failed whatever the rest decide, and a further
-        # look at a decided metric would only spend its alpha again.
-        if outcome.exit_code == Exit.FAILED:
+        # The question is whether anything got worse: once something did (a
+        # regression, a failed case), the acceptance has failed whatever the
+        # rest decide, and a further look at a decided metric would only
+        # spend its alpha again.
+        if worst(outcome.exit_code, *run_codes) == Exit.FAILED:
             runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}) beside what '
                        'failed: no more rounds (the acceptance has failed whatever they decide)')
             break
