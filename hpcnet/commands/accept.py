@@ -98,6 +98,20 @@ def _round(reframe_args: list, repeats: int) -> tuple:
     return run.code, references.load_report(run.report)
 
 
+def _failed_already(outcome: compare.Outcome, run_codes: list) -> bool:
+    '''Whether the rounds so far failed the acceptance (a regression, a
+    failed case), saying so with the metrics still undecided beside it.
+    The question is whether anything got worse: once something did, no
+    round changes that, and a further look at a decided metric would only
+    spend its alpha again.'''
+    if worst(outcome.exit_code, *run_codes) != Exit.FAILED:
+        return False
+    undecided = outcome.undecided()
+    runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}) beside what failed: '
+               'no more rounds (the acceptance has failed whatever they decide)')
+    return True
+
+
 def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BASELINE,
            system: str | None = None, pairs: dict | None = None,
            alpha: float = compare.ALPHA, threshold: float = compare.THRESHOLD) -> int:
@@ -128,13 +142,7 @@ def accept(reframe_args: list, budget: Budget, *, baseline_spec: str = sides.BAS
         undecided = outcome.undecided()
         if not undecided:
             break
-        # The question is whether anything got worse: once something did (a
-        # regression, a failed case), the acceptance has failed whatever the
-        # rest decide, and a further look at a decided metric would only
-        # spend its alpha again.
-        if worst(outcome.exit_code, *run_codes) == Exit.FAILED:
-            runner.say(f'{len(undecided)} metrics not decided ({_named(undecided)}) beside what '
-                       'failed: no more rounds (the acceptance has failed whatever they decide)')
+        if _failed_already(outcome, run_codes):
             break
         more = outcome.more_samples()
         if not more:
